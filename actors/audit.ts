@@ -1,0 +1,143 @@
+/**
+ * The audit trail: every A2A operation (a worker deployed, a sub-task spawned, a result, an
+ * update, a permission asked and decided, a question and its answer, a reassign, redirect,
+ * reinitialize or resume, a stuck report, a stop) as one JSON line with its full context (run,
+ * plan, task, worker, sub-task, parent, depth, agent type, and the event's data). Secrets are
+ * redacted before a record is written: the keys the run knows, and anything shaped like one.
+ */
+import type { RunEvent, RunEventType } from '../machines/protocol.js';
+
+export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
+  'run.started',
+  'run.finished',
+  'run.stopped',
+  'run.resumed',
+  'worker.deployed',
+  'subtask.spawned',
+  'subtask.queued',
+  'subtask.result',
+  'update.queued',
+  'inquiry.sent',
+  'inquiry.answered',
+  'limit.hit',
+  'circuit.open',
+  'permission.requested',
+  'permission.decided',
+  'human.asked',
+  'human.answered',
+  'question.asked',
+  'question.answered',
+  'stuck.detected',
+  'worker.reassigned',
+  'worker.redirected',
+  'worker.reinitialized',
+  'worker.resumed',
+  'task.skipped',
+  'task.completed',
+  'worktree.created',
+  'worktree.removed',
+  'branch.committed',
+  'branch.merged',
+  'branch.conflict',
+  'branch.pushed',
+  'pr.created',
+  'review.requested',
+  'changes.requested',
+  'branch.done',
+  'budget.reached',
+  'model.switched',
+]);
+
+/** Shapes of credentials that must never reach a log, whoever's they are. */
+const SECRET_PATTERNS: RegExp[] = [
+  /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}/g, // OpenAI, Anthropic
+  /\bgh[pousr]_[A-Za-z0-9]{20,}/g, // GitHub tokens
+  /\bgithub_pat_[A-Za-z0-9_]{20,}/g,
+  /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // Slack
+  /\bAKIA[0-9A-Z]{16}\b/g, // AWS access key id
+  /(\bBearer\s+)[A-Za-z0-9._~+/-]{16,}=*/gi,
+  /((?:api[_-]?key|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',}]{8,}/gi,
+];
+
+export function redactText(text: string, known: readonly string[] = []): string {
+  let out = text;
+  for (const secret of known) if (secret.length >= 8) out = out.split(secret).join('[REDACTED]');
+  for (const pattern of SECRET_PATTERNS) {
+    out = out.replace(pattern, (match: string, prefix?: unknown) => (typeof prefix === 'string' && match.startsWith(prefix) ? `${prefix}[REDACTED]` : '[REDACTED]'));
+  }
+  return out;
+}
+
+/** A deep copy with every string redacted. */
+export function redactDeep<T>(value: T, known: readonly string[] = []): T {
+  if (typeof value === 'string') return redactText(value, known) as T;
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, known)) as T;
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v, known);
+    return out as T;
+  }
+  return value;
+}
+
+export function isAudited(event: RunEvent): boolean {
+  return AUDITED.has(event.type);
+}
+
+export function auditRecord(event: RunEvent, known: readonly string[] = []): RunEvent {
+  return redactDeep(event, known);
+}
+
+const cell = (v: unknown) =>
+  String(v ?? '')
+    .replace(/\|/g, '\\|')
+    .replace(/\s+/g, ' ')
+    .slice(0, 160);
+
+/** What a record says, in one line for the Markdown export. */
+function summary(e: RunEvent): string {
+  const d = e.data as Record<string, unknown>;
+  switch (e.type) {
+    case 'permission.requested':
+      return `${String(d.action)}: ${String(d.detail ?? '')}`;
+    case 'permission.decided':
+      return `${String(d.action ?? d.requestId)} ${d.approved ? 'approved' : 'denied'} by ${String(d.decidedBy)}${d.decider ? ` (${String(d.decider)})` : ''}${d.reason ? `: ${String(d.reason)}` : ''}`;
+    case 'worker.redirected':
+      return `by ${String(d.by)}${d.reason ? ` because ${String(d.reason)}` : ''}: ${String(d.instructions ?? '')}`;
+    case 'worker.reassigned':
+      return `${String(d.from)} → ${String(d.to)} by ${String(d.by)}`;
+    case 'stuck.detected':
+      return String(d.reason ?? '');
+    case 'subtask.result':
+      return `${String(d.status)}: ${String(d.output ?? d.error ?? '')}`;
+    case 'question.asked':
+      return String(d.question ?? '');
+    case 'question.answered':
+      return `by ${String(d.by)}: ${String(d.answer ?? '')}`;
+    case 'human.asked':
+      return String(d.title ?? '');
+    case 'human.answered':
+      return `${String(d.title ?? d.id)}: ${d.approved === false ? 'denied' : 'approved'} by ${String(d.by)}`;
+    default: {
+      const text = d.prompt ?? d.message ?? d.reason ?? d.status ?? '';
+      return String(text);
+    }
+  }
+}
+
+export function renderAuditMarkdown(runId: string, records: RunEvent[]): string {
+  const lines = [
+    `# Audit of run ${runId}`,
+    '',
+    `${records.length} operation(s).`,
+    '',
+    '| # | time | operation | task | session | parent | depth | agent | what |',
+    '|---|------|-----------|------|---------|--------|-------|-------|------|',
+  ];
+  for (const r of records) {
+    lines.push(
+      `| ${r.seq} | ${new Date(r.ts).toISOString()} | ${r.type} | ${cell(r.taskId)} | ${cell(r.subTaskId ?? r.workerId)} | ${cell(r.parentId)} | ${cell(r.depth)} | ${cell(r.agentType)} | ${cell(summary(r))} |`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}

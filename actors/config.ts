@@ -1,0 +1,124 @@
+/**
+ * The run configuration, validated in one place with its defaults. Layers, later wins field by
+ * field: defaults → workspace file → user file → the plan's `config` → command-line flags.
+ */
+import { z } from 'zod';
+import { IdleConfig, Limits, type OrchestratorPolicy } from '../machines/protocol.js';
+import { A2AError, describeIssues } from './errors.js';
+import { buildPolicy, PermissionsLayer, type PermissionPolicy } from './permissions.js';
+import { ModelsConfig, validateModelsConfig } from './profiles.js';
+
+export const DEFAULT_POLICY_ANSWER =
+  'No one is available to answer questions in this run. Proceed with your best judgement and state the assumptions you make in your result.';
+export const DEFAULT_STUCK_MESSAGE =
+  'You appear to be stuck: you repeated the same step, or many steps made no progress. Stop repeating it. Re-read the task, try a different approach, and if you are blocked, say what blocks you and finish with a partial result.';
+
+export const RunConfig = z.strictObject({
+  limits: Limits.prefault({}),
+  idle: IdleConfig.prefault({}),
+  /** Agent type for tasks and prompts that name none. */
+  defaultAgent: z.string().min(1).default('@agent'),
+  model: z
+    .strictObject({
+      /** Scripted-model script (JSON), relative to the file that names it. */
+      script: z.string().optional(),
+      /** Where API keys are read when their environment variable is unset (JSON: {"openai": "...", "anthropic": "..."}). */
+      secretsFile: z.string().optional(),
+    })
+    .prefault({}),
+  /** Model profiles (provider, model, base URL …), their assignment to agents and task types, prices and budgets. */
+  models: ModelsConfig.prefault({}),
+  /** Agent overrides by name (the user config's layer of the registry). */
+  agents: z.record(z.string(), z.unknown()).optional(),
+  /** Permission matrix overrides (after .github/agents/orchestrator/permissions.md). */
+  permissions: PermissionsLayer.optional(),
+  /** Worktrees and what happens to a finished worker's branch. */
+  git: z
+    .strictObject({
+      /** `auto`: a worktree per worker when the workspace is a git repository. */
+      worktrees: z.enum(['auto', 'on', 'off']).default('auto'),
+      /** The branch worktrees start from and merge into (default: the checked-out branch). */
+      base: z.string().min(1).optional(),
+      /** When a worker finishes: merge its branch, push it and open a PR, have it reviewed, or keep it. */
+      onComplete: z.enum(['merge', 'pr', 'review', 'keep']).default('merge'),
+      /** The agent that reviews a branch (`onComplete: review`). */
+      reviewer: z.string().min(1).default('@reviewer'),
+      /** Change requests (conflicts, reviews) a task may go through before it is given up. */
+      maxRounds: z.number().int().min(0).default(2),
+      remote: z.string().min(1).default('origin'),
+      /** Where `pr` opens pull requests; the token is read from the environment variable named. */
+      github: z
+        .strictObject({
+          repo: z.string().regex(/^[\w.-]+\/[\w.-]+$/, 'expected "owner/name"'),
+          tokenEnv: z.string().min(1).default('GITHUB_TOKEN'),
+          apiUrl: z.url().optional(),
+        })
+        .optional(),
+    })
+    .prefault({}),
+  /** How the orchestrator answers questions and treats stuck workers. */
+  orchestrator: z
+    .strictObject({
+      /** Who answers a worker's question: `policy` (the fixed answer below), `model` (the orchestrator's model), `human`. */
+      questions: z.enum(['policy', 'model', 'human']).default('policy'),
+      policyAnswer: z.string().min(1).default(DEFAULT_POLICY_ANSWER),
+      /** How long a human has to answer a question before the policy answer is sent. */
+      questionTimeoutMs: z.number().int().positive().default(300_000),
+      /** What a stuck report leads to. */
+      onStuck: z.enum(['redirect', 'none']).default('redirect'),
+      stuckMessage: z.string().min(1).default(DEFAULT_STUCK_MESSAGE),
+      /** Redirects of one worker before the next stuck report restarts it (reinitialize). */
+      reinitializeAfter: z.number().int().min(1).default(2),
+    })
+    .prefault({}),
+});
+export type RunConfig = z.infer<typeof RunConfig>;
+
+export type ConfigLayer = Record<string, unknown>;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Deep merge of plain objects; arrays and scalars of later layers replace earlier ones. */
+export function mergeLayers(layers: ConfigLayer[]): ConfigLayer {
+  const out: ConfigLayer = {};
+  for (const layer of layers) {
+    for (const [key, value] of Object.entries(layer)) {
+      if (value === undefined) continue;
+      const prev = out[key];
+      out[key] = isPlainObject(prev) && isPlainObject(value) ? mergeLayers([prev, value]) : value;
+    }
+  }
+  return out;
+}
+
+/** Validates merged layers; the error names the field, the allowed values and where layers came from. */
+export function parseConfig(layers: Array<{ source: string; data: ConfigLayer }>): RunConfig {
+  for (const { source, data } of layers) {
+    // a layer's models section, with messages that name the profile and the allowed keys
+    if (data.models !== undefined) validateModelsConfig(data.models, source, { references: false });
+  }
+  for (const { source, data } of layers) {
+    // validate each layer alone first, so that the error names the file at fault
+    const alone = RunConfig.safeParse(data);
+    if (!alone.success) {
+      throw new A2AError('CONFIGURATION_INVALID', `${source}: invalid configuration:\n${describeIssues(alone.error.issues)}`, { where: source });
+    }
+  }
+  const merged = RunConfig.safeParse(mergeLayers(layers.map((l) => l.data)));
+  if (!merged.success) {
+    throw new A2AError('CONFIGURATION_INVALID', `invalid configuration:\n${describeIssues(merged.error.issues)}`);
+  }
+  // one layer may assign a profile another defines: the references are checked once merged
+  validateModelsConfig(merged.data.models, layers.map((l) => l.source).join(' + ') || 'configuration');
+  return merged.data;
+}
+
+/** The orchestrator's policy: the permission matrix and the `orchestrator` section. */
+export function orchestratorPolicy(config: RunConfig, permissions: PermissionPolicy = buildPolicy([])): OrchestratorPolicy {
+  const o = config.orchestrator;
+  return {
+    permissions: { matrix: permissions.matrix, askUserTimeoutMs: permissions.askUserTimeoutMs, askUserDefault: permissions.askUserDefault },
+    questions: { answerBy: o.questions, policyAnswer: o.policyAnswer, humanTimeoutMs: o.questionTimeoutMs },
+    stuck: { action: o.onStuck, message: o.stuckMessage, reinitializeAfter: o.reinitializeAfter },
+  };
+}

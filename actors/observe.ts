@@ -1,0 +1,76 @@
+/**
+ * Run events projected from XState's inspection stream, rather than emitted by the charts:
+ * a session's state is in every snapshot, and its model and tool calls are the messages it
+ * appends to its conversation. Emitting events for these from the charts would cost every
+ * session on every step even when nobody listens; this observer is attached only when the run's
+ * event sink has listeners.
+ */
+import type { AnyActorRef, InspectionEvent, Subscription } from 'xstate';
+import type { EventSink } from '../machines/ports.js';
+import type { ChatMessage, SessionSpec, Usage } from '../machines/protocol.js';
+import { sessionStateName } from '../machines/session.js';
+import { correlationOf } from './events.js';
+
+const SESSION_MACHINES = new Set(['worker', 'subtask']);
+
+interface Seen {
+  state: string;
+  messages: number;
+  usage: Usage | null;
+  turns: number;
+}
+
+interface SessionSnapshot {
+  value: unknown;
+  context?: { spec?: SessionSpec; messages: ChatMessage[]; usage: Usage; turns: number };
+}
+
+const clipped = (text: string, max = 2_000) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+export function observeSessions(root: AnyActorRef, events: EventSink): Subscription | null {
+  if (events.listening === false) return null;
+  const seen = new WeakMap<AnyActorRef, Seen>();
+  const reported = new WeakSet<ChatMessage>();
+  return root.system.inspect((event: InspectionEvent) => {
+    if (event.type !== '@xstate.snapshot') return;
+    const ref = event.actorRef as AnyActorRef;
+    const logic = (ref as unknown as { logic?: { id?: string } }).logic;
+    if (!logic?.id || !SESSION_MACHINES.has(logic.id)) return;
+    const snapshot = event.snapshot as unknown as SessionSnapshot;
+    const context = snapshot.context;
+    if (!context?.spec) return;
+    const corr = correlationOf(context.spec);
+    const before = seen.get(ref) ?? { state: '', messages: 0, usage: null, turns: 0 };
+
+    // conversation growth: each new assistant message is a model call, each new tool message a tool
+    // call. Messages are immutable objects: the new ones are those at the end not reported yet
+    // (a history summarized to fit a smaller window keeps its newest messages as they were).
+    let from = context.messages.length;
+    while (from > 0 && !reported.has(context.messages[from - 1]!)) from--;
+    for (let i = from; i < context.messages.length; i++) reported.add(context.messages[i]!);
+    for (let i = from; i < context.messages.length; i++) {
+      const m = context.messages[i]!;
+      if (m.role === 'assistant') {
+        const u = context.usage;
+        const p = before.usage;
+        events.emit({
+          type: 'model.called',
+          ...corr,
+          data: {
+            turn: context.turns,
+            text: clipped(m.content),
+            toolCalls: (m.toolCalls ?? []).map((c) => c.name),
+            inputTokens: u.inputTokens - (p?.inputTokens ?? 0),
+            outputTokens: u.outputTokens - (p?.outputTokens ?? 0),
+            ...(u.costUsd !== undefined ? { costUsd: u.costUsd - (p?.costUsd ?? 0) } : {}),
+          },
+        });
+      } else if (m.role === 'tool') {
+        events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content) } });
+      }
+    }
+    const state = sessionStateName(snapshot.value);
+    if (state !== before.state) events.emit({ type: 'session.state', ...corr, data: { state } });
+    seen.set(ref, { state, messages: context.messages.length, usage: context.usage, turns: context.turns });
+  });
+}

@@ -1,0 +1,203 @@
+/**
+ * The agent registry: agent definitions are Markdown files with YAML frontmatter (capabilities)
+ * whose body is the system prompt. Layers, later wins field by field: built-in → workspace
+ * (`.github/agents/*.agent.md`, `.github/agents/registry-overrides.md`) → user config.
+ * Reading files is the caller's job (adapters/config.ts); this module parses and merges text.
+ */
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { AgentBackend, PreferredModels, type AgentCapability, type ParsedAgentType } from '../machines/protocol.js';
+import { A2AError, describeIssues } from './errors.js';
+
+export interface AgentDefinition {
+  capability: AgentCapability;
+  /** The Markdown body: the agent's own system prompt. */
+  systemPrompt: string;
+  /** Files that contributed to this definition, for error messages. */
+  files: string[];
+}
+
+/** Frontmatter of an agent file; every field optional so that a later layer can override a few. */
+export const AgentFrontmatter = z.strictObject({
+  name: z.string().regex(/^[a-z][a-z0-9-]*$/, 'lowercase letters, digits and "-", starting with a letter'),
+  description: z.string().min(1).optional(),
+  strengths: z.array(z.string()).optional(),
+  weaknesses: z.array(z.string()).optional(),
+  preferredModels: PreferredModels.optional(),
+  canSpawnSubTasks: z.boolean().optional(),
+  maxSubTaskDepth: z.number().int().min(0).max(8).optional(),
+  tools: z.array(z.string()).optional(),
+});
+export type AgentFrontmatter = z.infer<typeof AgentFrontmatter>;
+
+export type AgentPatch = Omit<AgentFrontmatter, 'name'> & { systemPrompt?: string };
+
+const FRONTMATTER = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/;
+
+/** Splits `---\nyaml\n---\nbody`; throws a CONFIGURATION_INVALID naming the file when malformed. */
+export function splitFrontmatter(text: string, file: string): { data: unknown; body: string } {
+  const match = FRONTMATTER.exec(text);
+  if (!match) {
+    throw new A2AError('CONFIGURATION_INVALID', `${file}: expected YAML frontmatter between "---" lines at the top of the file`, {
+      where: file,
+    });
+  }
+  try {
+    return { data: parseYaml(match[1]!) ?? {}, body: match[2]!.trim() };
+  } catch (cause) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new A2AError('CONFIGURATION_INVALID', `${file}: the frontmatter is not valid YAML: ${reason}`, { where: file, cause });
+  }
+}
+
+export function parseAgentFile(text: string, file: string): { frontmatter: AgentFrontmatter; body: string } {
+  const { data, body } = splitFrontmatter(text, file);
+  const parsed = AgentFrontmatter.safeParse(data);
+  if (!parsed.success) {
+    throw new A2AError(
+      'CONFIGURATION_INVALID',
+      `${file}: invalid agent definition:\n${describeIssues(parsed.error.issues)}\nAllowed fields: ${Object.keys(AgentFrontmatter.shape).join(', ')}`,
+      { where: file },
+    );
+  }
+  return { frontmatter: parsed.data, body };
+}
+
+const BACKEND_ALIASES: Record<string, z.infer<typeof AgentBackend>> = {
+  claude: 'claude',
+  anthropic: 'claude',
+  openai: 'openai',
+  scripted: 'scripted',
+};
+
+/**
+ * `@coder`, `coder` → default backend; `claude:reviewer`, `openai:architect` → that backend.
+ * Parsed once, at spawn time; a child never inherits its parent's type.
+ */
+export function parseAgentType(raw: string): ParsedAgentType {
+  const text = raw.trim();
+  const colon = text.indexOf(':');
+  const prefix = colon >= 0 ? text.slice(0, colon).toLowerCase() : null;
+  const name = (colon >= 0 ? text.slice(colon + 1) : text).replace(/^@/, '').toLowerCase();
+  if (prefix !== null && !(prefix in BACKEND_ALIASES)) {
+    throw new A2AError(
+      'UNKNOWN_AGENT_TYPE',
+      `Unknown backend "${prefix}" in agent type "${raw}". Allowed prefixes: ${Object.keys(BACKEND_ALIASES).join(', ')}, or none (e.g. "@coder").`,
+    );
+  }
+  if (!/^[a-z][a-z0-9-]*$/.test(name)) {
+    throw new A2AError(
+      'UNKNOWN_AGENT_TYPE',
+      `Agent type "${raw}" is not well formed: expected "@name", "name" or "backend:name" with a lowercase name.`,
+    );
+  }
+  return { raw: text, backend: prefix === null ? 'default' : BACKEND_ALIASES[prefix]!, agentName: name };
+}
+
+export class AgentRegistry {
+  readonly #agents = new Map<string, AgentDefinition>();
+  readonly #knownTools: ReadonlySet<string>;
+  /** Parsed agent types by the string written; parsed types are immutable, so siblings share one. */
+  readonly #parsed = new Map<string, ParsedAgentType>();
+
+  constructor(knownTools: Iterable<string>) {
+    this.#knownTools = new Set(knownTools);
+  }
+
+  /** Adds or patches an agent; a new agent must end up with a description. */
+  apply(name: string, patch: AgentPatch, source: AgentCapability['source'], file: string): void {
+    const existing = this.#agents.get(name);
+    const unknownTools = (patch.tools ?? []).filter((t) => !this.#knownTools.has(t));
+    if (unknownTools.length > 0) {
+      throw new A2AError(
+        'CONFIGURATION_INVALID',
+        `${file}: agent "${name}" lists unknown tools: ${unknownTools.join(', ')}. Known tools: ${[...this.#knownTools].sort().join(', ')}`,
+        { where: file },
+      );
+    }
+    const description = patch.description ?? existing?.capability.description;
+    if (!description) {
+      throw new A2AError('CONFIGURATION_INVALID', `${file}: agent "${name}" needs a description (frontmatter field "description")`, {
+        where: file,
+      });
+    }
+    const capability: AgentCapability = {
+      id: name,
+      name,
+      description,
+      strengths: patch.strengths ?? existing?.capability.strengths ?? [],
+      weaknesses: patch.weaknesses ?? existing?.capability.weaknesses ?? [],
+      canSpawnSubTasks: patch.canSpawnSubTasks ?? existing?.capability.canSpawnSubTasks ?? false,
+      tools: patch.tools ?? existing?.capability.tools ?? [],
+      source,
+    };
+    const preferredModels = patch.preferredModels ?? existing?.capability.preferredModels;
+    if (preferredModels) capability.preferredModels = preferredModels;
+    const maxSubTaskDepth = patch.maxSubTaskDepth ?? existing?.capability.maxSubTaskDepth;
+    if (maxSubTaskDepth !== undefined) capability.maxSubTaskDepth = maxSubTaskDepth;
+    this.#agents.set(name, {
+      capability,
+      systemPrompt: patch.systemPrompt?.trim() ? patch.systemPrompt.trim() : (existing?.systemPrompt ?? ''),
+      files: [...(existing?.files ?? []), file],
+    });
+  }
+
+  /** Loads one agent Markdown file (`*.agent.md`). */
+  addFile(text: string, file: string, source: AgentCapability['source']): void {
+    const { frontmatter, body } = parseAgentFile(text, file);
+    const { name, ...rest } = frontmatter;
+    this.apply(name, { ...rest, systemPrompt: body }, source, file);
+  }
+
+  /**
+   * Loads an overrides document: frontmatter `agents: { <name>: { <fields> } }` (the workspace's
+   * `registry-overrides.md`, or the user config's `agents` section).
+   */
+  addOverrides(agents: unknown, file: string, source: AgentCapability['source']): void {
+    const Overrides = z.record(z.string(), AgentFrontmatter.omit({ name: true }).extend({ systemPrompt: z.string().optional() }));
+    const parsed = Overrides.safeParse(agents ?? {});
+    if (!parsed.success) {
+      throw new A2AError('CONFIGURATION_INVALID', `${file}: invalid agent overrides:\n${describeIssues(parsed.error.issues)}`, {
+        where: file,
+      });
+    }
+    for (const [name, patch] of Object.entries(parsed.data)) this.apply(name, patch, source, file);
+  }
+
+  has(name: string): boolean {
+    return this.#agents.has(name);
+  }
+
+  names(): string[] {
+    return [...this.#agents.keys()].sort();
+  }
+
+  list(): AgentDefinition[] {
+    return this.names().map((n) => this.#agents.get(n)!);
+  }
+
+  /** The definition for a registry key; unknown names fail with the list of available types. */
+  get(name: string): AgentDefinition {
+    const found = this.#agents.get(name);
+    if (!found) {
+      throw new A2AError('UNKNOWN_AGENT_TYPE', `Unknown agent type "${name}". Available types: ${this.names().map((n) => `@${n}`).join(', ')}`);
+    }
+    return found;
+  }
+
+  /** Parses and validates an agent type string (`@coder`, `claude:reviewer`). */
+  resolve(raw: string): { parsed: ParsedAgentType; definition: AgentDefinition } {
+    let parsed = this.#parsed.get(raw);
+    if (!parsed) {
+      parsed = parseAgentType(raw);
+      if (this.#parsed.size < 1000) this.#parsed.set(raw, parsed);
+    }
+    if (!this.#agents.has(parsed.agentName)) {
+      throw new A2AError(
+        'UNKNOWN_AGENT_TYPE',
+        `Unknown agent type "${raw}". Available types: ${this.names().map((n) => `@${n}`).join(', ')} (optionally prefixed with a backend: claude:, openai:)`,
+      );
+    }
+    return { parsed, definition: this.#agents.get(parsed.agentName)! };
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The live tree of a run, rebuilt from run events alone (so that the CLI, `a2a monitor` and any
+ * other subscriber draw the same tree): one node per worker and sub-task with its agent type,
+ * status, depth, timing and the last notable thing that happened to it.
+ */
+import type { RunEvent } from '../machines/protocol.js';
+
+export interface NodeView {
+  id: string;
+  parentId: string;
+  taskId: string | undefined;
+  agentType: string;
+  depth: number;
+  status: string;
+  prompt: string;
+  startedAt: number;
+  endedAt: number | null;
+  /** The last notable thing: an inquiry, an answer, an error. */
+  note: string | null;
+  children: string[];
+  /** USD of its own model calls (priced models only). */
+  costUsd: number;
+}
+
+const FINAL = new Set(['success', 'partial', 'failed', 'timeout', 'cancelled']);
+
+export class RunView {
+  readonly nodes = new Map<string, NodeView>();
+  readonly roots: string[] = [];
+  startedAt: number | null = null;
+  finishedAt: number | null = null;
+  status = 'starting';
+  skipped: Array<{ taskId: string; reason: string }> = [];
+  /** USD of every model call in the run. */
+  costUsd = 0;
+
+  apply(event: RunEvent): void {
+    this.startedAt ??= event.ts;
+    const id = event.subTaskId;
+    switch (event.type) {
+      case 'run.started':
+        this.status = 'running';
+        return;
+      case 'run.finished':
+        this.status = String(event.data.status ?? 'finished');
+        this.finishedAt = event.ts;
+        return;
+      case 'task.skipped':
+        this.skipped.push({ taskId: String(event.taskId ?? event.data.taskId), reason: String(event.data.reason ?? '') });
+        return;
+      case 'worker.deployed':
+      case 'subtask.spawned':
+        if (!id || this.nodes.has(id)) return;
+        this.nodes.set(id, {
+          id,
+          parentId: event.parentId ?? 'orchestrator',
+          taskId: event.taskId,
+          agentType: event.agentType ?? '?',
+          depth: event.depth ?? 0,
+          status: 'running',
+          prompt: String(event.data.prompt ?? ''),
+          startedAt: event.ts,
+          endedAt: null,
+          note: null,
+          children: [],
+          costUsd: 0,
+        });
+        {
+          const parent = event.parentId ? this.nodes.get(event.parentId) : undefined;
+          if (parent) parent.children.push(id);
+          else this.roots.push(id);
+        }
+        return;
+    }
+    const node = id ? this.nodes.get(id) : undefined;
+    if (!node) return;
+    switch (event.type) {
+      case 'subtask.queued':
+        node.status = 'pending';
+        break;
+      case 'session.state':
+        if (!FINAL.has(node.status)) node.status = String(event.data.state);
+        break;
+      case 'subtask.result':
+        node.status = String(event.data.status);
+        node.endedAt = event.ts;
+        if (event.data.error) node.note = String(event.data.error);
+        break;
+      case 'inquiry.sent':
+        node.note = `idle → inquiry ${String(event.data.attempt ?? '')}`.trim();
+        break;
+      case 'inquiry.answered':
+        node.note = `answered: ${oneLine(String(event.data.text ?? ''), 60)}`;
+        break;
+      case 'circuit.open':
+        node.note = `circuit open after ${String(event.data.failures)} failures`;
+        break;
+      case 'budget.reached':
+        node.note = `budget reached: $${Number(event.data.spentUsd ?? 0).toFixed(4)} of $${Number(event.data.limitUsd ?? 0).toFixed(4)}`;
+        break;
+      case 'model.switched':
+        node.note = `model → ${String(event.data.to)}`;
+        break;
+      case 'model.called':
+        node.costUsd += Number(event.data.costUsd ?? 0);
+        this.costUsd += Number(event.data.costUsd ?? 0);
+        break;
+    }
+  }
+
+  /** A node's cost with its whole subtree. */
+  subtreeCost(id: string): number {
+    const node = this.nodes.get(id);
+    if (!node) return 0;
+    return node.children.reduce((sum, c) => sum + this.subtreeCost(c), node.costUsd);
+  }
+
+  /** Depth-first order with the tree prefix for each line. */
+  walk(): Array<{ node: NodeView; prefix: string }> {
+    const out: Array<{ node: NodeView; prefix: string }> = [];
+    const visit = (id: string, lead: string, last: boolean, top: boolean) => {
+      const node = this.nodes.get(id);
+      if (!node) return;
+      out.push({ node, prefix: top ? (last ? '└─ ' : '├─ ') : `${lead}${last ? '└─ ' : '├─ '}` });
+      const next = top ? (last ? '   ' : '│  ') : `${lead}${last ? '   ' : '│  '}`;
+      node.children.forEach((c, i) => visit(c, next, i === node.children.length - 1, false));
+    };
+    this.roots.forEach((r, i) => visit(r, '', i === this.roots.length - 1, true));
+    return out;
+  }
+}
+
+export function oneLine(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+export function formatElapsed(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m}m${String(Math.floor((ms % 60_000) / 1000)).padStart(2, '0')}s`;
+}

@@ -1,0 +1,216 @@
+/**
+ * Wires the statecharts to their implementations. Given the ports (model, clock, event sink) and
+ * the registry, it returns the machines with `callModel`, `runTool` and the supervisors provided.
+ * This is the one place where machines meet actors; `bin/` chooses the adapters.
+ */
+import { fromPromise, type AnyActorLogic } from 'xstate';
+import type { Clock, EventSink, Git, Model, PullRequests } from '../machines/ports.js';
+import { taskBranchMachine } from '../machines/taskBranch.machine.js';
+import type { DiffStats, ParsedAgentType, SessionSpec } from '../machines/protocol.js';
+import { orchestratorMachine, type AnswerQuestionInput } from '../machines/orchestrator.machine.js';
+import { createHumanGateLogic, type HumanChannel } from './humanGate.js';
+import { createInboxLogic, type InboxJournal } from './inbox.js';
+import { createRemoteSessionLogic, type RemoteDeps } from './remote.js';
+import type { AgentLoopLogic, SupervisorLogic } from '../machines/session.js';
+import { subtaskMachine } from '../machines/subtask.machine.js';
+import { workerMachine } from '../machines/worker.machine.js';
+import { createAgentLoop, type CostControl, type ModelResolver } from './agentLoop.js';
+import { SpawnBudget } from './limits.js';
+import { FileLockTable } from './fileLocks.js';
+
+import { SystemPrompts } from './prompts.js';
+import type { AgentRegistry } from './registry.js';
+import { createSupervisorLogic } from './supervisor.js';
+import { sequentialIds, ToolCatalog, type IdGenerator } from './tools/index.js';
+
+export interface RuntimeDeps {
+  registry: AgentRegistry;
+  clock: Clock;
+  events: EventSink;
+  /** One model for every session, or a resolver by session (agent backend, model override). */
+  model: Model | ModelResolver;
+  ids?: IdGenerator;
+  catalog?: ToolCatalog;
+  /** The model the orchestrator answers worker questions with (`orchestrator.questions: model`). */
+  orchestratorModel?: Model;
+  /** Where the inbox journals arrivals and handled ids (the file store). */
+  journal?: InboxJournal;
+  /** Where questions for a person are shown (terminal prompt, `a2a inbox`). */
+  humanChannel?: HumanChannel;
+  /** Git, for worktrees and the completion workflow (runs in a git repository). */
+  git?: Git;
+  /** Pull requests (a GitHub repository and token are configured). */
+  pullRequests?: PullRequests;
+  /** Prices every model call; spent budgets stop model calls and spawns. */
+  costs?: CostControl;
+  /** The model profiles a worker can be switched to (`a2a model`). */
+  profiles?: ProfileCatalog;
+  /** Sessions on other hosts (NATS): which children are placed remotely, and how to reach them. */
+  remote?: { deps: RemoteDeps; placeRemotely(spec: SessionSpec): boolean };
+}
+
+/** What a model switch needs to know about the configured profiles. */
+export interface ProfileCatalog {
+  names(): string[];
+  /** The profile a session runs on now. */
+  current(spec: SessionSpec): string;
+  /** Whether `to` costs more than what `spec` runs on (the model_switch_expensive permission). */
+  moreExpensive(spec: SessionSpec, to: string): boolean;
+}
+
+/** One merge into a base at a time per repository: merges compute against the base's current commit. */
+class MergeQueue {
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, job: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(key) ?? Promise.resolve();
+    const next = previous.then(job, job);
+    this.#tails.set(key, next.catch(() => undefined));
+    return next;
+  }
+}
+
+/** The git steps of a task's branch, bound to the Git port; each reports what it did as a run event. */
+export function createTaskBranch(deps: { git?: Git; pullRequests?: PullRequests; events: EventSink }) {
+  const need = (): Git => {
+    if (!deps.git) throw new Error('git is not configured for this run');
+    return deps.git;
+  };
+  const merges = new MergeQueue();
+  const taskOf = (worktree: string) => worktree.split('/').pop() ?? worktree;
+  return taskBranchMachine.provide({
+    actors: {
+      prepareWorktree: fromPromise(async ({ input }: { input: { repo: string; worktree: string; branch: string; base: string } }) => {
+        await need().createWorktree(input.repo, { path: input.worktree, branch: input.branch, base: input.base });
+        deps.events.emit({ type: 'worktree.created', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, base: input.base } });
+      }),
+      commitAndMeasure: fromPromise(async ({ input }: { input: { worktree: string; base: string; message: string } }): Promise<{ commit: string | null; diff: DiffStats }> => {
+        const git = need();
+        const commit = await git.commitAll(input.worktree, input.message);
+        const diff = await git.diffSummary(input.worktree, input.base);
+        deps.events.emit({ type: 'branch.committed', taskId: taskOf(input.worktree), data: { commit, diff } });
+        return { commit, diff };
+      }),
+      mergeBranch: fromPromise(async ({ input }: { input: { repo: string; branch: string; base: string; message: string } }) => {
+        const outcome = await merges.run(input.repo, () => need().merge(input.repo, { branch: input.branch, into: input.base, message: input.message }));
+        const taskId = input.branch.split('/').pop()!;
+        if (outcome.merged) deps.events.emit({ type: 'branch.merged', taskId, data: { branch: input.branch, into: input.base, commit: outcome.commit } });
+        else deps.events.emit({ type: 'branch.conflict', taskId, data: { branch: input.branch, into: input.base, conflicts: outcome.conflicts } });
+        return outcome;
+      }),
+      removeWorktree: fromPromise(async ({ input }: { input: { repo: string; worktree: string; branch: string } }) => {
+        await need().removeWorktree(input.repo, input.worktree, { deleteBranch: input.branch });
+        deps.events.emit({ type: 'worktree.removed', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch } });
+      }),
+      pushBranch: fromPromise(async ({ input }: { input: { repo: string; remote: string; branch: string } }) => {
+        await need().push(input.repo, { remote: input.remote, branch: input.branch });
+        deps.events.emit({ type: 'branch.pushed', taskId: input.branch.split('/').pop()!, data: { remote: input.remote, branch: input.branch } });
+      }),
+      openPullRequest: fromPromise(
+        async ({ input, signal }: { input: { github: { owner: string; repo: string }; branch: string; base: string; title: string; body: string }; signal: AbortSignal }) => {
+          if (!deps.pullRequests) throw new Error('no GitHub token is configured: set git.github.tokenEnv (default GITHUB_TOKEN)');
+          const pr = await deps.pullRequests.open({ owner: input.github.owner, repo: input.github.repo, head: input.branch, base: input.base, title: input.title, body: input.body, signal });
+          deps.events.emit({ type: 'pr.created', taskId: input.branch.split('/').pop()!, data: { number: pr.number, url: pr.url, branch: input.branch, base: input.base } });
+          return pr;
+        },
+      ),
+    },
+  });
+}
+
+
+const ORCHESTRATOR_AGENT: ParsedAgentType = { raw: '@orchestrator', backend: 'default', agentName: 'orchestrator' };
+
+const ORCHESTRATOR_SYSTEM = [
+  'You are the orchestrator of a team of agents working on a plan. A worker you deployed asks you a question.',
+  'Answer it directly and concisely from what you know about the task and the conversation so far.',
+  'If the answer is not knowable, say which assumption the worker should make. Do not ask questions back.',
+].join('\n');
+
+/** The orchestrator's own model answering a worker's question (no tools, one call). */
+export function createAnswerQuestion(model: Model | null) {
+  return fromPromise<string, AnswerQuestionInput>(async ({ input, signal }) => {
+    if (!model) throw new Error('no orchestrator model is configured');
+    const history = input.history.map((e) => `- ${e.from} (${e.kind}): ${e.text}`).join('\n');
+    const content = [
+      `Worker ${input.workerId} (${input.agentType}) works on task "${input.taskId}":`,
+      input.task,
+      ...(history ? ['', 'Conversation with this worker so far:', history] : []),
+      '',
+      `Its question: ${input.question}`,
+    ].join('\n');
+    const reply = await model.call(
+      { system: ORCHESTRATOR_SYSTEM, messages: [{ role: 'user', content }], tools: [], agentType: ORCHESTRATOR_AGENT, sessionId: 'orchestrator', depth: 0 },
+      { signal },
+    );
+    const text = reply.text.trim();
+    if (!text) throw new Error('the orchestrator model returned an empty answer');
+    return text;
+  });
+}
+
+export function createRuntime(deps: RuntimeDeps) {
+  const catalog = deps.catalog ?? new ToolCatalog();
+  const ids = deps.ids ?? sequentialIds();
+  const budget = new SpawnBudget(deps.clock);
+  const locks = new FileLockTable();
+  const model = deps.model;
+  const resolveModel: ModelResolver = typeof model === 'function' ? model : () => ({ model, name: model.id, profile: 'default' });
+  const agentLoop = createAgentLoop({
+    registry: deps.registry,
+    catalog,
+    prompts: new SystemPrompts(deps.registry),
+    resolveModel,
+    ids,
+    clock: deps.clock,
+    locks,
+    events: deps.events,
+    ...(deps.costs ? { costs: deps.costs } : {}),
+  }) as unknown as AgentLoopLogic;
+
+  const logics: Partial<Record<SessionSpec['role'], AnyActorLogic>> = {};
+  const supervisor = createSupervisorLogic({
+    sessionLogic: (role) => logics[role]!,
+    clock: deps.clock,
+    events: deps.events,
+    budget,
+    locks,
+    ...(deps.costs ? { costs: deps.costs } : {}),
+    ...(deps.remote ? { placeRemotely: deps.remote.placeRemotely, remoteLogic: createRemoteSessionLogic(deps.remote.deps) } : {}),
+    observeId: (id) => ids.observe(id),
+  }) as unknown as SupervisorLogic;
+  const worker = workerMachine.provide({ actors: { agentLoop, subtasks: supervisor } });
+  const subtask = subtaskMachine.provide({ actors: { agentLoop, subtasks: supervisor } });
+  logics.worker = worker;
+  logics.subtask = subtask;
+  const inbox = createInboxLogic({ clock: deps.clock, events: deps.events, ...(deps.journal ? { journal: deps.journal } : {}) });
+  const humanGate = createHumanGateLogic({ clock: deps.clock, events: deps.events, ...(deps.humanChannel ? { channel: deps.humanChannel } : {}) });
+  const orchestratorModel = deps.orchestratorModel ?? (typeof model === 'function' ? null : model);
+  const orchestrator = orchestratorMachine.provide({
+    actors: {
+      workers: supervisor,
+      inbox: inbox as never,
+      humanGate: humanGate as never,
+      answerQuestion: createAnswerQuestion(orchestratorModel),
+      taskBranch: createTaskBranch({ ...(deps.git ? { git: deps.git } : {}), ...(deps.pullRequests ? { pullRequests: deps.pullRequests } : {}), events: deps.events }),
+    },
+  });
+
+  return {
+    orchestrator,
+    worker,
+    subtask,
+    supervisor,
+    registry: deps.registry,
+    catalog,
+    ids,
+    budget,
+    locks,
+    clock: deps.clock,
+    events: deps.events,
+    costs: deps.costs ?? null,
+    profiles: deps.profiles ?? null,
+  };
+}
+
+export type Runtime = ReturnType<typeof createRuntime>;

@@ -1,0 +1,98 @@
+/**
+ * The tool catalog: which tools exist, which ones a session gets (its agent's own list, minus the
+ * spawning tools once it can no longer spawn), their JSON schemas for the model, and dispatch
+ * with argument validation. Every failure is a tool error the model can read and act on.
+ */
+import { z } from 'zod';
+import type { ToolOutcome } from '../../machines/ports.js';
+import type { SessionSpec, ToolCall, ToolSpec } from '../../machines/protocol.js';
+import { A2AError, describeIssues } from '../errors.js';
+import type { AgentDefinition } from '../registry.js';
+import { a2aTools, SPAWNING_TOOLS } from './a2a.js';
+import { codingTools } from './coding.js';
+import type { ToolContext, ToolDefinition } from './types.js';
+
+export type { IdGenerator, ToolContext, ToolDefinition } from './types.js';
+export { sequentialIds } from './types.js';
+
+export class ToolCatalog {
+  readonly #tools = new Map<string, ToolDefinition<z.ZodType>>();
+  readonly #specs = new Map<string, ToolSpec>();
+  /** A session's tool list is fixed by its spec: computed once per spec. */
+  readonly #allowed = new WeakMap<SessionSpec, { definition: AgentDefinition; names: string[] }>();
+
+  constructor(tools: ReadonlyArray<ToolDefinition<z.ZodType>> = [...a2aTools, ...codingTools]) {
+    for (const tool of tools) this.#tools.set(tool.name, tool);
+  }
+
+  names(): string[] {
+    return [...this.#tools.keys()];
+  }
+
+  /** The deepest level this session's children may reach. */
+  static childDepthLimit(definition: AgentDefinition, spec: SessionSpec): number {
+    const own = definition.capability.maxSubTaskDepth;
+    return own === undefined ? spec.maxDepth : Math.min(spec.maxDepth, own);
+  }
+
+  /** The tools this session has: its agent's list; spawning tools only while it may spawn. */
+  toolsFor(definition: AgentDefinition, spec: SessionSpec): string[] {
+    const cached = this.#allowed.get(spec);
+    if (cached && cached.definition === definition) return cached.names;
+    const names = this.#computeTools(definition, spec);
+    this.#allowed.set(spec, { definition, names });
+    return names;
+  }
+
+  #computeTools(definition: AgentDefinition, spec: SessionSpec): string[] {
+    const canSpawn = definition.capability.canSpawnSubTasks && spec.depth < ToolCatalog.childDepthLimit(definition, spec);
+    return definition.capability.tools.filter((t) => this.#tools.has(t) && (canSpawn || !SPAWNING_TOOLS.has(t)));
+  }
+
+  spec(name: string): ToolSpec {
+    let spec = this.#specs.get(name);
+    if (!spec) {
+      const tool = this.#tools.get(name)!;
+      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.parameters, { io: 'input' }) as Record<string, unknown>;
+      spec = { name, description: tool.description, parameters };
+      this.#specs.set(name, spec);
+    }
+    return spec;
+  }
+
+  specsFor(definition: AgentDefinition, spec: SessionSpec): ToolSpec[] {
+    return this.toolsFor(definition, spec).map((n) => this.spec(n));
+  }
+
+  async run(call: ToolCall, definition: AgentDefinition, ctx: ToolContext): Promise<ToolOutcome> {
+    const allowed = this.toolsFor(definition, ctx.spec);
+    const tool = this.#tools.get(call.name);
+    if (!tool || !allowed.includes(call.name)) {
+      const why = !tool
+        ? `Unknown tool "${call.name}".`
+        : SPAWNING_TOOLS.has(call.name) && definition.capability.tools.includes(call.name)
+          ? `"${call.name}" is not available at depth ${ctx.spec.depth}: sub-tasks of this session may not nest deeper (limit ${ToolCatalog.childDepthLimit(definition, ctx.spec)}).`
+          : `"${call.name}" is not one of @${definition.capability.id}'s tools.`;
+      return toolError(new A2AError('TOOL_NOT_ALLOWED', `${why} Your tools: ${allowed.join(', ') || 'none'}.`));
+    }
+    const parsed = tool.parameters.safeParse(call.arguments ?? {});
+    if (!parsed.success) {
+      return toolError(
+        new A2AError(
+          'VALIDATION_ERROR',
+          `Invalid arguments for ${call.name}:\n${describeIssues(parsed.error.issues)}\nExpected parameters: ${JSON.stringify(this.spec(call.name).parameters)}`,
+        ),
+      );
+    }
+    try {
+      return await tool.execute(parsed.data, ctx);
+    } catch (error) {
+      if (error instanceof A2AError) return toolError(error);
+      throw error;
+    }
+  }
+}
+
+export function toolError(error: A2AError): ToolOutcome {
+  return { isError: true, content: `${error.code}: ${error.message}` };
+}

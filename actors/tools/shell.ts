@@ -1,0 +1,119 @@
+/**
+ * Runs one shell command for run_command: its own process group (so that a timeout or a
+ * cancelled session kills everything it started), stdout and stderr interleaved as they come,
+ * and a capped output that keeps the beginning and the end (errors are usually at the end).
+ */
+import { spawn } from 'node:child_process';
+
+export const OUTPUT_HEAD_BYTES = 32 * 1024;
+export const OUTPUT_TAIL_BYTES = 32 * 1024;
+/** How long a process may ignore SIGTERM before it gets SIGKILL. */
+const KILL_GRACE_MS = 1000;
+/** After the shell exits, how long background processes may keep its output open. */
+const DRAIN_MS = 500;
+
+export interface ShellResult {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+  /** Bytes of output left out in the middle. */
+  cut: number;
+  timedOut: boolean;
+  aborted: boolean;
+  durationMs: number;
+}
+
+class CappedOutput {
+  #head: Buffer[] = [];
+  #headBytes = 0;
+  #tail = Buffer.alloc(0);
+  #total = 0;
+
+  push(chunk: Buffer): void {
+    this.#total += chunk.length;
+    const room = OUTPUT_HEAD_BYTES - this.#headBytes;
+    if (room > 0) {
+      const part = chunk.subarray(0, room);
+      this.#head.push(part);
+      this.#headBytes += part.length;
+      chunk = chunk.subarray(part.length);
+    }
+    if (chunk.length === 0) return;
+    this.#tail = Buffer.concat([this.#tail, chunk]);
+    if (this.#tail.length > OUTPUT_TAIL_BYTES) this.#tail = this.#tail.subarray(this.#tail.length - OUTPUT_TAIL_BYTES);
+  }
+
+  result(): { output: string; cut: number } {
+    const head = Buffer.concat(this.#head).toString('utf8');
+    const tail = this.#tail.toString('utf8');
+    const cut = this.#total - this.#headBytes - this.#tail.length;
+    return cut > 0 ? { output: `${head}\n[... ${cut} bytes of output cut ...]\n${tail}`, cut } : { output: head + tail, cut: 0 };
+  }
+}
+
+export function runShell(command: string, options: { cwd: string; timeoutMs: number; signal: AbortSignal }): Promise<ShellResult> {
+  const started = Date.now();
+  const output = new CappedOutput();
+  const child = spawn('/bin/sh', ['-c', command], {
+    cwd: options.cwd,
+    detached: true, // a process group of its own, killed as a whole
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+  });
+  child.stdout.on('data', (c: Buffer) => output.push(c));
+  child.stderr.on('data', (c: Buffer) => output.push(c));
+
+  let timedOut = false;
+  let aborted = false;
+  const timers: NodeJS.Timeout[] = [];
+  const killGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // already gone
+    }
+  };
+  const stop = () => {
+    killGroup('SIGTERM');
+    timers.push(setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS));
+  };
+  const onAbort = () => {
+    aborted = true;
+    stop();
+  };
+
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
+      for (const t of timers) clearTimeout(t);
+      options.signal.removeEventListener('abort', onAbort);
+      if (timedOut || aborted) killGroup('SIGKILL'); // whatever ignored SIGTERM
+      resolve({ exitCode, signal, ...output.result(), timedOut, aborted, durationMs: Date.now() - started });
+    };
+    child.on('error', (error) => {
+      output.push(Buffer.from(`${error.message}\n`));
+      finish(null, null);
+    });
+    child.on('exit', (code, signal) => {
+      // Background processes may hold the pipes open; do not wait for them forever.
+      timers.push(
+        setTimeout(() => {
+          child.stdout.destroy();
+          child.stderr.destroy();
+          finish(code, signal);
+        }, DRAIN_MS),
+      );
+    });
+    child.on('close', (code, signal) => finish(code, signal));
+    timers.push(
+      setTimeout(() => {
+        timedOut = true;
+        stop();
+      }, options.timeoutMs),
+    );
+    if (options.signal.aborted) onAbort();
+    else options.signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

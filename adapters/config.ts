@@ -1,0 +1,138 @@
+/**
+ * Reads configuration from disk: the run config layers, the agent registry layers and scripts.
+ * Every file is parsed and validated; errors name the file and the field.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
+import { A2AError } from '../actors/errors.js';
+import { AgentRegistry, splitFrontmatter } from '../actors/registry.js';
+import { parseConfig, type ConfigLayer, type RunConfig } from '../actors/config.js';
+import { buildPolicy, parsePermissionsMarkdown, type PermissionPolicy, type PermissionsLayer } from '../actors/permissions.js';
+import { parseScript, type Script } from './model/scripted.js';
+
+/** The package root (holds package.json), from source or from dist/. */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg) && existsSync(join(dir, 'actors', 'agents'))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('cannot find the a2a package root (package.json next to actors/agents)');
+    dir = parent;
+  }
+}
+
+/** Reads a JSON or YAML file into a value; a parse error names the file. */
+export function readStructured(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (cause) {
+    throw new A2AError('CONFIGURATION_INVALID', `cannot read ${file}: ${(cause as Error).message}`, { where: file, cause });
+  }
+  try {
+    return /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);
+  } catch (cause) {
+    throw new A2AError('CONFIGURATION_INVALID', `${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(cause as Error).message}`, {
+      where: file,
+      cause,
+    });
+  }
+}
+
+function asLayer(value: unknown, file: string): ConfigLayer {
+  if (value === null || value === undefined) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new A2AError('CONFIGURATION_INVALID', `${file}: expected an object at the top level`, { where: file });
+  }
+  return value as ConfigLayer;
+}
+
+const CONFIG_NAMES = ['a2a.config.json', 'a2a.config.yaml', 'a2a.config.yml'];
+
+export function userConfigDir(): string {
+  return process.env.A2A_CONFIG_HOME ?? join(process.env.XDG_CONFIG_HOME ?? join(homedir(), '.config'), 'a2a');
+}
+
+function firstExisting(dir: string, names: string[]): string | null {
+  for (const name of names) {
+    const file = join(dir, name);
+    if (existsSync(file)) return file;
+  }
+  return null;
+}
+
+export interface LoadedConfig {
+  config: RunConfig;
+  /** The permission matrix: defaults → permissions.md → each layer's `permissions`. */
+  policy: PermissionPolicy;
+  /** Files read, in layer order. */
+  files: string[];
+  /** Directory each layer's relative paths resolve against (for `model.script`). */
+  scriptBase: string | null;
+}
+
+/**
+ * Loads: defaults → workspace `a2a.config.{json,yaml}` (or `explicitFile`) → user config →
+ * extra layers (the plan's config, CLI flags).
+ */
+export function loadConfig(options: { workspace: string; explicitFile?: string; extra?: Array<{ source: string; data: ConfigLayer; base?: string }> }): LoadedConfig {
+  const layers: Array<{ source: string; data: ConfigLayer; base: string | null }> = [];
+  const permissionLayers: Array<{ source: string; layer: PermissionsLayer }> = [];
+  const permissionsFile = join(options.workspace, '.github', 'agents', 'orchestrator', 'permissions.md');
+  if (existsSync(permissionsFile)) {
+    const parsed = parsePermissionsMarkdown(readFileSync(permissionsFile, 'utf8'), permissionsFile);
+    permissionLayers.push({ source: permissionsFile, layer: parsed.layer });
+    // its Limits section is the lowest layer of the run's limits: config files and flags override it
+    if (Object.keys(parsed.limits).length > 0) layers.push({ source: `${permissionsFile} (Limits)`, data: { limits: parsed.limits }, base: null });
+  }
+  const workspaceFile = options.explicitFile ? resolve(options.explicitFile) : firstExisting(options.workspace, CONFIG_NAMES);
+  if (options.explicitFile && !existsSync(workspaceFile!)) {
+    throw new A2AError('CONFIGURATION_INVALID', `config file not found: ${workspaceFile}`);
+  }
+  if (workspaceFile) layers.push({ source: workspaceFile, data: asLayer(readStructured(workspaceFile), workspaceFile), base: dirname(workspaceFile) });
+  const userFile = firstExisting(userConfigDir(), ['config.json', 'config.yaml', 'config.yml']);
+  if (userFile) layers.push({ source: userFile, data: asLayer(readStructured(userFile), userFile), base: dirname(userFile) });
+  for (const extra of options.extra ?? []) layers.push({ source: extra.source, data: extra.data, base: extra.base ?? null });
+  const config = parseConfig(layers);
+  for (const l of layers) {
+    const layer = (l.data as { permissions?: PermissionsLayer }).permissions;
+    if (layer) permissionLayers.push({ source: l.source, layer });
+  }
+  const policy = buildPolicy(permissionLayers);
+  const scriptLayer = [...layers].reverse().find((l) => (l.data.model as { script?: unknown } | undefined)?.script !== undefined);
+  return { config, policy, files: layers.map((l) => l.source), scriptBase: scriptLayer?.base ?? null };
+}
+
+/**
+ * The agent registry: built-in agents → workspace `.github/agents/*.agent.md` and
+ * `registry-overrides.md` → user `agents/*.agent.md` and the user config's `agents` section.
+ */
+export function loadRegistry(options: { workspace: string; knownTools: Iterable<string>; userAgents?: unknown; userAgentsSource?: string }): AgentRegistry {
+  const registry = new AgentRegistry(options.knownTools);
+  const addDir = (dir: string, source: 'builtin' | 'workspace' | 'user') => {
+    if (!existsSync(dir)) return;
+    for (const name of readdirSync(dir).filter((n) => n.endsWith('.agent.md')).sort()) {
+      const file = join(dir, name);
+      registry.addFile(readFileSync(file, 'utf8'), file, source);
+    }
+  };
+  addDir(join(packageRoot(), 'actors', 'agents'), 'builtin');
+  const workspaceAgents = join(options.workspace, '.github', 'agents');
+  addDir(workspaceAgents, 'workspace');
+  const overrides = join(workspaceAgents, 'registry-overrides.md');
+  if (existsSync(overrides)) {
+    const { data } = splitFrontmatter(readFileSync(overrides, 'utf8'), overrides);
+    registry.addOverrides((data as { agents?: unknown }).agents, overrides, 'workspace');
+  }
+  addDir(join(userConfigDir(), 'agents'), 'user');
+  if (options.userAgents !== undefined) registry.addOverrides(options.userAgents, options.userAgentsSource ?? 'user config', 'user');
+  return registry;
+}
+
+export function loadScript(file: string): Script {
+  return parseScript(readStructured(file), file);
+}

@@ -1,0 +1,343 @@
+/**
+ * A headless actor host (`a2a host`): it serves some agent types for every run of a namespace.
+ *
+ * - **Registration and liveness**: it publishes a heartbeat (agent types, capacity, load, the
+ *   sessions it runs) every `heartbeatMs` and keeps it in the hosts bucket.
+ * - **Work**: it takes spawn requests for its agent types from the durable spawn queue, at most
+ *   `concurrency` at a time (one host per spawn: the queue is shared), claims each session in the
+ *   snapshots bucket (compare-and-set, so that a session runs once), and runs it as a local actor
+ *   under a parent link that talks to its owner.
+ * - **Snapshots**: each session's actor tree and timers are written to the snapshots bucket after
+ *   it changes (throttled by their cost); down messages are acknowledged once a snapshot holds them.
+ * - **Failover**: a host whose heartbeat stops (or that released its sessions while draining) has
+ *   its sessions restored here from their last snapshot, by whichever live host serving the agent
+ *   type claims them first.
+ * - **Drain** (SIGTERM): it stops taking work, lets running sessions finish for `drainMs`, then
+ *   releases the rest (last snapshot, marked released) for other hosts to take over.
+ */
+import type { AnyActorLogic, AnyActorRef } from 'xstate';
+import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
+import { HostHeartbeat, RemoteSpawn, type SessionSpec } from '../machines/protocol.js';
+import { actorAt, restoreTimers, takeCheckpoint, walkActors, type Checkpoint } from '../actors/checkpoint.js';
+import { createParentLinkLogic, ensureQueues, subjects, type LinkDeps } from '../actors/remote.js';
+import { createRootActor } from '../actors/scheduler.js';
+import { correlationOf } from '../actors/events.js';
+
+/** What the snapshots bucket holds for a session that runs (or ran) on a host. */
+export interface SessionRecord {
+  spec: SessionSpec;
+  host: string;
+  /** `released`: its host drained and handed it back; `finished`: its result went to its owner. */
+  state: 'running' | 'released' | 'finished';
+  checkpoint: Checkpoint | null;
+  at: number;
+}
+
+export interface HostOptions {
+  transport: Transport;
+  ns: string;
+  hostId: string;
+  /** Agent names served (registry keys, e.g. `coder`). */
+  agents: string[];
+  concurrency: number;
+  /** Acknowledgements the host's runtime defers until a session's snapshot (see RemoteDeps.deferAck). */
+  deferredAcks?: DeferredAcks;
+  /** The session machines (the host's runtime: its own registry, models and tools). */
+  sessionLogic(role: SessionSpec['role']): AnyActorLogic;
+  clock: Clock;
+  events: EventSink;
+  heartbeatMs?: number;
+  /** A host silent this long is dead (default: 3 heartbeats). */
+  deadAfterMs?: number;
+  snapshotMinMs?: number;
+}
+
+interface Running {
+  spec: SessionSpec;
+  root: AnyActorRef;
+  dirty: boolean;
+  timer: NodeJS.Timeout | null;
+  lastCostMs: number;
+  pendingAcks: Array<() => Promise<void>>;
+  revision: number;
+  unsubscribe: () => void;
+}
+
+/** Acks waiting for a session's next snapshot; the host flushes them when it writes one. */
+export class DeferredAcks {
+  readonly #bySession = new Map<string, Array<() => Promise<void>>>();
+
+  defer = (session: string, ack: () => Promise<void>): void => {
+    const list = this.#bySession.get(session);
+    if (list) list.push(ack);
+    else this.#bySession.set(session, [ack]);
+  };
+
+  take(session: string): Array<() => Promise<void>> {
+    const list = this.#bySession.get(session) ?? [];
+    this.#bySession.delete(session);
+    return list;
+  }
+}
+
+export class Host {
+  readonly #o: Required<Pick<HostOptions, 'heartbeatMs' | 'deadAfterMs' | 'snapshotMinMs'>> & HostOptions;
+  readonly #s: ReturnType<typeof subjects>;
+  readonly #running = new Map<string, Running>();
+  #consumers: DurableConsumer[] = [];
+  #snapshots: KeyValue | null = null;
+  #hosts: KeyValue | null = null;
+  #beat: NodeJS.Timeout | null = null;
+  #draining = false;
+  #stopped = false;
+  readonly #startedAt: number;
+  #subscription: TransportSubscription | null = null;
+  /** Hosts seen alive, for host.joined / host.lost events. */
+  readonly #known = new Map<string, HostHeartbeat>();
+
+  constructor(options: HostOptions) {
+    this.#o = { heartbeatMs: 2_000, snapshotMinMs: 50, ...options, deadAfterMs: options.deadAfterMs ?? 3 * (options.heartbeatMs ?? 2_000) };
+    this.#s = subjects(options.ns);
+    this.#startedAt = options.clock.now();
+  }
+
+  get running(): number {
+    return this.#running.size;
+  }
+
+  get sessions(): string[] {
+    return [...this.#running.keys()];
+  }
+
+  async start(): Promise<void> {
+    const { transport } = this.#o;
+    await ensureQueues(transport, this.#o.ns);
+    this.#snapshots = await transport.keyValue(this.#s.buckets.snapshots);
+    this.#hosts = await transport.keyValue(this.#s.buckets.hosts);
+    await this.#heartbeat();
+    this.#beat = setInterval(() => void this.#tick(), this.#o.heartbeatMs);
+    for (const agent of this.#o.agents) {
+      const consumer = await transport.consume(
+        this.#s.queues.spawn.name,
+        { consumer: `spawn-${agent}`, filter: this.#s.spawn(agent), ackWaitMs: 30_000, maxInFlight: this.#o.concurrency },
+        (message) => this.#onSpawn(message),
+      );
+      this.#consumers.push(consumer);
+    }
+    // sessions of hosts that died while nobody was looking
+    await this.#adoptOrphans();
+  }
+
+  async #onSpawn(message: import('../machines/ports.js').DurableMessage): Promise<void> {
+    const parsed = RemoteSpawn.safeParse(message.data);
+    if (!parsed.success) {
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped an invalid spawn request: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` } });
+      await message.ack();
+      return;
+    }
+    if (this.#draining || this.#running.size >= this.#o.concurrency) {
+      await message.nak(1_000);
+      return;
+    }
+    const { spec } = parsed.data;
+    // claim it: a session runs on one host, whatever the queue redelivers
+    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now() };
+    const claimed = await this.#snapshots!.update(spec.id, record, 0);
+    if (!claimed) {
+      await message.ack();
+      return;
+    }
+    const revision = (await this.#snapshots!.get(spec.id))?.revision ?? 0;
+    this.#run(spec, null, revision);
+    await message.ack();
+  }
+
+  /** Starts (or restores) a session under a parent link. */
+  #run(spec: SessionSpec, checkpoint: Checkpoint | null, revision: number): void {
+    const linkDeps: LinkDeps = {
+      transport: this.#o.transport,
+      ns: this.#o.ns,
+      process: this.#o.hostId,
+      hostId: this.#o.hostId,
+      clock: this.#o.clock,
+      events: this.#o.events,
+      sessionLogic: this.#o.sessionLogic,
+      ackAfterSnapshot: (id, ack) => this.#running.get(id)?.pendingAcks.push(ack),
+      onFinished: (id) => void this.#finished(id),
+    };
+    const logic = createParentLinkLogic(linkDeps);
+    const root = createRootActor(logic, {
+      id: `host-${spec.id}`,
+      clock: this.#o.clock,
+      ...(checkpoint ? { snapshot: checkpoint.snapshot as never } : { input: { spec } }),
+    });
+    const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, unsubscribe: () => {} };
+    this.#running.set(spec.id, running);
+    const sub = root.system.inspect((e) => {
+      if (e.type === '@xstate.snapshot') this.#mark(running);
+    });
+    running.unsubscribe = () => sub.unsubscribe();
+    root.start();
+    if (checkpoint) {
+      restoreTimers(root, checkpoint.timers, this.#o.clock.now());
+      this.#o.events.emit({ type: 'session.restored', ...correlationOf(spec), data: { host: this.#o.hostId, savedAt: checkpoint.savedAt } });
+    }
+    this.#mark(running);
+    void actorAt;
+  }
+
+  #mark(running: Running): void {
+    running.dirty = true;
+    if (running.timer || this.#stopped) return;
+    running.timer = setTimeout(() => {
+      running.timer = null;
+      void this.#snapshot(running);
+    }, Math.max(this.#o.snapshotMinMs, running.lastCostMs * 10));
+  }
+
+  /** Writes the session's checkpoint (compare-and-set on its revision), then acknowledges what it holds. */
+  async #snapshot(running: Running, state: SessionRecord['state'] = 'running'): Promise<void> {
+    if (!running.dirty && state === 'running') return;
+    if (!this.#running.has(running.spec.id)) return;
+    const started = performance.now();
+    running.dirty = false;
+    // what reached any session of this tree is acknowledged once this snapshot holds it
+    const acks = running.pendingAcks.splice(0);
+    if (this.#o.deferredAcks) {
+      walkActors(running.root, (ref) => {
+        const id = (ref.getSnapshot() as { context?: { spec?: { id?: string } } }).context?.spec?.id;
+        if (id) acks.push(...this.#o.deferredAcks!.take(id));
+      });
+    }
+    const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now() };
+    const written = await this.#snapshots!.update(running.spec.id, record, running.revision).catch(() => false);
+    if (!written) {
+      // another host took it over (this one was thought dead): stop here, it runs there
+      this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} lost ${running.spec.id} to another host; stopping its copy here` } });
+      this.#drop(running.spec.id);
+      return;
+    }
+    running.revision = (await this.#snapshots!.get(running.spec.id))?.revision ?? running.revision + 1;
+    for (const ack of acks) await ack().catch(() => undefined);
+    running.lastCostMs = performance.now() - started;
+  }
+
+  async #finished(id: string): Promise<void> {
+    const running = this.#running.get(id);
+    if (!running) return;
+    for (const ack of running.pendingAcks.splice(0)) await ack().catch(() => undefined);
+    this.#drop(id);
+    // kept (without its snapshot) so that a redelivered spawn of it is never run again
+    const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
+    await this.#snapshots!.put(id, record).catch(() => undefined);
+  }
+
+  #drop(id: string): void {
+    const running = this.#running.get(id);
+    if (!running) return;
+    this.#running.delete(id);
+    if (running.timer) clearTimeout(running.timer);
+    running.unsubscribe();
+    if ((running.root.getSnapshot() as { status: string }).status === 'active') running.root.stop();
+  }
+
+  async #heartbeat(status: HostHeartbeat['status'] = this.#draining ? 'draining' : 'ready'): Promise<void> {
+    const beat: HostHeartbeat = {
+      hostId: this.#o.hostId,
+      agents: this.#o.agents,
+      concurrency: this.#o.concurrency,
+      running: this.#running.size,
+      sessions: this.sessions,
+      startedAt: this.#startedAt,
+      at: this.#o.clock.now(),
+      status,
+    };
+    await this.#o.transport.publish(this.#s.heartbeat(this.#o.hostId), beat);
+    await this.#hosts!.put(this.#o.hostId, beat);
+  }
+
+  async #tick(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      await this.#heartbeat();
+      await this.#adoptOrphans();
+    } catch (error) {
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: ${error instanceof Error ? error.message : String(error)}` } });
+    }
+  }
+
+  /** Sessions whose host is dead or released them: restored here if this host serves their agent type. */
+  async #adoptOrphans(): Promise<void> {
+    if (this.#draining || this.#stopped) return;
+    const now = this.#o.clock.now();
+    const alive = new Set<string>();
+    for (const key of await this.#hosts!.keys()) {
+      const beat = HostHeartbeat.safeParse((await this.#hosts!.get(key))?.value);
+      if (!beat.success) continue;
+      const fresh = now - beat.data.at < this.#o.deadAfterMs;
+      if (fresh) alive.add(beat.data.hostId);
+      const before = this.#known.get(beat.data.hostId);
+      if (fresh && !before) this.#o.events.emit({ type: 'host.joined', data: { host: beat.data.hostId, agents: beat.data.agents } });
+      if (!fresh && before) this.#o.events.emit({ type: 'host.lost', data: { host: beat.data.hostId, sessions: beat.data.sessions } });
+      if (fresh) this.#known.set(beat.data.hostId, beat.data);
+      else this.#known.delete(beat.data.hostId);
+    }
+    for (const key of await this.#snapshots!.keys()) {
+      if (this.#running.size >= this.#o.concurrency) return;
+      if (this.#running.has(key)) continue;
+      const entry = await this.#snapshots!.get(key);
+      const record = entry?.value as SessionRecord | undefined;
+      if (!entry || !record?.spec) continue;
+      if (record.state === 'finished' || !this.#o.agents.includes(record.spec.agent.agentName)) continue;
+      if (record.state !== 'released' && alive.has(record.host)) continue;
+      const claimed: SessionRecord = { ...record, host: this.#o.hostId, state: 'running', at: now };
+      if (!(await this.#snapshots!.update(key, claimed, entry.revision))) continue;
+      const revision = (await this.#snapshots!.get(key))?.revision ?? entry.revision + 1;
+      this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
+      this.#run(record.spec, record.checkpoint, revision);
+    }
+  }
+
+  /** Stops taking work; waits up to `drainMs` for running sessions, then releases the rest. */
+  async drain(drainMs: number): Promise<{ finished: number; released: string[] }> {
+    this.#draining = true;
+    for (const c of this.#consumers.splice(0)) await c.stop();
+    await this.#heartbeat('draining');
+    const before = this.#running.size;
+    const deadline = Date.now() + drainMs;
+    while (this.#running.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const released: string[] = [];
+    for (const running of [...this.#running.values()]) {
+      running.dirty = true;
+      await this.#snapshot(running, 'released');
+      released.push(running.spec.id);
+      this.#drop(running.spec.id);
+    }
+    return { finished: before - released.length, released };
+  }
+
+  /** Stops dead, as a crash would: no release, no goodbye; its sessions are adopted by other hosts. */
+  async kill(): Promise<void> {
+    this.#stopped = true;
+    if (this.#beat) clearInterval(this.#beat);
+    for (const c of this.#consumers.splice(0)) await c.stop();
+    for (const running of this.#running.values()) {
+      if (running.timer) clearTimeout(running.timer);
+      running.unsubscribe();
+    }
+    for (const id of [...this.#running.keys()]) {
+      const running = this.#running.get(id)!;
+      this.#running.delete(id);
+      running.root.stop();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#beat) clearInterval(this.#beat);
+    for (const c of this.#consumers.splice(0)) await c.stop();
+    await this.#subscription?.unsubscribe();
+    for (const id of [...this.#running.keys()]) this.#drop(id);
+    await this.#hosts?.delete(this.#o.hostId).catch(() => undefined);
+  }
+}

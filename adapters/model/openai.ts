@@ -1,0 +1,129 @@
+/**
+ * The OpenAI model: one Chat Completions call with function tools per model call, through the
+ * official SDK (which also retries; see wire.ts). Works with OpenAI-compatible servers via
+ * `baseURL`. Replies are parsed and checked here, so the agent loop trusts them.
+ */
+import OpenAI from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { z } from 'zod';
+import { describeIssues } from '../../actors/errors.js';
+import type { Model, ModelRequest } from '../../machines/ports.js';
+import type { ModelReply } from '../../machines/protocol.js';
+import { abortable, checkReply, fail, failure, parseArguments, parseOptions, tokens, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
+
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+/** The part of a chat completion we read; anything else the server sends is ignored. */
+const Completion = z.object({
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullish(),
+          refusal: z.string().nullish(),
+          tool_calls: z
+            .array(z.object({ id: z.string(), type: z.string(), function: z.object({ name: z.string(), arguments: z.string() }).optional() }))
+            .nullish(),
+        }),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .min(1, 'no choices'),
+  usage: z.object({ prompt_tokens: z.unknown(), completion_tokens: z.unknown() }).partial().nullish(),
+});
+
+const STOP_REASONS: Record<string, ModelReply['stopReason']> = {
+  stop: 'end_turn',
+  tool_calls: 'tool_use',
+  function_call: 'tool_use',
+  length: 'max_tokens',
+};
+
+export function toOpenAIMessages(request: ModelRequest): ChatCompletionMessageParam[] {
+  const messages: ChatCompletionMessageParam[] = request.system ? [{ role: 'system', content: request.system }] : [];
+  for (const m of request.messages) {
+    if (m.role === 'user') messages.push({ role: 'user', content: m.content });
+    else if (m.role === 'tool') messages.push({ role: 'tool', tool_call_id: m.toolCallId, content: m.content });
+    else if (m.toolCalls?.length) {
+      messages.push({
+        role: 'assistant',
+        // OpenAI's own replies carry null, not '', next to tool calls
+        content: m.content || null,
+        tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })),
+      });
+    } else messages.push({ role: 'assistant', content: m.content });
+  }
+  return messages;
+}
+
+export function toOpenAIRequest(request: ModelRequest, options: ResolvedOptions): ChatCompletionCreateParamsNonStreaming {
+  return {
+    model: request.model ?? options.model,
+    messages: toOpenAIMessages(request),
+    // an empty `tools` array is rejected by the API
+    ...(request.tools.length
+      ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) }
+      : {}),
+    // `max_tokens` is deprecated and refused by reasoning models; only sent when configured
+    ...(options.maxTokens === undefined ? {} : { max_completion_tokens: options.maxTokens }),
+    ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
+  };
+}
+
+export function fromOpenAIReply(raw: unknown, context: CallContext): ModelReply {
+  const parsed = Completion.safeParse(raw);
+  if (!parsed.success) {
+    throw fail(context, 'MODEL_MISBEHAVIOUR', `openai model ${context.model} returned an unusable completion:\n${describeIssues(parsed.error.issues)}`);
+  }
+  const { choices, usage } = parsed.data;
+  const { message, finish_reason } = choices[0]!;
+  const toolCalls = (message.tool_calls ?? []).map((c) => {
+    if (!c.function) throw fail(context, 'MODEL_MISBEHAVIOUR', `openai model ${context.model} made a ${c.type} tool call; only function tools are offered`);
+    return { id: c.id, name: c.function.name, arguments: parseArguments(c.function.arguments, c.function.name, context) };
+  });
+  const stopReason = finish_reason ? STOP_REASONS[finish_reason] : undefined;
+  return {
+    // a refusal is the model's answer too: the agent should see it rather than silence
+    text: message.content ?? message.refusal ?? '',
+    toolCalls,
+    usage: { inputTokens: tokens(usage?.prompt_tokens), outputTokens: tokens(usage?.completion_tokens) },
+    ...(stopReason ? { stopReason } : {}),
+  };
+}
+
+export class OpenAIModel implements Model {
+  readonly id: string;
+  /** Replies are parsed from the wire and checked against the protocol here. */
+  readonly validatesReplies = true;
+  readonly #options: ResolvedOptions;
+  readonly #client: OpenAI;
+
+  constructor(options: ProviderOptions) {
+    this.#options = parseOptions('openai', options);
+    this.id = this.#options.id ?? `openai:${this.#options.model}`;
+    this.#client = new OpenAI({
+      apiKey: this.#options.apiKey,
+      baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,
+      timeout: this.#options.timeoutMs,
+      maxRetries: this.#options.maxRetries,
+    });
+  }
+
+  async call(request: ModelRequest, { signal }: { signal: AbortSignal }): Promise<ModelReply> {
+    if (signal.aborted) throw signal.reason;
+    const context: CallContext = {
+      provider: 'openai',
+      model: request.model ?? this.#options.model,
+      baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,
+      options: this.#options,
+    };
+    let raw: unknown;
+    try {
+      raw = await abortable(this.#client.chat.completions.create(toOpenAIRequest(request, this.#options), { signal }), signal);
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      throw failure(error, context, OpenAI);
+    }
+    return checkReply(fromOpenAIReply(raw, context), context);
+  }
+}

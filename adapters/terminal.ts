@@ -1,0 +1,232 @@
+/**
+ * What `a2a run` shows a human: log lines for the events worth reading, and the tree (agent,
+ * status, depth, elapsed). On a terminal the tree is redrawn in place under the log; otherwise
+ * the log is printed as it happens and the tree once at the end. `--json` uses neither.
+ */
+import type { RunSummary } from '../machines/orchestrator.machine.js';
+import type { RunEvent } from '../machines/protocol.js';
+import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/runView.js';
+
+/** Where the display writes: a stream or anything with `write`. */
+export interface Output {
+  write(text: string): unknown;
+  columns?: number;
+}
+
+interface Palette {
+  dim(s: string): string;
+  green(s: string): string;
+  red(s: string): string;
+  yellow(s: string): string;
+  cyan(s: string): string;
+  bold(s: string): string;
+}
+
+function palette(enabled: boolean): Palette {
+  const wrap = (open: number, close: number) => (s: string) => (enabled ? `\x1b[${open}m${s}\x1b[${close}m` : s);
+  return { dim: wrap(2, 22), green: wrap(32, 39), red: wrap(31, 39), yellow: wrap(33, 39), cyan: wrap(36, 39), bold: wrap(1, 22) };
+}
+
+function statusColour(p: Palette, status: string): string {
+  if (status === 'success') return p.green(status);
+  if (status === 'partial') return p.yellow(status);
+  if (status === 'failed' || status === 'timeout' || status === 'cancelled') return p.red(status);
+  if (status === 'idle' || status === 'paused') return p.yellow(status);
+  return p.cyan(status);
+}
+
+/** A log line for the events a human wants to read, or null. */
+export function describeEvent(event: RunEvent, p: Palette = palette(false)): string | null {
+  const who = event.subTaskId ?? '';
+  const d = event.data;
+  switch (event.type) {
+    case 'run.started':
+      return `${p.bold('▶')} run ${event.runId} · plan ${String(d.planId ?? event.planId ?? '')} · ${String(d.tasks ?? '?')} task(s)`;
+    case 'worker.deployed':
+      return `+ ${who} ${event.agentType} deployed for task ${event.taskId}: ${oneLine(String(d.prompt ?? ''), 70)}`;
+    case 'subtask.spawned':
+      return `+ ${who} ${event.agentType} spawned by ${event.parentId} (depth ${event.depth}): ${oneLine(String(d.prompt ?? ''), 60)}`;
+    case 'subtask.queued':
+      return p.dim(`… ${who} waits for a slot (${String(d.reason ?? '')})`);
+    case 'subtask.result': {
+      const status = String(d.status);
+      const ok = status === 'success' || status === 'partial';
+      const detail = ok ? oneLine(String(d.output ?? ''), 70) : oneLine(String(d.error ?? ''), 90);
+      return `${ok ? p.green('✓') : p.red('✗')} ${who} ${statusColour(p, status)} → ${event.parentId}${detail ? `: ${detail}` : ''}`;
+    }
+    case 'inquiry.sent':
+      return `${p.yellow('?')} ${who} is idle: inquiry ${String(d.attempt ?? '')} sent`;
+    case 'inquiry.answered':
+      return `${p.yellow('!')} ${who} answered the inquiry: ${oneLine(String(d.text ?? ''), 80)} (forwarded to ${event.parentId})`;
+    case 'tool.called':
+      if (d.name === 'a2a_send_subtask_message' || d.name === 'a2a_notify_orchestrator' || d.name === 'a2a_cancel_subtask') {
+        return `→ ${who} ${String(d.name)}${d.isError ? p.red(' failed') : ''}: ${oneLine(String(d.content ?? ''), 80)}`;
+      }
+      if (d.isError) return `${p.red('✗')} ${who} tool ${String(d.name)} failed: ${oneLine(String(d.content ?? ''), 100)}`;
+      return null;
+    case 'limit.hit':
+      return `${p.yellow('⚠')} ${who} limit: ${String(d.code)}: ${oneLine(String(d.message ?? ''), 100)}`;
+    case 'circuit.open':
+      return `${p.red('⚠')} ${who} circuit breaker open after ${String(d.failures)} failures: paused`;
+    case 'task.skipped':
+      return `${p.yellow('-')} task ${String(d.taskId ?? event.taskId)} skipped: ${String(d.reason ?? '')}`;
+    case 'permission.requested':
+      return `${p.yellow('⚑')} ${who} asks permission: ${String(d.action)} (${oneLine(String(d.detail ?? ''), 70)})`;
+    case 'permission.decided':
+      if (d.decidedBy === 'policy' && d.approved) return null; // within the session's own level: not news
+      return `${d.approved ? p.green('⚑') : p.red('⚑')} ${String(d.action ?? d.requestId)} for ${event.subTaskId ?? ''} ${d.approved ? 'approved' : 'denied'} by ${String(d.decidedBy)}${d.decider && d.decider !== d.decidedBy ? ` (${String(d.decider)})` : ''}${d.reason ? `: ${oneLine(String(d.reason), 80)}` : ''}`;
+    case 'human.asked':
+      return `${p.yellow('?')} waiting for a person: ${oneLine(String(d.title ?? ''), 90)} [${String(d.id)}]`;
+    case 'question.asked':
+      return `${p.yellow('?')} ${event.workerId ?? ''} asks: ${oneLine(String(d.question ?? ''), 90)}`;
+    case 'question.answered':
+      return `${p.green('!')} ${String(d.by)} answered ${event.workerId ?? ''}: ${oneLine(String(d.answer ?? ''), 90)}`;
+    case 'stuck.detected':
+      return `${p.red('⚠')} ${who} is stuck: ${oneLine(String(d.reason ?? ''), 100)}`;
+    case 'worker.redirected':
+      return `${p.cyan('↻')} ${event.workerId ?? ''} redirected by ${String(d.by)}: ${oneLine(String(d.instructions ?? ''), 80)}`;
+    case 'worker.reassigned':
+      return `${p.cyan('↻')} ${who} reassigned ${String(d.from)} → ${String(d.to)} by ${String(d.by)}`;
+    case 'worker.reinitialized':
+      return `${p.cyan('↻')} ${who} restarted by ${String(d.by)}`;
+    case 'worker.resumed':
+      return `${p.cyan('▶')} ${event.workerId ?? ''} resumed by ${String(d.by)}`;
+    case 'worktree.created':
+      return p.dim(`⎇ ${event.taskId ?? ''}: worktree ${String(d.worktree)} on ${String(d.branch)} from ${String(d.base)}`);
+    case 'branch.committed': {
+      const diff = d.diff as { changedFiles?: number; insertions?: number; deletions?: number } | undefined;
+      return `⎇ ${event.taskId ?? ''}: ${d.commit ? `committed ${String(d.commit).slice(0, 8)}` : 'nothing new to commit'} · ${diff?.changedFiles ?? 0} file(s), +${diff?.insertions ?? 0} −${diff?.deletions ?? 0}`;
+    }
+    case 'branch.merged':
+      return `${p.green('⎇')} ${event.taskId ?? ''}: merged ${String(d.branch)} into ${String(d.into)} (${String(d.commit).slice(0, 8)})`;
+    case 'branch.conflict':
+      return `${p.red('⎇')} ${event.taskId ?? ''}: merging into ${String(d.into)} conflicts in ${(d.conflicts as string[]).join(', ')}; ${String(d.into)} unchanged`;
+    case 'branch.pushed':
+      return `⎇ ${event.taskId ?? ''}: pushed ${String(d.branch)} to ${String(d.remote)}`;
+    case 'pr.created':
+      return `${p.green('⎇')} ${event.taskId ?? ''}: pull request #${String(d.number)} ${String(d.url)}`;
+    case 'review.requested':
+      return `${p.cyan('?')} ${event.taskId ?? ''}: ${String(d.reviewer)} reviews ${String(d.branch)} (${event.workerId ?? ''})`;
+    case 'changes.requested':
+      return `${p.yellow('↻')} ${event.taskId ?? ''}: changes requested by the ${String(d.by)} (round ${String(d.round)}): ${oneLine(String(d.feedback ?? ''), 90)}`;
+    case 'branch.done':
+      return d.outcome === 'merged' || d.outcome === 'abandoned' ? null : `⎇ ${event.taskId ?? ''}: branch ${String(d.outcome)}: ${oneLine(String(d.reason ?? ''), 100)}`;
+    case 'budget.reached':
+      return `${p.red('$')} ${who} paused: the ${String(d.scope)} budget is spent (${formatUsd(Number(d.spentUsd ?? 0))} of ${formatUsd(Number(d.limitUsd ?? 0))})`;
+    case 'model.switched':
+      return `${p.cyan('↻')} ${who} switched to model ${String(d.to)} by ${String(d.by)}`;
+    case 'run.stopped':
+      return `${p.yellow('■')} stopping: ${String(d.reason ?? '')}`;
+    case 'run.resumed':
+      return `${p.bold('▶')} run ${event.runId} resumed from its checkpoint (${(d.replayed as unknown[] | undefined)?.length ?? 0} message(s) replayed from the journal)`;
+    case 'warning':
+      return `${p.yellow('⚠')} ${who ? `${who} ` : ''}${String(d.message ?? '')}`;
+    case 'run.finished':
+      return `${p.bold('■')} run ${event.runId} ${statusColour(p, String(d.status))}`;
+    default:
+      return null;
+  }
+}
+
+function nodeLine(view: RunView, node: NodeView, prefix: string, now: number, p: Palette): string {
+  const elapsed = formatElapsed((node.endedAt ?? now) - node.startedAt);
+  const label = node.taskId && node.depth === 0 ? `${node.taskId} (${node.id})` : node.id;
+  const note = node.note ? `  ${p.dim(oneLine(node.note, 50))}` : '';
+  const cost = view.subtreeCost(node.id);
+  const usd = cost > 0 ? `  ${p.dim(formatUsd(cost))}` : '';
+  return `${prefix}${p.bold(label)}  ${node.agentType}  ${statusColour(p, node.status)}  d${node.depth}  ${p.dim(elapsed)}${usd}  ${p.dim(oneLine(node.prompt, 40))}${note}`;
+}
+
+export const formatUsd = (usd: number) => (usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`);
+
+export function renderTree(view: RunView, now: number, p: Palette = palette(false)): string[] {
+  const head = `orchestrator  ${statusColour(p, view.status)}  ${p.dim(formatElapsed((view.finishedAt ?? now) - (view.startedAt ?? now)))}${view.costUsd > 0 ? `  ${p.dim(formatUsd(view.costUsd))}` : ''}`;
+  return [head, ...view.walk().map(({ node, prefix }) => nodeLine(view, node, prefix, now, p))];
+}
+
+export interface RunDisplay {
+  onEvent(event: RunEvent): void;
+  finish(): void;
+  /** Stop redrawing (a prompt is on the screen) and start again. */
+  pause?(): void;
+  resume?(): void;
+}
+
+/** Log lines as they happen; the tree once at the end. */
+export function logDisplay(out: Output, options: { colour?: boolean } = {}): RunDisplay & { view: RunView } {
+  const p = palette(options.colour ?? false);
+  const view = new RunView();
+  return {
+    view,
+    onEvent(event) {
+      view.apply(event);
+      const line = describeEvent(event, p);
+      if (line) out.write(`${line}\n`);
+    },
+    finish() {
+      out.write(`\n${renderTree(view, Date.now(), p).join('\n')}\n`);
+    },
+  };
+}
+
+/** The tree redrawn in place (10 times a second) under the scrolling log. */
+export function liveDisplay(out: Output, options: { colour?: boolean } = {}): RunDisplay & { view: RunView } {
+  const p = palette(options.colour ?? true);
+  const view = new RunView();
+  let pending: string[] = [];
+  let height = 0;
+  const draw = () => {
+    const width = out.columns ?? 120;
+    const clip = (s: string) => (s.length > width + 40 ? s.slice(0, width + 40) : s);
+    const tree = renderTree(view, Date.now(), p).map(clip);
+    const clear = height > 0 ? `\x1b[${height}F\x1b[J` : '';
+    out.write(`${clear}${pending.map((l) => `${l}\n`).join('')}${tree.join('\n')}\n`);
+    pending = [];
+    height = tree.length;
+  };
+  let paused = false;
+  const timer = setInterval(() => paused || draw(), 100);
+  timer.unref();
+  return {
+    view,
+    onEvent(event) {
+      view.apply(event);
+      const line = describeEvent(event, p);
+      if (line) pending.push(line);
+    },
+    finish() {
+      clearInterval(timer);
+      paused = false;
+      draw();
+    },
+    pause() {
+      if (paused) return;
+      draw();
+      paused = true;
+      height = 0; // the prompt goes under the tree; the next draw starts below it
+    },
+    resume() {
+      paused = false;
+    },
+  };
+}
+
+export function renderSummary(summary: RunSummary, p: Palette = palette(false)): string {
+  const lines: string[] = [];
+  lines.push(`\n${p.bold(`Run ${summary.runId}: ${summary.status}`)}${summary.stopReason ? ` (${summary.stopReason})` : ''}`);
+  for (const t of summary.tasks) {
+    const r = t.result;
+    lines.push(`\n${p.bold(`## ${t.id}`)} ${t.agentType}: ${statusColour(p, t.state)}${r ? ` (${r.status})` : ''}${t.note ? ` — ${t.note}` : ''}`);
+    if (r?.diffStats) {
+      const d = r.diffStats;
+      lines.push(p.dim(`changes: ${d.changedFiles} file(s), +${d.insertions} −${d.deletions}${d.files?.length ? `: ${d.files.slice(0, 8).join(', ')}${d.files.length > 8 ? ', …' : ''}` : ''}`));
+    }
+    if (r?.error) lines.push(p.dim(`error: ${r.error}`));
+    if (r?.output) lines.push(r.output);
+  }
+  const u = summary.usage;
+  lines.push(p.dim(`\nmodel calls: ${u.modelCalls} · tokens in ${u.inputTokens} · out ${u.outputTokens}${u.costUsd ? ` · cost ${formatUsd(u.costUsd)}` : ''}`));
+  return `${lines.join('\n')}\n`;
+}
+
+export { palette };

@@ -1,0 +1,616 @@
+/**
+ * The `Transport` port over NATS (client v3: @nats-io/transport-node, @nats-io/jetstream, @nats-io/kv).
+ *   - core publish/subscribe/request on the connection, JSON payloads and string headers;
+ *   - durable queues are JetStream streams (file storage, one replica): `ensureQueue` creates or
+ *     updates the stream, `enqueue` publishes with `Nats-Msg-Id` so the server drops duplicates
+ *     within the stream's window, `consume` is a durable pull consumer (explicit acks, `ack_wait`,
+ *     `max_ack_pending`, `filter_subject`) read by a fetch loop that survives server restarts;
+ *   - key-value buckets are JetStream KV buckets (history 1, file storage), created if missing.
+ * Stream and bucket names are account-wide, so they are scoped by the namespace: queue `inbox`
+ * is stream `a2a_<ns>_inbox`, bucket `snapshots` is KV `a2a_<ns>_snapshots` (subjects are used as
+ * given: callers put the namespace in them, `a2a.<ns>.…`). Names, subjects and keys follow the
+ * same rules as the in-process transport (adapters/transport/memory.ts), which checks them.
+ * Errors name the server and the subject, queue or bucket; never the credentials.
+ */
+import { connect, headers as natsHeaders, nanos, RequestError, TimeoutError, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  jetstream,
+  jetstreamManager,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type Consumer,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { DurableConsumer, DurableMessage, KeyValue, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
+import { A2AError } from '../../actors/errors.js';
+import { assertConsumerName, assertKey, assertName, assertSubject } from './memory.js';
+
+export interface NatsTransportOptions {
+  /** `nats://host:port`, or several for a cluster. Credentials in URLs are never shown in errors. */
+  servers: string | string[];
+  /** Scopes stream and bucket names (`a2a_<ns>_…`) so that deployments can share a server. Default `default`. */
+  namespace?: string;
+  user?: string;
+  pass?: string;
+  token?: string;
+  /** Connection name, shown by the server's monitoring. Default `a2a`. */
+  name?: string;
+  /** Reconnect forever after a lost connection (default true): durable consumers resume by themselves. */
+  reconnect?: boolean;
+}
+
+/** Default dedup window of a queue (JetStream's own default). */
+const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
+/** How long one pull request waits on the server; shorter means faster recovery, more requests. */
+const FETCH_EXPIRES_MS = 5_000;
+/**
+ * How long an operation waits for a lost connection to come back. The client drops what is
+ * published while it is disconnected (its buffer is reset on each reconnect attempt), so nothing
+ * is sent before the connection is up again: a request would wait for a reply that cannot come.
+ */
+const RECONNECT_WAIT_MS = 10_000;
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 2_000;
+/** Headers JetStream uses itself (`Nats-Msg-Id`, `Nats-Expected-…`): reserved, hidden from handlers. */
+const RESERVED_HEADER = /^nats-/i;
+
+/** The JetStream stream of queue `queue`. */
+export function streamNameFor(queue: string, namespace = 'default'): string {
+  assertName(namespace, 'namespace');
+  assertName(queue, 'queue name');
+  return `a2a_${namespace}_${queue}`;
+}
+
+/** The JetStream KV bucket of bucket `bucket`. */
+export function bucketNameFor(bucket: string, namespace = 'default'): string {
+  assertName(namespace, 'namespace');
+  assertName(bucket, 'bucket name');
+  return `a2a_${namespace}_${bucket}`;
+}
+
+/** Server URLs without user info, for messages. */
+function describeServers(servers: string | string[]): string {
+  return (Array.isArray(servers) ? servers : [servers]).map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(', ');
+}
+
+function reason(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The secrets of the options (password, token, user info in URLs), to be blanked in messages. */
+function secretsOf(options: NatsTransportOptions): string[] {
+  const fromUrls = (Array.isArray(options.servers) ? options.servers : [options.servers]).flatMap((s) => {
+    const info = /\/\/([^@/]*)@/.exec(s)?.[1];
+    return info ? [info, ...info.split(':')] : [];
+  });
+  return [options.pass, options.token, ...fromUrls].filter((x): x is string => typeof x === 'string' && x.length >= 3);
+}
+
+function redact(text: string, secrets: string[]): string {
+  return secrets.reduce((out, secret) => out.split(secret).join('***'), text);
+}
+
+function isApiError(error: unknown, code: number): boolean {
+  return error instanceof JetStreamApiError && error.code === code;
+}
+
+/** A request the server refused as invalid (overlapping subjects, a second unfiltered work-queue consumer, …). */
+function isRefused(error: unknown): boolean {
+  return error instanceof JetStreamApiError && error.status === 400;
+}
+
+function isNoResponders(error: unknown): boolean {
+  return error instanceof RequestError ? error.isNoResponders() : error instanceof Error && isNoResponders(error.cause);
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof TimeoutError || (error instanceof Error && error.cause instanceof TimeoutError);
+}
+
+function encode(data: unknown, what: string): string {
+  try {
+    return JSON.stringify(data === undefined ? null : data) ?? 'null';
+  } catch (error) {
+    throw new A2AError('VALIDATION_ERROR', `data for ${what} is not JSON-serializable: ${reason(error)}`, { cause: error, where: what });
+  }
+}
+
+/** JSON payloads; a payload that is not JSON (a foreign publisher) is handed over as its text. */
+function decode(bytes: Uint8Array): unknown {
+  if (bytes.length === 0) return null;
+  const text = new TextDecoder().decode(bytes);
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function toHeaders(headers: Record<string, string> | undefined, subject: string): MsgHdrs | undefined {
+  const entries = Object.entries(headers ?? {});
+  if (entries.length === 0) return undefined;
+  const h = natsHeaders();
+  for (const [key, value] of entries) {
+    if (typeof value !== 'string' || !/^[!-9;-~]+$/.test(key) || RESERVED_HEADER.test(key)) {
+      throw new A2AError('VALIDATION_ERROR', `invalid header "${key}" for subject "${subject}": names are printable ASCII without ":", not starting with "Nats-"; values strings`, {
+        where: subject,
+      });
+    }
+    h.set(key, value);
+  }
+  return h;
+}
+
+function fromHeaders(headers: MsgHdrs | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!headers) return out;
+  for (const key of headers.keys()) if (!RESERVED_HEADER.test(key)) out[key] = headers.get(key);
+  return out;
+}
+
+/** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
+export async function connectNats(options: NatsTransportOptions): Promise<Transport> {
+  const servers = describeServers(options.servers);
+  const secrets = secretsOf(options);
+  const namespace = options.namespace ?? 'default';
+  assertName(namespace, 'namespace');
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers: options.servers,
+      name: options.name ?? 'a2a',
+      user: options.user,
+      pass: options.pass,
+      token: options.token,
+      reconnect: options.reconnect ?? true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      waitOnFirstConnect: false,
+    });
+  } catch (error) {
+    const auth = /authoriz|authentic|permission/i.test(reason(error));
+    throw new A2AError(auth ? 'CONFIGURATION_INVALID' : 'AGENT_ERROR', redact(`could not connect to NATS at ${servers}: ${reason(error)}`, secrets), {
+      where: servers,
+    });
+  }
+  // checkAPI: false, so that a server without JetStream still serves core messaging.
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  return new NatsTransport(nc, jetstream(nc), jsm, namespace, servers, secrets);
+}
+
+class NatsTransport implements Transport {
+  readonly kind = 'nats' as const;
+  readonly #nc: NatsConnection;
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #namespace: string;
+  readonly #servers: string;
+  readonly #secrets: string[];
+  readonly #requests = new WeakMap<TransportMessage, Msg>();
+  readonly #consumers = new Set<DurableConsumer>();
+  #kvm: Kvm | null = null;
+  /** False between a disconnect and the reconnect (see RECONNECT_WAIT_MS). */
+  #up = true;
+  #onUp = new Set<() => void>();
+
+  constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, namespace: string, servers: string, secrets: string[]) {
+    this.#secrets = secrets;
+    this.#nc = nc;
+    this.#js = js;
+    this.#jsm = jsm;
+    this.#namespace = namespace;
+    this.#servers = servers;
+    void this.#watch();
+  }
+
+  async #watch(): Promise<void> {
+    for await (const status of this.#nc.status()) {
+      if (status.type === 'disconnect') this.#up = false;
+      else if (status.type === 'reconnect' || status.type === 'close') {
+        this.#up = status.type === 'reconnect';
+        for (const wake of [...this.#onUp]) wake();
+      }
+    }
+  }
+
+  /** Resolves when the connection is up; fails after `timeoutMs`, or at once when it is closed. */
+  async #ready(what: string, where: string, timeoutMs = RECONNECT_WAIT_MS, signal?: AbortSignal): Promise<void> {
+    if (this.#nc.isClosed()) throw this.#fail('AGENT_ERROR', `cannot ${what}: the connection is closed`, where);
+    if (this.#up) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#onUp.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.#onUp.add(done);
+      signal?.addEventListener('abort', done);
+    });
+    if (signal?.aborted) return;
+    if (this.#nc.isClosed()) throw this.#fail('AGENT_ERROR', `cannot ${what}: the connection is closed`, where);
+    if (!this.#up) throw this.#fail('AGENT_TIMEOUT', `cannot ${what}: disconnected, and not reconnected within ${timeoutMs} ms`, where);
+  }
+
+  /** The server in use (host:port, no credentials), for messages. */
+  get #server(): string {
+    try {
+      return this.#nc.getServer() || this.#servers;
+    } catch {
+      return this.#servers;
+    }
+  }
+
+  #fail(code: 'AGENT_ERROR' | 'AGENT_TIMEOUT' | 'NOT_FOUND' | 'VALIDATION_ERROR', what: string, where: string, error?: unknown): A2AError {
+    const detail = error === undefined ? '' : `: ${reason(error)}`;
+    return new A2AError(code, redact(`${what} (NATS ${this.#server})${detail}`, this.#secrets), { cause: error, where });
+  }
+
+  // -- core messaging ---------------------------------------------------------------------------
+
+  async publish(subject: string, data: unknown, headers?: Record<string, string>): Promise<void> {
+    assertSubject(subject, 'subject', false);
+    const payload = encode(data, `subject "${subject}"`);
+    const h = toHeaders(headers, subject);
+    await this.#ready(`publish on subject "${subject}"`, subject);
+    try {
+      this.#nc.publish(subject, payload, h ? { headers: h } : undefined);
+    } catch (error) {
+      throw this.#fail('AGENT_ERROR', `could not publish on subject "${subject}"`, subject, error);
+    }
+  }
+
+  async subscribe(subject: string, handler: (message: TransportMessage) => void, options: { queue?: string } = {}): Promise<TransportSubscription> {
+    assertSubject(subject, 'subscription subject', true);
+    if (options.queue !== undefined) assertSubject(options.queue, 'queue group', false);
+    await this.#ready(`subscribe to subject "${subject}"`, subject);
+    let sub;
+    try {
+      sub = this.#nc.subscribe(subject, {
+        queue: options.queue,
+        callback: (error, msg) => {
+          if (error) return;
+          const message: TransportMessage = { subject: msg.subject, data: decode(msg.data), headers: fromHeaders(msg.headers) };
+          if (msg.reply) this.#requests.set(message, msg);
+          try {
+            const result: unknown = handler(message);
+            if (result instanceof Promise) result.catch(() => undefined);
+          } catch {
+            // A failing handler must not close the subscription (the client would).
+          }
+        },
+      });
+      // The server knows of the interest once this returns: a publish from anywhere reaches it.
+      await this.#nc.flush();
+    } catch (error) {
+      throw this.#fail('AGENT_ERROR', `could not subscribe to subject "${subject}"`, subject, error);
+    }
+    return {
+      unsubscribe: async () => {
+        if (!sub.isClosed()) sub.unsubscribe();
+      },
+    };
+  }
+
+  async request(subject: string, data: unknown, options: { timeoutMs: number; headers?: Record<string, string> }): Promise<TransportMessage> {
+    assertSubject(subject, 'subject', false);
+    const payload = encode(data, `subject "${subject}"`);
+    const h = toHeaders(options.headers, subject);
+    const started = Date.now();
+    await this.#ready(`send a request on subject "${subject}"`, subject, options.timeoutMs);
+    const timeout = Math.max(1, options.timeoutMs - (Date.now() - started));
+    try {
+      const reply = await this.#nc.request(subject, payload, { timeout, ...(h ? { headers: h } : {}) });
+      return { subject: reply.subject, data: decode(reply.data), headers: fromHeaders(reply.headers) };
+    } catch (error) {
+      if (isNoResponders(error)) throw this.#fail('AGENT_ERROR', `no responders on subject "${subject}"`, subject);
+      if (isTimeout(error)) throw this.#fail('AGENT_TIMEOUT', `no reply on subject "${subject}" within ${options.timeoutMs} ms`, subject);
+      throw this.#fail('AGENT_ERROR', `request on subject "${subject}" failed`, subject, error);
+    }
+  }
+
+  async respond(request: TransportMessage, data: unknown): Promise<void> {
+    const msg = this.#requests.get(request);
+    if (!msg) {
+      throw new A2AError('VALIDATION_ERROR', `the message on subject "${request.subject}" is not a request received here: there is no one to respond to`, {
+        where: request.subject,
+      });
+    }
+    const payload = encode(data, `the reply to "${request.subject}"`);
+    await this.#ready(`respond to a request on subject "${request.subject}"`, request.subject);
+    try {
+      msg.respond(payload);
+    } catch (error) {
+      throw this.#fail('AGENT_ERROR', `could not respond to a request on subject "${request.subject}"`, request.subject, error);
+    }
+  }
+
+  // -- durable queues ---------------------------------------------------------------------------
+
+  async ensureQueue(name: string, options: { subjects: string[]; workQueue: boolean; maxAgeMs?: number; duplicateWindowMs?: number }): Promise<void> {
+    const stream = streamNameFor(name, this.#namespace);
+    if (!Array.isArray(options.subjects) || options.subjects.length === 0) {
+      throw new A2AError('VALIDATION_ERROR', `queue ${name} needs at least one subject`, { where: name });
+    }
+    for (const s of options.subjects) assertSubject(s, `subject of queue ${name}`, true);
+    const maxAgeMs = options.maxAgeMs ?? 0;
+    // JetStream refuses a dedup window longer than the max age.
+    const windowMs = Math.min(options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS, maxAgeMs > 0 ? maxAgeMs : Infinity);
+    const retention = options.workQueue ? RetentionPolicy.Workqueue : RetentionPolicy.Limits;
+    const wanted = { subjects: [...options.subjects], max_age: nanos(maxAgeMs), duplicate_window: nanos(windowMs) };
+    const where = `queue ${name} (stream ${stream})`;
+    await this.#ready(`create or update ${where}`, name);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        let current: StreamConfig | null = null;
+        try {
+          current = (await this.#jsm.streams.info(stream)).config;
+        } catch (error) {
+          if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error;
+        }
+        if (!current) {
+          await this.#jsm.streams.add({ name: stream, retention, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: 1, ...wanted });
+          return;
+        }
+        if (current.retention !== retention) {
+          throw new A2AError('VALIDATION_ERROR', `${where} exists with ${current.retention} retention, which cannot be changed to ${retention}`, { where: name });
+        }
+        await this.#jsm.streams.update(stream, { ...current, ...wanted });
+        return;
+      } catch (error) {
+        if (error instanceof A2AError) throw error;
+        // Created meanwhile by someone else (10058: name in use): look again.
+        if (attempt === 0 && isApiError(error, 10058)) continue;
+        throw this.#fail(isRefused(error) ? 'VALIDATION_ERROR' : 'AGENT_ERROR', `could not create or update ${where} on subjects ${options.subjects.join(', ')}`, name, error);
+      }
+    }
+  }
+
+  async enqueue(subject: string, data: unknown, options: { msgId: string; headers?: Record<string, string> }): Promise<{ duplicate: boolean }> {
+    assertSubject(subject, 'subject', false);
+    if (typeof options.msgId !== 'string' || options.msgId.length === 0) {
+      throw new A2AError('VALIDATION_ERROR', `enqueue on subject "${subject}" needs a non-empty msgId`, { where: subject });
+    }
+    const payload = encode(data, `subject "${subject}"`);
+    const h = toHeaders(options.headers, subject);
+    await this.#ready(`enqueue on subject "${subject}"`, subject);
+    try {
+      const ack = await this.#js.publish(subject, payload, { msgID: options.msgId, ...(h ? { headers: h } : {}) });
+      return { duplicate: ack.duplicate };
+    } catch (error) {
+      // The client reports a publish nobody stored as "JetStream not enabled": say what it means here.
+      if (isNoResponders(error) || /not enabled/i.test(reason(error))) {
+        throw this.#fail('NOT_FOUND', `no durable queue holds subject "${subject}" (or JetStream is not enabled)`, subject);
+      }
+      if (isTimeout(error)) throw this.#fail('AGENT_TIMEOUT', `enqueue on subject "${subject}" was not confirmed (msgId ${options.msgId}): retry with the same msgId`, subject);
+      throw this.#fail('AGENT_ERROR', `could not enqueue on subject "${subject}" (msgId ${options.msgId})`, subject, error);
+    }
+  }
+
+  async consume(
+    queue: string,
+    options: { consumer: string; filter?: string; ackWaitMs: number; maxInFlight: number },
+    handler: (message: DurableMessage) => void | Promise<void>,
+  ): Promise<DurableConsumer> {
+    const stream = streamNameFor(queue, this.#namespace);
+    assertConsumerName(options.consumer, queue);
+    const where = `${queue}/${options.consumer}`;
+    if (!(options.ackWaitMs > 0) || !Number.isInteger(options.maxInFlight) || options.maxInFlight < 1) {
+      throw new A2AError('VALIDATION_ERROR', `consumer ${where} needs ackWaitMs > 0 and an integer maxInFlight >= 1`, { where });
+    }
+    if (options.filter !== undefined) assertSubject(options.filter, `filter of consumer ${where}`, true);
+    const config = {
+      durable_name: options.consumer,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(options.ackWaitMs),
+      max_ack_pending: options.maxInFlight,
+      max_deliver: -1,
+      ...(options.filter !== undefined ? { filter_subject: options.filter } : {}),
+    };
+    // Creates the durable consumer, or updates it: consumers with the same name share its messages.
+    const ensure = async (): Promise<Consumer> => {
+      await this.#ready(`create consumer ${options.consumer} on queue ${queue}`, where);
+      await this.#jsm.consumers.add(stream, config);
+      return this.#js.consumers.get(stream, options.consumer);
+    };
+    let consumer: Consumer;
+    try {
+      consumer = await ensure();
+    } catch (error) {
+      if (isApiError(error, JetStreamApiCodes.StreamNotFound)) {
+        throw this.#fail('NOT_FOUND', `no durable queue "${queue}" (stream ${stream}): create it with ensureQueue`, queue);
+      }
+      throw this.#fail(isRefused(error) ? 'VALIDATION_ERROR' : 'AGENT_ERROR', `could not create consumer ${options.consumer} on queue ${queue}`, where, error);
+    }
+    const fetch = { max_messages: options.maxInFlight, expires: FETCH_EXPIRES_MS };
+    let stopped = false;
+    let batch: ConsumerMessages | null = null;
+    const stopping = new AbortController();
+
+    const deliver = (m: JsMsg) => {
+      const message = this.#durable(m, queue);
+      try {
+        const result: unknown = handler(message);
+        if (result instanceof Promise) result.catch(() => undefined);
+      } catch {
+        // Left unacknowledged: it comes back after ackWait.
+      }
+    };
+
+    const loop = async () => {
+      let failures = 0;
+      while (!stopped) {
+        try {
+          await this.#ready(`fetch from queue ${queue}`, where, RECONNECT_WAIT_MS, stopping.signal);
+          if (stopped) break;
+          batch = await consumer.fetch(fetch);
+          for await (const m of batch) {
+            if (stopped) break; // not handled: redelivered after ackWait, to another member
+            deliver(m);
+          }
+          failures = 0;
+        } catch (error) {
+          if (stopped || this.#nc.isClosed()) break;
+          // Server restarting, JetStream not ready yet, consumer deleted: wait, recreate, resume.
+          failures += 1;
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+            const timer = setTimeout(done, Math.min(RETRY_MIN_MS * 2 ** (failures - 1), RETRY_MAX_MS));
+            stopping.signal.addEventListener('abort', done, { once: true });
+          });
+          if (stopped) break;
+          if (isApiError(error, JetStreamApiCodes.ConsumerNotFound) || /consumer (not found|deleted)/i.test(reason(error))) {
+            try {
+              consumer = await ensure();
+            } catch {
+              // Still not there: the next round tries again.
+            }
+          }
+        } finally {
+          batch = null;
+        }
+      }
+    };
+    const running = loop();
+    const handle: DurableConsumer = {
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        this.#consumers.delete(handle);
+        (batch as ConsumerMessages | null)?.stop();
+        stopping.abort();
+        await running;
+      },
+    };
+    this.#consumers.add(handle);
+    return handle;
+  }
+
+  #durable(m: JsMsg, queue: string): DurableMessage {
+    const msgId = m.headers?.get('Nats-Msg-Id') ?? '';
+    const what = `message ${msgId || `#${m.seq}`} on subject "${m.subject}" of queue ${queue}`;
+    return {
+      subject: m.subject,
+      data: decode(m.data),
+      headers: fromHeaders(m.headers),
+      msgId,
+      deliveries: m.info.deliveryCount,
+      ack: async () => {
+        await this.#ready(`acknowledge ${what}`, m.subject);
+        try {
+          // Waits for the server's confirmation, so that "acked" means it will not come back.
+          await m.ackAck();
+        } catch (error) {
+          throw this.#fail('AGENT_ERROR', `could not acknowledge ${what}`, m.subject, error);
+        }
+      },
+      nak: async (delayMs) => {
+        await this.#ready(`nak ${what}`, m.subject);
+        m.nak(delayMs !== undefined && delayMs > 0 ? delayMs : undefined);
+      },
+      working: async () => {
+        await this.#ready(`extend the ack wait of ${what}`, m.subject);
+        m.working();
+      },
+    };
+  }
+
+  // -- key-value --------------------------------------------------------------------------------
+
+  async keyValue(bucket: string): Promise<KeyValue> {
+    const name = bucketNameFor(bucket, this.#namespace);
+    this.#kvm ??= new Kvm(this.#js);
+    let kv: KV;
+    await this.#ready(`open the KV bucket ${bucket}`, bucket);
+    try {
+      kv = await this.#kvm.create(name, { history: 1, storage: StorageType.File });
+    } catch (error) {
+      throw this.#fail('AGENT_ERROR', `could not open or create the KV bucket ${bucket} (${name})`, bucket, error);
+    }
+    const failed = (op: string, key: string, error: unknown) => this.#fail('AGENT_ERROR', `KV ${op} of key "${key}" in bucket ${bucket} failed`, `${bucket}/${key}`, error);
+    return {
+      get: async (key) => {
+        assertKey(key, bucket);
+        await this.#ready(`use key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
+        try {
+          const entry = await kv.get(key);
+          return entry && entry.operation === 'PUT' ? { value: decode(entry.value), revision: entry.revision } : null;
+        } catch (error) {
+          throw failed('get', key, error);
+        }
+      },
+      put: async (key, value) => {
+        assertKey(key, bucket);
+        const payload = encode(value, `key "${key}" of bucket ${bucket}`);
+        await this.#ready(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
+        try {
+          return await kv.put(key, payload);
+        } catch (error) {
+          throw failed('put', key, error);
+        }
+      },
+      update: async (key, value, revision) => {
+        assertKey(key, bucket);
+        const payload = encode(value, `key "${key}" of bucket ${bucket}`);
+        await this.#ready(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
+        try {
+          if (revision === 0) await kv.create(key, payload);
+          else await kv.update(key, payload, revision);
+          return true;
+        } catch (error) {
+          if (isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown)) return false;
+          throw failed('update', key, error);
+        }
+      },
+      delete: async (key) => {
+        assertKey(key, bucket);
+        await this.#ready(`use key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
+        try {
+          await kv.delete(key);
+        } catch (error) {
+          throw failed('delete', key, error);
+        }
+      },
+      keys: async (prefix = '') => {
+        await this.#ready(`list the keys of bucket ${bucket}`, bucket);
+        try {
+          // A prefix ending in "." is a subject prefix the server can filter on; others are filtered here.
+          const filter = prefix.endsWith('.') && prefix.length > 1 ? `${prefix}>` : '>';
+          const out: string[] = [];
+          for await (const key of await kv.keys(filter)) if (key.startsWith(prefix)) out.push(key);
+          return [...new Set(out)].sort();
+        } catch (error) {
+          throw this.#fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
+        }
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.#nc.isClosed()) return;
+    await Promise.all([...this.#consumers].map((c) => c.stop()));
+    // Drain delivers what subscriptions hold and sends what is buffered; it cannot while the
+    // server is away, and then closing is all there is to do (nothing buffered would be sent).
+    try {
+      if (this.#up) await this.#nc.drain();
+    } catch {
+      // closed below
+    }
+    if (!this.#nc.isClosed()) await this.#nc.close();
+  }
+}

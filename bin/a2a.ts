@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+/** The `a2a` executable. */
+import { main } from './cli.js';
+
+// a reader that goes away (`a2a run --json | head`) is not an error
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
+main(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }).then((code) => {
+  process.exitCode = code;
+});

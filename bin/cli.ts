@@ -1,0 +1,185 @@
+/**
+ * The `a2a` command line (bin/a2a.ts runs it). `bin/` is the only place where concrete adapters
+ * are chosen and wired.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { isA2AError } from '../actors/errors.js';
+import { agentsCommand } from './commands/agents.js';
+import { runCommand, type RunIo } from './commands/run.js';
+import { stopCommand } from './commands/stop.js';
+import { auditCommand, inboxCommand, manageCommand, statusCommand } from './commands/manage.js';
+import { hostCommand } from './commands/host.js';
+import { inspectCommand } from './commands/inspect.js';
+import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
+
+const int = (name: string, min = 0) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${name} must be an integer >= ${min}, got "${value}"`);
+  return n;
+};
+
+/** Runs the CLI; returns the exit code instead of exiting, so that tests can call it. */
+export async function main(argv: string[], io: RunIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  let code = 0;
+  const program = new Command()
+    .name('a2a')
+    .description('An actor runtime for teams of LLM agents: an orchestrator, workers and sub-tasks as XState actors.')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+
+  program
+    .command('run')
+    .description('Run a plan (file or directory with plan.json) or a single task given in quotes; or continue a killed run with --resume')
+    .argument('[target]', 'plan.json, a directory holding plan.json, or "a task in quotes"')
+    .option('--resume <runId>', 'continue a run that was killed, from its checkpoint and inbox journal')
+    .option('--model <profile>', 'model profile (or model name) for workers whose task names none')
+    .option('--nats <url>', 'deploy workers to hosts (a2a host) over this NATS server; credentials from A2A_NATS_USER/PASSWORD/TOKEN')
+    .option('--namespace <ns>', 'NATS namespace shared with the hosts (default: default)')
+    .addOption(new Option('--questions <who>', 'who answers worker questions').choices(['policy', 'model', 'human']))
+    .addOption(new Option('--on-complete <action>', "what happens to a finished worker's branch").choices(['merge', 'pr', 'review', 'keep']))
+    .addOption(new Option('--worktrees <mode>', 'a git worktree per worker (auto: when the workspace is a git repository)').choices(['auto', 'on', 'off']))
+    .option('--agent <type>', 'agent type for a task, or for plan tasks that name none (e.g. @coder, claude:reviewer)')
+    .option('--json', 'print one JSON event per line (each with runId and correlation ids) instead of the tree')
+    .option('--no-tree', 'print the log without redrawing the tree, even on a terminal')
+    .option('--standalone', 'run a single task as a standalone session (no orchestrator; sub-tasks nest one level)')
+    .option('--script <file>', 'scripted-model script (JSON) to use')
+    .option('--config <file>', 'configuration file (default: a2a.config.json or .yaml in the workspace)')
+    .option('--workspace <dir>', 'workspace directory (default: the current directory)')
+    .option('--run-id <id>', 'use this run id instead of a generated one')
+    .option('--inspect [ws-url]', 'send the run to the Stately inspector (see `a2a inspect`; default ws://127.0.0.1:8080)')
+    .addOption(new Option('--max-depth <n>', 'deepest sub-task level').argParser(int('--max-depth')))
+    .addOption(new Option('--max-parallel <n>', 'sub-tasks of one parent running at once').argParser(int('--max-parallel', 1)))
+    .addOption(new Option('--max-subtasks <n>', 'sub-tasks per worker in total').argParser(int('--max-subtasks')))
+    .addOption(new Option('--spawn-rate <n>', 'spawns per minute per worker').argParser(int('--spawn-rate', 1)))
+    .addOption(new Option('--max-workers <n>', 'workers running at once').argParser(int('--max-workers', 1)))
+    .addOption(new Option('--max-turns <n>', 'model calls per session').argParser(int('--max-turns', 1)))
+    .addOption(new Option('--subtask-timeout <ms>', 'deadline of each sub-task').argParser(int('--subtask-timeout', 1)))
+    .addOption(new Option('--idle-threshold <ms>', 'idle time before an idle inquiry').argParser(int('--idle-threshold')))
+    .addOption(new Option('--inquiry-delay <ms>', 'grace period before the inquiry is sent').argParser(int('--inquiry-delay')))
+    .addOption(new Option('--inquiry-timeout <ms>', 'time to answer an inquiry').argParser(int('--inquiry-timeout', 1)))
+    .action(async (target: string | undefined, options) => {
+      code = await runCommand(target, options, io);
+    });
+
+  program
+    .command('host')
+    .description('A headless actor host: serves agent types for every run of a NATS namespace, drains on SIGTERM')
+    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN)')
+    .requiredOption('--agents <types>', 'agent types to serve, comma-separated (e.g. coder,reviewer)')
+    .addOption(new Option('--concurrency <n>', 'sessions taken from the queue at once').argParser(int('--concurrency', 1)))
+    .option('--namespace <ns>', 'namespace (default: default)')
+    .option('--id <hostId>', 'host id (default: hostname-pid)')
+    .option('--workspace <dir>', 'workspace (config, agents, worktrees)')
+    .option('--config <file>', 'configuration file')
+    .option('--script <file>', 'scripted-model script')
+    .addOption(new Option('--drain <ms>', 'on SIGTERM, how long running sessions may finish before they are handed back').argParser(int('--drain')))
+    .addOption(new Option('--heartbeat <ms>', 'heartbeat interval (a host silent for 3 is taken as dead)').argParser(int('--heartbeat', 100)))
+    .action(async (options) => {
+      code = await hostCommand(options, io);
+    });
+
+  program
+    .command('status')
+    .description('A run\'s tasks, worker states, inbox depth and metrics, what waits for a person, and the conversations')
+    .option('--run <runId>', 'run (default: the latest in progress, else the latest)')
+    .option('--json', 'print as JSON')
+    .option('--workspace <dir>', 'workspace directory')
+    .action((options) => {
+      code = statusCommand(options, io.stdout);
+    });
+
+  program
+    .command('inbox')
+    .description('What waits for a person in a run in progress: list, approve, deny (permissions), answer (questions)')
+    .argument('[action]', 'list (default), approve, deny, answer')
+    .argument('[ids...]', 'item ids or their numbers in the list; for answer: <id> "<text>"')
+    .option('--all', 'with approve: every pending permission request')
+    .option('--reason <text>', 'why (kept in the audit trail)')
+    .option('--run <runId>', 'run (default: the latest in progress)')
+    .option('--json', 'list as JSON')
+    .option('--workspace <dir>', 'workspace directory')
+    .action(async (action: string | undefined, ids: string[], options) => {
+      code = await inboxCommand(action, ids, options, io.stdout);
+    });
+
+  const manage = (name: string, command: 'reassign' | 'redirect' | 'reinitialize' | 'resume' | 'switch_model', description: string, valueName?: string) => {
+    const c = program.command(name).description(description).argument('<task>', 'plan task id');
+    if (valueName) c.argument(`<${valueName}>`);
+    c.option('--run <runId>', 'run (default: the latest in progress)')
+      .option('--workspace <dir>', 'workspace directory')
+      .action(async (task: string, ...rest: unknown[]) => {
+        const value = valueName ? (rest[0] as string) : undefined;
+        const options = rest[valueName ? 1 : 0] as { run?: string; workspace?: string };
+        code = await manageCommand(command, task, value, options, io.stdout);
+      });
+  };
+  manage('reassign', 'reassign', 'Give a running worker another agent type (new instructions and tools; its conversation is kept)', 'agent');
+  manage('redirect', 'redirect', 'Send a running worker new instructions without resetting it', 'instructions');
+  manage('reinit', 'reinitialize', 'Restart a running worker from scratch with new instructions (its sub-tasks are cancelled)', 'instructions');
+  manage('resume', 'resume', 'Resume a worker its circuit breaker (or a spent budget) paused');
+  manage('model', 'switch_model', "Switch a running worker to another model profile (its conversation is kept, summarized if it does not fit)", 'profile');
+
+  program
+    .command('audit')
+    .description('Export a run\'s audit trail: every A2A operation with its full context')
+    .argument('[runId]', 'run (default: the latest)')
+    .addOption(new Option('--format <format>', 'output format').choices(['json', 'md']).default('json'))
+    .option('--workspace <dir>', 'workspace directory')
+    .action((runId: string | undefined, options) => {
+      code = auditCommand(runId, options, io.stdout);
+    });
+
+  program
+    .command('agents')
+    .description('List the agent registry (built-in, workspace .github/agents/, user config)')
+    .option('--json', 'print as JSON')
+    .option('--config <file>', 'configuration file')
+    .option('--workspace <dir>', 'workspace directory')
+    .action((options) => {
+      code = agentsCommand(options, io.stdout);
+    });
+
+  program
+    .command('graph')
+    .description('Print a machine\'s graph: a Mermaid stateDiagram-v2, JSON, or the paths the model-based tests run')
+    .argument('<machine>', 'orchestrator, worker, subtask, idleInquiry or taskBranch')
+    .addOption(new Option('--format <format>', 'output format').choices([...GRAPH_FORMATS]).default('mermaid'))
+    .action((machine: string, options) => {
+      code = graphCommand(machine, options, io.stdout);
+    });
+
+  program
+    .command('inspect')
+    .description('Start the relay for the Stately inspector: open the printed page, then run with --inspect')
+    .addOption(new Option('--port <n>', 'port (0: any free port)').argParser(int('--port')).default(8080))
+    .option('--host <host>', 'interface to listen on (default 127.0.0.1; the events carry whole conversations)', '127.0.0.1')
+    .action(async (options) => {
+      code = await inspectCommand(options, io.stdout);
+    });
+
+  program
+    .command('stop')
+    .description('Emergency stop of a run in progress: the whole tree is cancelled and every child reports cancelled')
+    .argument('[runId]', 'run to stop (default: the latest run in progress)')
+    .option('--workspace <dir>', 'workspace directory')
+    .action((runId: string | undefined, options) => {
+      code = stopCommand(runId, options, io.stdout);
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (error) {
+    const e = error as { code?: string; exitCode?: number; message?: string };
+    if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
+      // help is not an error; everything else commander rejects is a usage error
+      return e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help' ? 0 : 2;
+    }
+    if (isA2AError(error)) {
+      io.stderr.write(`a2a: ${error.message}\n`);
+      return error.fault === 'user' ? 2 : 1;
+    }
+    io.stderr.write(`a2a: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return 1;
+  }
+}

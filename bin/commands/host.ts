@@ -1,0 +1,125 @@
+/**
+ * `a2a host --nats <url> --agents coder,reviewer --concurrency N`: a headless actor host. It serves
+ * the agent types named for every run of its namespace: takes their spawns from the queue, runs
+ * them (and the sub-tasks they spawn of types it serves) as local actors, sends the rest on, and
+ * drains on SIGTERM or Ctrl-C (finishes what it holds for `--drain` ms, then hands the rest back).
+ */
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import type { EventSink } from '../../machines/ports.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import { A2AError } from '../../actors/errors.js';
+import { createRuntime } from '../../actors/runtime.js';
+import { ToolCatalog } from '../../actors/tools/index.js';
+import { realClock } from '../../adapters/clock.js';
+import { loadConfig, loadRegistry, loadScript } from '../../adapters/config.js';
+import { DeferredAcks, Host } from '../../adapters/host.js';
+import { connectNats } from '../../adapters/transport/nats.js';
+import { transportSink } from '../../adapters/transport/events.js';
+import type { Script } from '../../adapters/model/scripted.js';
+import { describeEvent } from '../../adapters/terminal.js';
+import { modelsFor } from '../models.js';
+
+export interface HostCommandOptions {
+  nats: string;
+  namespace?: string;
+  agents: string;
+  concurrency?: number;
+  id?: string;
+  workspace?: string;
+  config?: string;
+  script?: string;
+  drain?: number;
+  heartbeat?: number;
+}
+
+export interface HostIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  /** Resolves when the host should drain (default: SIGTERM or SIGINT). */
+  until?: Promise<void>;
+}
+
+/** Credentials come from the environment, never from flags (they would show in process lists). */
+export function natsCredentials(env: NodeJS.ProcessEnv = process.env) {
+  return {
+    ...(env.A2A_NATS_USER ? { user: env.A2A_NATS_USER } : {}),
+    ...(env.A2A_NATS_PASSWORD ? { pass: env.A2A_NATS_PASSWORD } : {}),
+    ...(env.A2A_NATS_TOKEN ? { token: env.A2A_NATS_TOKEN } : {}),
+  };
+}
+
+export async function hostCommand(options: HostCommandOptions, io: HostIo): Promise<number> {
+  const workspace = resolve(options.workspace ?? process.cwd());
+  const ns = options.namespace ?? 'default';
+  const loaded = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}) });
+  const { config } = loaded;
+  const catalog = new ToolCatalog();
+  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"' });
+  const agents = options.agents
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean)
+    .map((a) => registry.resolve(a).parsed.agentName);
+  if (agents.length === 0) throw new A2AError('VALIDATION_ERROR', `--agents names no agent type; available: ${registry.list().map((d) => d.capability.id).join(', ')}`);
+  const script: Script = options.script ? loadScript(resolve(options.script)) : config.model.script ? loadScript(resolve(loaded.scriptBase ?? workspace, config.model.script)) : { rules: [] };
+  const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
+
+  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials() });
+  const sink = transportSink(transport, ns, hostId, realClock);
+  // events are published under their own run (for its orchestrator and monitors) and logged here
+  const logged = new Set<string>(['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning']);
+  let seq = 0;
+  const bus: EventSink = {
+    listening: true,
+    emit(event) {
+      sink.emit(event);
+      if (!logged.has(event.type)) return;
+      const line = describeEvent({ ...event, data: event.data ?? {}, runId: (event as { runId?: string }).runId ?? 'host', seq: seq++, ts: Date.now() } as RunEvent);
+      if (line) io.stdout.write(`${line}\n`);
+    },
+  };
+  const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace);
+  const deferredAcks = new DeferredAcks();
+  const runtime = createRuntime({
+    registry,
+    clock: realClock,
+    events: bus,
+    model: resolveModel,
+    orchestratorModel,
+    costs,
+    catalog,
+    remote: {
+      deps: { transport, ns, process: hostId, clock: realClock, events: bus, deferAck: deferredAcks.defer },
+      // children of types this host serves run here; the others go to hosts that serve them
+      placeRemotely: (spec) => !agents.includes(spec.agent.agentName),
+    },
+  });
+  const host = new Host({
+    transport,
+    ns,
+    hostId,
+    agents,
+    concurrency: options.concurrency ?? 4,
+    sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
+    clock: realClock,
+    events: bus,
+    deferredAcks,
+    ...(options.heartbeat ? { heartbeatMs: options.heartbeat } : {}),
+  });
+  await host.start();
+  io.stdout.write(`host ${hostId} serves ${agents.join(', ')} (concurrency ${options.concurrency ?? 4}) in namespace ${ns}\n`);
+
+  await (io.until ??
+    new Promise<void>((done) => {
+      const stop = () => done();
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+    }));
+  io.stdout.write(`host ${hostId} draining: no new work; ${host.running} session(s) running\n`);
+  const { finished, released } = await host.drain(options.drain ?? 30_000);
+  io.stdout.write(`host ${hostId} drained: ${finished} finished, ${released.length} handed back${released.length ? ` (${released.join(', ')})` : ''}\n`);
+  await host.stop();
+  await transport.close();
+  return 0;
+}

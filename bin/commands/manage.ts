@@ -1,0 +1,175 @@
+/**
+ * Commands on a run in progress (or finished), from any shell on this machine:
+ *   a2a status [--run id]                         tasks, worker states, inbox metrics, what waits
+ *   a2a inbox [list|approve|deny|answer] …        what waits for a person, and answering it
+ *   a2a reassign|redirect|reinit|resume|model <task> …  managing a worker
+ *   a2a audit [runId] --format json|md            the audit trail
+ * Reads go to the run's files; changes go to the running process through its control directory.
+ */
+import { resolve } from 'node:path';
+import { userInfo } from 'node:os';
+import type { RunEvent } from '../../machines/protocol.js';
+import { A2AError } from '../../actors/errors.js';
+import { renderAuditMarkdown } from '../../actors/audit.js';
+import type { RunStatus } from '../../actors/runStatus.js';
+import { sendControl, type ControlReply, type ControlRequest } from '../../adapters/runHost.js';
+import { FileRunStore, type RunRecord } from '../../adapters/store/file.js';
+
+export interface RunSelector {
+  workspace?: string;
+  run?: string;
+}
+
+const me = () => process.env.A2A_USER ?? userInfo().username ?? 'cli';
+
+function storeOf(options: RunSelector): FileRunStore {
+  return new FileRunStore(resolve(options.workspace ?? process.cwd()));
+}
+
+/** The run named, or the latest in progress (or the latest at all, when `anyStatus`). */
+export function selectRun(store: FileRunStore, runId: string | undefined, anyStatus = false): RunRecord {
+  if (runId) return store.read(runId);
+  const runs = store.list();
+  const running = runs.filter((r) => r.status === 'running');
+  const chosen = running.at(-1) ?? (anyStatus ? runs.at(-1) : undefined);
+  if (!chosen) throw new A2AError('NOT_FOUND', `no run ${anyStatus ? '' : 'in progress '}in ${store.root}; name one with --run <runId>`);
+  return chosen;
+}
+
+function readStatus(store: FileRunStore, record: RunRecord): RunStatus {
+  const status = store.readStatus(record.runId) as RunStatus | null;
+  if (!status) throw new A2AError('NOT_FOUND', `run ${record.runId} has no status yet (it writes one with its first checkpoint)`);
+  return status;
+}
+
+function reply(result: ControlReply, out: NodeJS.WritableStream): number {
+  if (!result.ok) throw new A2AError('VALIDATION_ERROR', result.error);
+  out.write(`${result.message}\n`);
+  return 0;
+}
+
+const ms = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`);
+
+export function statusCommand(options: RunSelector & { json?: boolean }, out: NodeJS.WritableStream): number {
+  const store = storeOf(options);
+  const record = selectRun(store, options.run, true);
+  const status = readStatus(store, record);
+  if (options.json) {
+    out.write(`${JSON.stringify({ record: { ...record, summary: undefined }, status }, null, 2)}\n`);
+    return 0;
+  }
+  const m = status.inbox.metrics;
+  const lines = [
+    `run ${record.runId} · ${record.status} · orchestrator ${status.state} · as of ${new Date(status.savedAt).toISOString()}`,
+    '',
+    'tasks',
+    ...status.tasks.map((t) => `  ${t.id.padEnd(16)} ${t.state.padEnd(10)} ${t.agentType.padEnd(16)} ${t.workerId}${t.session ? ` (${t.session})` : ''}`),
+    '',
+    'inbox',
+    `  depth ${m.depth} (max ${m.maxDepth}) · accepted ${m.accepted} · handled ${m.handled} · duplicates refused ${m.duplicates}`,
+    `  wait: mean ${ms(m.handled ? m.waitTotalMs / m.handled : 0)}, max ${ms(m.waitMaxMs)} · processing: mean ${ms(m.handled ? m.processTotalMs / m.handled : 0)}, max ${ms(m.processMaxMs)}`,
+    ...(status.inbox.inFlight ? [`  handling  ${status.inbox.inFlight.priority.padEnd(8)} ${status.inbox.inFlight.type.padEnd(18)} ${status.inbox.inFlight.id}`] : []),
+    ...status.inbox.queued.map((q) => `  queued    ${q.priority.padEnd(8)} ${q.type.padEnd(18)} ${q.id}`),
+    '',
+    `waiting for a person: ${status.pending.length}`,
+    ...status.pending.map((i, n) => `  ${n + 1}. [${i.kind}] ${i.title}  (${i.id})`),
+  ];
+  const conversations = Object.entries(status.conversations);
+  if (conversations.length > 0) {
+    lines.push('', 'conversations');
+    for (const [task, entries] of conversations) {
+      lines.push(`  ${task}`);
+      for (const e of entries) lines.push(`    ${e.from} (${e.kind}): ${e.text.replace(/\s+/g, ' ').slice(0, 160)}`);
+    }
+  }
+  out.write(`${lines.join('\n')}\n`);
+  return 0;
+}
+
+export async function inboxCommand(
+  action: string | undefined,
+  ids: string[],
+  options: RunSelector & { all?: boolean; reason?: string; json?: boolean },
+  out: NodeJS.WritableStream,
+): Promise<number> {
+  const store = storeOf(options);
+  const record = selectRun(store, options.run);
+  const verb = action ?? 'list';
+  if (verb === 'list') {
+    const status = readStatus(store, record);
+    if (options.json) {
+      out.write(`${JSON.stringify(status.pending, null, 2)}\n`);
+      return 0;
+    }
+    if (status.pending.length === 0) {
+      out.write(`nothing waits for a person in run ${record.runId}\n`);
+      return 0;
+    }
+    out.write(`run ${record.runId}: ${status.pending.length} waiting for a person\n`);
+    status.pending.forEach((i, n) => {
+      const left = Math.max(0, i.askedAt + i.timeoutMs - Date.now());
+      out.write(`  ${n + 1}. [${i.kind}] ${i.title}\n     id ${i.id} · from ${i.requesterId} (task ${i.taskId}) · ${i.askedAt ? `${ms(left)} left, then ${i.onTimeout.text}` : `then ${i.onTimeout.text}`}\n`);
+    });
+    return 0;
+  }
+  const by = me();
+  const reason = options.reason ? { reason: options.reason } : {};
+  if (verb === 'approve' && options.all) {
+    if (ids.length > 0) throw new A2AError('VALIDATION_ERROR', 'give either --all or ids, not both');
+    return reply(await sendControl(store, record.runId, { command: 'approve_all', by, ...reason }), out);
+  }
+  if (verb === 'approve' || verb === 'deny') {
+    if (ids.length === 0) throw new A2AError('VALIDATION_ERROR', `name what to ${verb}: an id or its number from \`a2a inbox list\`${verb === 'approve' ? ', or --all' : ''}`);
+    for (const id of ids) reply(await sendControl(store, record.runId, { command: 'answer', id, approved: verb === 'approve', by, ...reason }), out);
+    return 0;
+  }
+  if (verb === 'answer') {
+    const [id, ...words] = ids;
+    const text = words.join(' ').trim();
+    if (!id || !text) throw new A2AError('VALIDATION_ERROR', 'usage: a2a inbox answer <id> "<your answer>"');
+    return reply(await sendControl(store, record.runId, { command: 'answer', id, text, by }), out);
+  }
+  throw new A2AError('VALIDATION_ERROR', `unknown inbox action "${verb}"; use list, approve, deny or answer`);
+}
+
+export async function manageCommand(
+  command: 'reassign' | 'redirect' | 'reinitialize' | 'resume' | 'switch_model',
+  taskId: string,
+  value: string | undefined,
+  options: RunSelector,
+  out: NodeJS.WritableStream,
+): Promise<number> {
+  const store = storeOf(options);
+  const record = selectRun(store, options.run);
+  const by = me();
+  let request: ControlRequest;
+  if (command === 'resume') request = { command, taskId, by };
+  else if (!value?.trim()) {
+    throw new A2AError(
+      'VALIDATION_ERROR',
+      command === 'reassign'
+        ? 'usage: a2a reassign <task> <agent type>, e.g. a2a reassign api @debugger'
+        : command === 'switch_model'
+          ? 'usage: a2a model <task> <profile>, e.g. a2a model api fast'
+          : `usage: a2a ${command === 'redirect' ? 'redirect' : 'reinit'} <task> "<instructions>"`,
+    );
+  } else if (command === 'reassign') request = { command, taskId, agent: value, by };
+  else if (command === 'switch_model') request = { command, taskId, profile: value, by };
+  else request = { command, taskId, instructions: value, by };
+  return reply(await sendControl(store, record.runId, request), out);
+}
+
+export function auditCommand(runId: string | undefined, options: { workspace?: string; format?: string; output?: string }, out: NodeJS.WritableStream): number {
+  const store = storeOf(options);
+  const record = selectRun(store, runId, true);
+  const records = store.readLines(record.runId, 'audit.jsonl') as RunEvent[];
+  const format = options.format ?? 'json';
+  if (format === 'json') {
+    for (const r of records) out.write(`${JSON.stringify(r)}\n`);
+  } else if (format === 'md') {
+    out.write(renderAuditMarkdown(record.runId, records));
+  } else {
+    throw new A2AError('VALIDATION_ERROR', `unknown format "${format}"; use json or md`);
+  }
+  return 0;
+}

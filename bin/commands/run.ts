@@ -1,0 +1,419 @@
+/**
+ * `a2a run <plan.json | plan dir | "task">`: runs a plan (or one task) on the embedded default:
+ * in-process actors, the file store under .a2a/, the scripted model.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import type { RunSummary } from '../../machines/orchestrator.machine.js';
+import type { Plan, RunEvent, SubTaskResult } from '../../machines/protocol.js';
+import { A2AError } from '../../actors/errors.js';
+import { RunEventBus } from '../../actors/events.js';
+import { orchestratorInput, parsePlan, standaloneSpec, startRun, startStandalone } from '../../actors/run.js';
+import { auditRecord, isAudited } from '../../actors/audit.js';
+import { Checkpointer, ControlServer, handleControl, planResume, type ResumePlan } from '../../adapters/runHost.js';
+import { PrintedNotice, TerminalPrompt } from '../../adapters/humanPrompt.js';
+import { createGit, planGit } from '../../adapters/git.js';
+import { createPullRequest } from '../../adapters/github.js';
+import type { PullRequests } from '../../machines/ports.js';
+import { createRuntime } from '../../actors/runtime.js';
+import { ToolCatalog } from '../../actors/tools/index.js';
+import type { ConfigLayer } from '../../actors/config.js';
+import { realClock } from '../../adapters/clock.js';
+import { loadConfig, loadRegistry, loadScript, readStructured } from '../../adapters/config.js';
+import type { Script } from '../../adapters/model/scripted.js';
+import { modelsFor } from '../models.js';
+import { connectNats } from '../../adapters/transport/nats.js';
+import { publishRunEvents, relayHostEvents } from '../../adapters/transport/events.js';
+import { ensureQueues } from '../../actors/remote.js';
+import { natsCredentials } from './host.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import { liveDisplay, logDisplay, palette, renderSummary, type RunDisplay } from '../../adapters/terminal.js';
+import { connectInspector, type InspectorConnection } from '../../adapters/inspector.js';
+
+export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
+
+export interface RunOptions {
+  agent?: string;
+  /** Send inspection events to this WebSocket (true: the default `a2a inspect` address). */
+  inspect?: string | boolean;
+  json?: boolean;
+  config?: string;
+  script?: string;
+  workspace?: string;
+  standalone?: boolean;
+  runId?: string;
+  tree?: boolean;
+  maxDepth?: number;
+  maxParallel?: number;
+  maxSubtasks?: number;
+  spawnRate?: number;
+  maxWorkers?: number;
+  maxTurns?: number;
+  subtaskTimeout?: number;
+  idleThreshold?: number;
+  inquiryDelay?: number;
+  inquiryTimeout?: number;
+  /** Who answers worker questions: policy, model or human. */
+  questions?: string;
+  /** What happens to a finished worker's branch: merge, pr, review, keep. */
+  onComplete?: string;
+  /** Worktrees per worker: auto (in a git repository), on, off. */
+  worktrees?: string;
+  /** Continue a run that was killed, from its checkpoint and inbox journal. */
+  resume?: string;
+  /** A model profile (or model name) for workers whose task names none. */
+  model?: string;
+  /** Deploy workers to hosts over NATS (`a2a host`) instead of running them in this process. */
+  nats?: string;
+  namespace?: string;
+}
+
+export interface RunIo {
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
+  stdout: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  stderr: NodeJS.WritableStream;
+  /** Hooks for Ctrl-C; the default installs process signal handlers. */
+  onInterrupt?: (handler: () => void) => () => void;
+}
+
+function newRunId(): string {
+  const d = new Date();
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `r-${d.getFullYear()}${pad(d.getMonth() + 1)}${pad(d.getDate())}-${pad(d.getHours())}${pad(d.getMinutes())}${pad(d.getSeconds())}-${randomBytes(2).toString('hex')}`;
+}
+
+/** The configuration layer made of command-line flags. */
+function flagLayer(o: RunOptions): ConfigLayer {
+  const limits: Record<string, number> = {};
+  const idle: Record<string, number> = {};
+  const set = (target: Record<string, number>, key: string, value: number | undefined) => {
+    if (value !== undefined) target[key] = value;
+  };
+  set(limits, 'maxDepth', o.maxDepth);
+  set(limits, 'maxDepthStandalone', o.standalone ? o.maxDepth : undefined);
+  set(limits, 'maxParallelSubtasks', o.maxParallel);
+  set(limits, 'maxSubtasksPerWorker', o.maxSubtasks);
+  set(limits, 'spawnRatePerMinute', o.spawnRate);
+  set(limits, 'maxParallelWorkers', o.maxWorkers);
+  set(limits, 'maxTurns', o.maxTurns);
+  set(limits, 'subtaskTimeoutMs', o.subtaskTimeout);
+  set(idle, 'idleThresholdMs', o.idleThreshold);
+  set(idle, 'inquiryDelayMs', o.inquiryDelay);
+  set(idle, 'inquiryTimeoutMs', o.inquiryTimeout);
+  return {
+    ...(Object.keys(limits).length ? { limits } : {}),
+    ...(Object.keys(idle).length ? { idle } : {}),
+    ...(o.agent ? { defaultAgent: o.agent } : {}),
+    ...(o.questions ? { orchestrator: { questions: o.questions } } : {}),
+    ...(o.onComplete || o.worktrees ? { git: { ...(o.onComplete ? { onComplete: o.onComplete } : {}), ...(o.worktrees ? { worktrees: o.worktrees } : {}) } } : {}),
+  };
+}
+
+interface Target {
+  kind: 'plan' | 'task';
+  plan?: Plan;
+  source: string;
+  baseDir: string;
+  task?: string;
+}
+
+function resolveTarget(target: string, workspace: string): Target {
+  const path = isAbsolute(target) ? target : resolve(process.cwd(), target);
+  if (existsSync(path)) {
+    const file = statSync(path).isDirectory() ? join(path, 'plan.json') : path;
+    if (!existsSync(file)) throw new A2AError('VALIDATION_ERROR', `${path} is a directory without a plan.json`);
+    return { kind: 'plan', plan: parsePlan(readStructured(file), file), source: file, baseDir: dirname(file) };
+  }
+  if (/\.(json|ya?ml)$/i.test(target)) {
+    throw new A2AError('VALIDATION_ERROR', `plan file not found: ${path}. Pass a plan file, a directory with plan.json, or a task in quotes.`);
+  }
+  return { kind: 'task', task: target, source: 'command line', baseDir: workspace };
+}
+
+/** Everything a run needs, built from the target and options (the same way again on resume). */
+function prepare(targetArg: string, options: RunOptions, runId: string) {
+  const workspace = resolve(options.workspace ?? process.cwd());
+  const target = resolveTarget(targetArg, workspace);
+  const extra: Array<{ source: string; data: ConfigLayer; base?: string }> = [];
+  if (target.plan?.config) extra.push({ source: `${target.source} (config)`, data: target.plan.config, base: target.baseDir });
+  extra.push({ source: 'command-line flags', data: flagLayer(options) });
+  const loaded = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}), extra });
+  const { config, policy } = loaded;
+  const catalog = new ToolCatalog();
+  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"' });
+  const scriptFile = options.script
+    ? resolve(options.script)
+    : target.plan?.script
+      ? resolve(target.baseDir, target.plan.script)
+      : config.model.script
+        ? resolve(loaded.scriptBase ?? workspace, config.model.script)
+        : null;
+  const script: Script = scriptFile ? loadScript(scriptFile) : { rules: [] };
+  return { workspace, target, config, policy, catalog, registry, script, runId };
+}
+
+/** The run's record says how it was started; resume only what ended without finishing. */
+function resumable(store: FileRunStore, runId: string) {
+  const record = store.read(runId);
+  if (record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled') {
+    throw new A2AError('INVALID_STATE_TRANSITION', `run ${runId} already finished (${record.status}); nothing to resume`);
+  }
+  if (record.status === 'running' && record.pid !== process.pid && alive(record.pid)) {
+    throw new A2AError('INVALID_STATE_TRANSITION', `run ${runId} is still running (pid ${record.pid}); stop it first with: a2a stop ${runId}`);
+  }
+  if (!record.invocation) throw new A2AError('VALIDATION_ERROR', `run ${runId} was not recorded with what started it; it cannot be resumed`);
+  if (record.planId === 'standalone') throw new A2AError('VALIDATION_ERROR', `run ${runId} is a standalone session: only orchestrated runs can be resumed`);
+  const checkpoint = store.readCheckpoint(runId);
+  if (!checkpoint) throw new A2AError('NOT_FOUND', `run ${runId} has no checkpoint yet (it was killed before its first one); start it again`);
+  return { record, checkpoint };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What is kept of the options for a resume (the run id and display flags are not). */
+function invocationOptions(options: RunOptions): Record<string, unknown> {
+  const { runId: _r, json: _j, tree: _t, inspect: _i, resume: _s, ...rest } = options;
+  return Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+}
+
+export async function runCommand(targetArg: string | undefined, options: RunOptions, io: RunIo): Promise<number> {
+  const store0 = new FileRunStore(resolve(options.workspace ?? process.cwd()));
+  let resuming: ReturnType<typeof resumable> | null = null;
+  let target = targetArg;
+  let effective = options;
+  if (options.resume) {
+    if (targetArg) throw new A2AError('VALIDATION_ERROR', `give either a target or --resume <runId>, not both (got "${targetArg}" and --resume ${options.resume})`);
+    resuming = resumable(store0, options.resume);
+    const inv = resuming.record.invocation!;
+    target = inv.target;
+    effective = { ...(inv.options as RunOptions), workspace: inv.workspace, ...(options.json ? { json: true } : {}), ...(options.tree === false ? { tree: false } : {}), ...(options.inspect ? { inspect: options.inspect } : {}) };
+  }
+  if (!target) throw new A2AError('VALIDATION_ERROR', 'nothing to run: give a plan file, a directory with plan.json, a task in quotes, or --resume <runId>');
+
+  const runId = resuming?.record.runId ?? options.runId ?? newRunId();
+  const p = prepare(target, effective, runId);
+  const store = new FileRunStore(p.workspace);
+  const bus = new RunEventBus(runId, realClock);
+  // model clients by profile (the scripted model unless profiles say otherwise), priced per call
+  const { resolveModel, profiles, ledger, costs, orchestratorModel } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
+  if (resuming) {
+    // the spending before the kill counts against the budgets (as far as the event log has it)
+    for (const e of store0.events(runId)) {
+      if (e.type === 'model.called' && e.subTaskId && e.workerId) {
+        ledger.restore({
+          sessionId: e.subTaskId,
+          workerId: e.workerId,
+          usd: Number(e.data.costUsd ?? 0),
+          usage: { inputTokens: Number(e.data.inputTokens ?? 0), outputTokens: Number(e.data.outputTokens ?? 0) },
+        });
+      }
+    }
+  }
+
+  // the human channel: a prompt on a terminal, else a notice saying how to answer with `a2a inbox`
+  let root: { send(event: unknown): void } | null = null;
+  const interactive = io.stdin?.isTTY === true && io.stdout.isTTY === true && !effective.json;
+  let display: RunDisplay | null = null;
+  const prompt = interactive
+    ? new TerminalPrompt(
+        { input: io.stdin!, output: io.stdout, pause: () => display?.pause?.(), resume: () => display?.resume?.() },
+        (id, answer) => root?.send({ type: 'HUMAN_ANSWER', id, answer }),
+      )
+    : null;
+  const humanChannel = prompt ?? new PrintedNotice(effective.json ? io.stderr : io.stdout, runId);
+  const journal = store.inboxJournal(runId);
+  // over NATS the workers run on hosts; what reaches this process is acknowledged after its next checkpoint
+  const ns = effective.namespace ?? 'default';
+  const transport = effective.nats ? await connectNats({ servers: effective.nats, namespace: ns, name: `a2a-run-${runId}`, ...natsCredentials() }) : null;
+  const pendingAcks: Array<() => Promise<void>> = [];
+  const remote = transport
+    ? {
+        deps: { transport, ns, process: `run-${runId}`, clock: realClock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack) },
+        placeRemotely: () => true,
+      }
+    : null;
+  if (transport) await ensureQueues(transport, ns);
+  const git = createGit();
+  const github = p.config.git.github;
+  const token = github ? process.env[github.tokenEnv] : undefined;
+  const pullRequests: PullRequests | undefined =
+    github && token ? { open: (o) => createPullRequest({ ...o, token, ...(github.apiUrl ? { apiUrl: github.apiUrl } : {}) }) } : undefined;
+  const runtime = createRuntime({
+    registry: p.registry,
+    clock: realClock,
+    events: bus,
+    model: resolveModel,
+    orchestratorModel,
+    costs,
+    profiles,
+    catalog: p.catalog,
+    journal,
+    humanChannel,
+    git,
+    ...(pullRequests ? { pullRequests } : {}),
+    ...(remote ? { remote } : {}),
+  });
+
+  // validate before anything is written
+  const plan: Plan | null = p.target.plan ?? null;
+  const orchestratedRun = !!plan || effective.standalone !== true;
+  const gitPlan =
+    orchestratedRun && !resuming
+      ? await planGit(p.config.git, { workspace: p.workspace, runId, git, reviewer: p.registry.resolve(p.config.git.reviewer).parsed })
+      : null;
+  if (gitPlan?.github && !pullRequests) {
+    throw new A2AError('CONFIGURATION_INVALID', `git.github is set (${p.config.git.github!.repo}) but ${p.config.git.github!.tokenEnv} is not set: export a token, or remove git.github to push without opening a PR`);
+  }
+  const runOptions = { runId, config: p.config, policy: p.policy, workspace: p.workspace, git: gitPlan, ...(effective.model ? { model: effective.model } : {}) };
+  const input = plan ? orchestratorInput(plan, runtime, runOptions, p.target.source) : null;
+  const standalone = !plan && effective.standalone === true;
+  const single: Plan | null =
+    !plan && !standalone ? parsePlan({ id: 'task', tasks: [{ id: 'task', prompt: p.target.task, ...(effective.agent ? { agent: effective.agent } : {}) }] }, 'the task') : null;
+  const orchestrated = input ?? (single ? orchestratorInput(single, runtime, runOptions, 'the task') : null);
+  const planId = orchestrated?.planId ?? 'standalone';
+  // an unknown profile or a missing API key fails here, before anything runs
+  for (const t of orchestrated?.tasks ?? []) resolveModel(t.spec);
+
+  let plannedResume: ResumePlan | null = null;
+  if (resuming) {
+    plannedResume = planResume(resuming.checkpoint, store.readJournal(runId));
+    store.appendRecovered(runId, plannedResume.recovered, Date.now());
+    store.clearControl(runId);
+    store.update(runId, { pid: process.pid, status: 'running', resumes: [...(resuming.record.resumes ?? []), { at: Date.now(), pid: process.pid }] });
+  } else {
+    store.create({
+      runId,
+      pid: process.pid,
+      status: 'running',
+      startedAt: Date.now(),
+      planId,
+      source: p.target.source,
+      invocation: { target, options: invocationOptions(effective), workspace: p.workspace },
+    });
+  }
+  const log = store.eventLog(runId);
+  const audit = store.lineLog<RunEvent>(runId, 'audit.jsonl');
+  const usage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  bus.subscribe((e) => {
+    log.append(e);
+    if (isAudited(e)) audit.append(auditRecord(e));
+    if (e.type === 'model.called') {
+      usage.modelCalls++;
+      usage.inputTokens += Number(e.data.inputTokens ?? 0);
+      usage.outputTokens += Number(e.data.outputTokens ?? 0);
+      usage.costUsd += Number(e.data.costUsd ?? 0);
+    }
+  });
+  let relay: { unsubscribe(): Promise<void> } | null = null;
+  if (transport) {
+    publishRunEvents(bus, transport, ns, `run-${runId}`);
+    relay = await relayHostEvents(bus, transport, ns, runId, `run-${runId}`);
+  }
+  const colour = io.stdout.isTTY === true && !process.env.NO_COLOR;
+  if (effective.json) {
+    bus.subscribe((e: RunEvent) => io.stdout.write(`${JSON.stringify(e)}\n`));
+  } else {
+    display = io.stdout.isTTY && effective.tree !== false ? liveDisplay(io.stdout, { colour }) : logDisplay(io.stdout, { colour });
+    const d = display;
+    bus.subscribe((e) => d.onEvent(e));
+  }
+
+  const interrupt = io.onInterrupt ?? defaultInterrupt;
+  let stopping = false;
+  let stop: (reason: string) => void = () => {};
+  const release = interrupt(() => {
+    if (stopping) {
+      io.stderr.write('\nforced exit\n');
+      log.close();
+      audit.close();
+      store.update(runId, { status: 'cancelled', finishedAt: Date.now() });
+      process.exit(130);
+    }
+    stopping = true;
+    io.stderr.write('\nstopping: cancelling every worker and sub-task (Ctrl-C again to force)\n');
+    stop('stopped by the user');
+  });
+
+  let inspector: InspectorConnection | null = null;
+  if (effective.inspect) {
+    const url = typeof effective.inspect === 'string' ? effective.inspect : DEFAULT_INSPECTOR_URL;
+    inspector = await connectInspector(url);
+    if (inspector) io.stderr.write(`inspector: sending the run to ${url}\n`);
+    else io.stderr.write(`inspector: nothing answers at ${url} (start one with \`a2a inspect\`); running without it\n`);
+  }
+  const inspect = inspector ? { inspect: inspector.inspect } : {};
+
+  // The run may wait on nothing Node can see (a model call that never answers, sessions waiting
+  // for each other, a person): hold the process open until the run ends.
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  let checkpointer: Checkpointer | null = null;
+  let control: ControlServer | null = null;
+  try {
+    if (orchestrated) {
+      if (resuming) {
+        bus.emit({ type: 'run.resumed', planId, data: { planId, replayed: plannedResume!.replay.map((m) => m.id), recovered: plannedResume!.recovered, checkpointAt: resuming.checkpoint.savedAt } });
+      } else {
+        bus.emit({ type: 'run.started', planId, data: { planId, tasks: orchestrated.tasks.length, source: p.target.source } });
+      }
+      const handle = startRun(runtime, resuming ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : orchestrated, { clock: realClock, ...inspect });
+      root = handle.actor;
+      stop = handle.stop;
+      checkpointer = new Checkpointer(handle.actor, store, runId, journal, {
+        onError: (error) => io.stderr.write(`a2a: checkpoint failed: ${error.message}\n`),
+        afterWrite: () => {
+          for (const ack of pendingAcks.splice(0)) void ack().catch(() => undefined);
+        },
+      });
+      checkpointer.start();
+      control = new ControlServer(store.controlDir(runId), (request) => handleControl(handle.actor, runtime, request));
+      control.start();
+      const summary = await handle.done;
+      checkpointer.flush();
+      // every session's model calls, sub-tasks included (the summary alone counts the workers')
+      const summaryWithUsage: RunSummary = { ...summary, usage };
+      bus.emit({ type: 'run.finished', planId, data: { status: summary.status, summary: summaryWithUsage } });
+      display?.finish();
+      if (!effective.json) io.stdout.write(renderSummary(summaryWithUsage, palette(colour)));
+      store.update(runId, { status: summary.status, finishedAt: Date.now(), summary: summaryWithUsage });
+      return summary.status === 'completed' ? 0 : summary.status === 'cancelled' ? 130 : 1;
+    }
+    const spec = standaloneSpec(p.target.task!, runtime, { ...runOptions, agent: effective.agent ?? p.config.defaultAgent });
+    const handle = startStandalone(runtime, spec, { clock: realClock, ...inspect });
+    stop = handle.stop;
+    const result: SubTaskResult = await handle.done;
+    const status = result.status === 'success' || result.status === 'partial' ? 'completed' : result.status === 'cancelled' ? 'cancelled' : 'failed';
+    bus.emit({ type: 'run.finished', planId, data: { status, result } });
+    display?.finish();
+    if (!effective.json) io.stdout.write(`\n${result.status}: ${result.output}${result.error ? `\nerror: ${result.error}` : ''}\n`);
+    store.update(runId, { status, finishedAt: Date.now(), summary: result });
+    return status === 'completed' ? 0 : status === 'cancelled' ? 130 : 1;
+  } finally {
+    checkpointer?.stop();
+    control?.stop();
+    prompt?.close();
+    await inspector?.close();
+    clearInterval(keepAlive);
+    release();
+    log.close();
+    audit.close();
+    await relay?.unsubscribe();
+    await transport?.close();
+  }
+}
+
+function defaultInterrupt(handler: () => void): () => void {
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+  return () => {
+    process.off('SIGINT', handler);
+    process.off('SIGTERM', handler);
+  };
+}

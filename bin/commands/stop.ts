@@ -1,0 +1,36 @@
+/**
+ * `a2a stop [runId]`: emergency stop of a run in progress on this machine. It signals the run's
+ * process (SIGINT, as Ctrl-C would), which cancels the whole tree; every worker and sub-task
+ * still reports `cancelled`.
+ */
+import { resolve } from 'node:path';
+import { A2AError } from '../../actors/errors.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function stopCommand(runId: string | undefined, options: { workspace?: string }, out: NodeJS.WritableStream): number {
+  const store = new FileRunStore(resolve(options.workspace ?? process.cwd()));
+  const running = store.list().filter((r) => r.status === 'running');
+  const record = runId ? store.read(runId) : running.at(-1);
+  if (!record) {
+    throw new A2AError('NOT_FOUND', `no run in progress in ${store.root}${running.length === 0 ? '' : `; running: ${running.map((r) => r.runId).join(', ')}`}`);
+  }
+  if (record.status !== 'running') {
+    throw new A2AError('INVALID_STATE_TRANSITION', `run ${record.runId} is not running (it is ${record.status})`);
+  }
+  if (!alive(record.pid)) {
+    store.update(record.runId, { status: 'crashed', finishedAt: Date.now() });
+    throw new A2AError('NOT_FOUND', `run ${record.runId} has no live process (pid ${record.pid}); marked crashed`);
+  }
+  process.kill(record.pid, 'SIGINT');
+  out.write(`stop requested for run ${record.runId} (pid ${record.pid}): every worker and sub-task is being cancelled\n`);
+  return 0;
+}

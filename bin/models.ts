@@ -1,0 +1,59 @@
+/**
+ * Model clients for a process (`a2a run`, `a2a host`): one per profile (the scripted model unless
+ * profiles say otherwise), resolved per session by agent, task type and override, priced per call.
+ */
+import { join, resolve } from 'node:path';
+import type { RunConfig } from '../actors/config.js';
+import type { ModelResolver, ResolvedModel } from '../actors/agentLoop.js';
+import { CostLedger } from '../actors/cost.js';
+import { BUILTIN_PROFILE, isMoreExpensive, profileNamed } from '../actors/profiles.js';
+import type { AgentRegistry } from '../actors/registry.js';
+import type { ProfileCatalog } from '../actors/runtime.js';
+import type { Clock, Model } from '../machines/ports.js';
+import type { SessionSpec } from '../machines/protocol.js';
+import { userConfigDir } from '../adapters/config.js';
+import { ModelPool } from '../adapters/model/factory.js';
+import type { Script } from '../adapters/model/scripted.js';
+
+export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Script, clock: Clock, workspace: string) {
+  const pool = new ModelPool(config.models, {
+    clock,
+    script,
+    secretsFile: config.model.secretsFile ? resolve(workspace, config.model.secretsFile) : join(userConfigDir(), 'secrets.json'),
+  });
+  const resolved = new WeakMap<SessionSpec, ResolvedModel>();
+  const resolveModel: ModelResolver = (spec) => {
+    let found = resolved.get(spec);
+    if (!found) {
+      const { resolved: r, model } = pool.resolve({
+        agent: spec.agent,
+        preferredModels: registry.get(spec.agent.agentName).capability.preferredModels,
+        ...(spec.taskType ? { taskType: spec.taskType } : {}),
+        ...(spec.model ? { override: spec.model } : {}),
+      });
+      found = {
+        model,
+        name: r.profile.model,
+        requestModel: r.profile.model,
+        profile: r.name,
+        ...(r.profile.contextWindow ? { contextWindow: r.profile.contextWindow } : {}),
+        ...(r.profile.maxTokens ? { maxTokens: r.profile.maxTokens } : {}),
+      };
+      resolved.set(spec, found);
+    }
+    return found;
+  };
+  const profiles: ProfileCatalog = {
+    names: () => [...new Set([...Object.keys(config.models.profiles), BUILTIN_PROFILE])],
+    current: (spec) => resolveModel(spec).profile,
+    moreExpensive: (spec, to) => {
+      const from = profileNamed(config.models, resolveModel(spec).profile);
+      const target = profileNamed(config.models, to);
+      return !!from && !!target && isMoreExpensive(from, target, config.models.prices);
+    },
+  };
+  const ledger = new CostLedger(config.models.prices);
+  const costs = { ledger, budgets: config.models.budgets ?? {} };
+  const orchestratorModel: Model = pool.resolve({ agent: { raw: '@orchestrator', backend: 'default', agentName: 'orchestrator' } }).model;
+  return { pool, resolveModel, profiles, ledger, costs, orchestratorModel };
+}

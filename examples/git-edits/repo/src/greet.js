@@ -1,0 +1,4 @@
+// Greetings for the demo service.
+export function greet(name) {
+  return `Hello, ${name}!`;
+}

@@ -1,0 +1,87 @@
+/**
+ * The idle watchdog of one session (seed 002, phase 3). It never marks a session done: after
+ * `idleThresholdMs` of the session sitting idle plus an `inquiryDelayMs` grace period it asks the
+ * session why ("complete, say what blocks you, report an error, or say what you are doing").
+ * The session's answer goes to its parent as an `idle_response`; no answer within
+ * `inquiryTimeoutMs` ends the watchdog as `unresponsive`, and the session is failed with
+ * "unresponsive after idle inquiry". After `maxInquiries` answered inquiries without the session
+ * finishing, the watchdog ends as `exhausted` and the session ends with a partial result.
+ *
+ * Time only passes in `idle`: a session running a tool, calling its model, awaiting children or
+ * waiting for a permission is `busy`, never idle.
+ */
+import { assign, sendParent, setup } from 'xstate';
+import type { IdleConfig } from './protocol.js';
+
+export type IdleInquiryEvent =
+  | { type: 'SESSION_BUSY' }
+  | { type: 'SESSION_IDLE' }
+  | { type: 'INQUIRY_ANSWERED' };
+
+/** Sent to the watched session (the parent of this actor). */
+export interface IdleInquiryRequest {
+  type: 'IDLE_INQUIRY';
+  attempt: number;
+  maxInquiries: number;
+}
+
+export interface IdleInquiryOutput {
+  reason: 'unresponsive' | 'exhausted';
+  inquiries: number;
+}
+
+export const idleInquiryMachine = setup({
+  types: {
+    input: {} as IdleConfig,
+    context: {} as IdleConfig & { inquiries: number; endReason: IdleInquiryOutput['reason'] | null },
+    events: {} as IdleInquiryEvent,
+    output: {} as IdleInquiryOutput,
+  },
+  delays: {
+    idleThreshold: ({ context }) => context.idleThresholdMs,
+    inquiryDelay: ({ context }) => context.inquiryDelayMs,
+    inquiryTimeout: ({ context }) => context.inquiryTimeoutMs,
+  },
+  guards: {
+    inquiriesExhausted: ({ context }) => context.inquiries >= context.maxInquiries,
+  },
+  actions: {
+    sendInquiry: sendParent(
+      ({ context }): IdleInquiryRequest => ({
+        type: 'IDLE_INQUIRY',
+        attempt: context.inquiries,
+        maxInquiries: context.maxInquiries,
+      }),
+    ),
+    countInquiry: assign({ inquiries: ({ context }) => context.inquiries + 1 }),
+    markUnresponsive: assign({ endReason: 'unresponsive' as const }),
+    markExhausted: assign({ endReason: 'exhausted' as const }),
+  },
+}).createMachine({
+  id: 'idleInquiry',
+  context: ({ input }) => ({ ...input, inquiries: 0, endReason: null }),
+  initial: 'busy',
+  states: {
+    busy: {
+      on: { SESSION_IDLE: 'idle' },
+    },
+    idle: {
+      after: { idleThreshold: 'suspectedIdle' },
+      on: { SESSION_BUSY: 'busy' },
+    },
+    suspectedIdle: {
+      after: {
+        inquiryDelay: [{ guard: 'inquiriesExhausted', target: 'exhausted' }, { target: 'inquiring' }],
+      },
+      on: { SESSION_BUSY: 'busy' },
+    },
+    inquiring: {
+      entry: ['countInquiry', 'sendInquiry'],
+      after: { inquiryTimeout: 'unresponsive' },
+      on: { INQUIRY_ANSWERED: 'busy' },
+    },
+    unresponsive: { type: 'final', entry: 'markUnresponsive' },
+    exhausted: { type: 'final', entry: 'markExhausted' },
+  },
+  output: ({ context }) => ({ reason: context.endReason ?? 'unresponsive', inquiries: context.inquiries }),
+});

@@ -1,0 +1,955 @@
+/**
+ * An agent session: the statechart shared by workers (depth 0, owned by the orchestrator) and
+ * sub-tasks (depth >= 1, owned by the session that spawned them). `worker.machine.ts` and
+ * `subtask.machine.ts` build their machines from this; they differ in one place only: what a
+ * tripped circuit breaker does (a worker pauses until resumed, a sub-task fails so that its
+ * parent decides).
+ *
+ * The agent loop is drawn as states: `thinking` (one model call) → `usingTools` (one tool call
+ * at a time) → `thinking` …; a turn without tool calls leaves the session `idle` (never
+ * completed) or `awaitingUpdates` when children are still running. Child results reach the
+ * session as `UPDATES_AVAILABLE` batches from its `subtasks` supervisor and are injected before
+ * the next model call (parent wake-up). Every final state carries exactly one result, which is
+ * this actor's output and so reaches the owner as the `xstate.done.actor` event.
+ */
+import { assign, emit, enqueueActions, sendTo, setup, type ActorLogic, type Snapshot } from 'xstate';
+import { idleInquiryMachine, type IdleInquiryOutput, type IdleInquiryRequest } from './idleInquiry.machine.js';
+import type {
+  AgentLoopInput,
+  AgentLoopReply,
+  AgentLoopRequest,
+  CallModelOutput,
+  InboxItem,
+  ManagementEvent,
+  PermissionAsk,
+  SupervisorEvent,
+  SupervisorInput,
+  SupervisorReply,
+  ToolEffect,
+  ToolOutcome,
+} from './ports.js';
+import { PERMISSION_CATEGORY, type ChatMessage, type PermissionDecision, type PermissionRequest, type ResultStatus, type SessionSpec, type SubTaskResult, type TaskUpdate, type ToolCall, type UpdateBatch, type Usage } from './protocol.js';
+
+export type SessionEvent =
+  | { type: 'CANCEL'; reason: string }
+  /** Sent by the owner's supervisor when the session's deadline (`spec.timeoutMs`) passes. */
+  | { type: 'TIMEOUT' }
+  | ManagementEvent
+  /** From the owner's supervisor: the decision on a request this session or a descendant made. */
+  | { type: 'PERMISSION_DECIDED'; decision: PermissionDecision }
+  | IdleInquiryRequest
+  | SupervisorReply
+  | AgentLoopReply
+  | { type: 'xstate.error.actor.agentLoop'; actorId: string; error: unknown }
+  | { type: 'xstate.error.actor.subtasks'; actorId: string; error: unknown }
+  | { type: 'xstate.done.actor.idleInquiry'; actorId: string; output: IdleInquiryOutput }
+  | { type: 'xstate.error.actor.idleInquiry'; actorId: string; error: unknown };
+
+/**
+ * Domain events that neither the snapshots nor the conversation show. State changes, model calls
+ * and tool calls are not emitted: the runtime reads them from XState's inspection stream (state
+ * values, messages appended to the conversation), and only when someone listens.
+ */
+export type SessionEmitted =
+  | { type: 'permission.requested'; request: PermissionRequest }
+  | { type: 'permission.decided'; decision: PermissionDecision; action: string; detail: string; requesterId: string; via: string[] }
+  | { type: 'stuck.detected'; reason: string }
+  | { type: 'worker.reassigned'; from: string; to: string; by: string }
+  | { type: 'worker.reinitialized'; by: string }
+  | { type: 'inquiry.sent'; attempt: number }
+  | { type: 'inquiry.answered'; text: string }
+  | { type: 'circuit.open'; failures: number }
+  | { type: 'budget.reached'; scope: 'run' | 'worker'; limitUsd: number; spentUsd: number }
+  | { type: 'model.switched'; from: string | null; to: string; by: string };
+
+export type SessionStateName =
+  | 'pending'
+  | 'running'
+  | 'thinking'
+  | 'usingTools'
+  | 'spawning'
+  | 'waitingForPermission'
+  | 'awaitingChildren'
+  | 'awaitingUpdates'
+  | 'idle'
+  | 'paused'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'timedOut';
+
+/*
+ * Contract with the agent loop: tool effects that name children (`await`, `message`, `cancel`)
+ * come only from tools that checked the ids against this session's children, so the `subtasks`
+ * supervisor exists when they arrive.
+ */
+export interface SessionContext {
+  spec: SessionSpec;
+  messages: ChatMessage[];
+  /** Messages, inquiries and resumes waiting for the next model call. */
+  inbox: InboxItem[];
+  /** The update batch received from `subtasks` and not yet acknowledged. */
+  batch: UpdateBatch | null;
+  /** Tool calls of the current turn still to run, in order. */
+  pendingCalls: ToolCall[];
+  spawnRequest: { requestId: string; call: ToolCall; blocking: boolean; timeoutMs: number } | null;
+  awaiting: { call: ToolCall; ids: string[]; timeoutMs: number } | null;
+  lastText: string;
+  turns: number;
+  /** How many times the session was reinitialized: ids made from turns and steps include it. */
+  epoch: number;
+  /** Why a paused worker is paused (the circuit breaker, a spent budget). */
+  pausedFor: string | null;
+  /** Messages summarized away (so that step numbers keep growing when the history shrinks). */
+  stepBase: number;
+  /** Files this session's tools changed, with lines added and removed (its result's diff stats). */
+  changes: Record<string, { insertions: number; deletions: number }>;
+  usage: Usage;
+  consecutiveFailures: number;
+  /** An idle inquiry was injected and its answer not yet seen. */
+  inquiryOpen: boolean;
+  /** Children not yet settled, as last reported by `subtasks`. */
+  live: number;
+  /** The `subtasks` supervisor has been spawned (on the first spawn: leaf sessions never need one). */
+  hasSubtasks: boolean;
+  /** The `idleInquiry` watchdog has been spawned (the first time the session went idle). */
+  hasWatchdog: boolean;
+  /** The permission this session's running tool waits for. */
+  ownRequest: PermissionRequest | null;
+  /**
+   * Decisions received during the current tool call, by request id: a tool run again (its loop
+   * was restored) asks again with the same id and gets the decision at once, instead of asking
+   * an orchestrator that already decided (and de-duplicates the request).
+   */
+  stepDecisions: Record<string, PermissionDecision>;
+  /** Requests passed up for a child: request id → the child it came from (where the decision goes). */
+  routes: Record<string, string>;
+  /** Health: the last tool call, how often in a row, and calls in a row without progress. */
+  health: { lastCall: string | null; repeats: number; sinceProgress: number; reported: boolean };
+  /** Why the session is about to fail (set by the transition into `failed`). */
+  failure: string | null;
+  result: SubTaskResult | null;
+}
+
+const freshHealth = { lastCall: null, repeats: 0, sinceProgress: 0, reported: false };
+
+/**
+ * Health bookkeeping after a tool call: a call is progress when it succeeded and is not the same
+ * call (name and arguments) as the one before.
+ */
+function healthAfter(context: SessionContext, call: ToolCall, ok: boolean): SessionContext['health'] {
+  const key = `${call.name}:${JSON.stringify(call.arguments)}`;
+  const repeats = key === context.health.lastCall ? context.health.repeats + 1 : 1;
+  const progress = ok && repeats === 1;
+  return { ...context.health, lastCall: key, repeats, sinceProgress: progress ? 0 : context.health.sinceProgress + 1 };
+}
+
+/** The supervisor logic type, as the session sees it (implemented in actors/supervisor.ts). */
+export type SupervisorLogic = ActorLogic<Snapshot<unknown>, SupervisorEvent, SupervisorInput>;
+/** The agent loop logic type (implemented in actors/agentLoop.ts). */
+export type AgentLoopLogic = ActorLogic<Snapshot<unknown>, AgentLoopRequest, AgentLoopInput>;
+
+const notProvided = (what: string) => () => {
+  throw new Error(`${what} is not provided: build the machines with createRuntime() from actors/runtime.ts`);
+};
+
+/** Placeholders; the runtime provides the real logic. */
+const placeholder = (what: string) => ({
+  transition: (s: Snapshot<unknown>) => s,
+  getInitialSnapshot: notProvided(what) as never,
+  getPersistedSnapshot: (s: Snapshot<unknown>) => s,
+});
+
+const emptyUsage: Usage = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
+
+function toolMessage(call: ToolCall, content: string, isError: boolean): ChatMessage {
+  return isError
+    ? { role: 'tool', toolCallId: call.id, name: call.name, content, isError: true }
+    : { role: 'tool', toolCallId: call.id, name: call.name, content };
+}
+
+function diffStatsOf(changes: SessionContext['changes']): SubTaskResult['diffStats'] | undefined {
+  const files = Object.keys(changes);
+  if (files.length === 0) return undefined;
+  let insertions = 0;
+  let deletions = 0;
+  for (const c of Object.values(changes)) {
+    insertions += c.insertions;
+    deletions += c.deletions;
+  }
+  return { changedFiles: files.length, insertions, deletions, files };
+}
+
+function result(context: SessionContext, status: ResultStatus, extra: Partial<SubTaskResult> = {}): SubTaskResult {
+  const diffStats = diffStatsOf(context.changes);
+  return {
+    taskId: context.spec.id,
+    status,
+    output: context.lastText,
+    usage: context.usage,
+    ...(diffStats ? { diffStats } : {}),
+    ...extra,
+  };
+}
+
+function withChanges(changes: SessionContext['changes'], outcome: ToolOutcome): SessionContext['changes'] {
+  if (!outcome.changes?.length) return changes;
+  const next = { ...changes };
+  for (const c of outcome.changes) {
+    const before = next[c.file] ?? { insertions: 0, deletions: 0 };
+    next[c.file] = { insertions: before.insertions + c.insertions, deletions: before.deletions + c.deletions };
+  }
+  return next;
+}
+
+/**
+ * The number of the next step: one more than every message the session has had, so it grows with
+ * each step (every step appends to the conversation), stays the same when a request is re-sent,
+ * and keeps growing when a summary replaces part of the history.
+ */
+function stepOf(context: SessionContext): number {
+  return context.stepBase + context.messages.length + 1;
+}
+
+function update(context: SessionContext, type: TaskUpdate['type'], fields: Partial<TaskUpdate>): TaskUpdate {
+  return {
+    id: `${context.spec.id}:${context.epoch}.${context.turns}.${context.messages.length}:${type}${fields.kind ? `.${fields.kind}` : ''}`,
+    type,
+    subTaskId: context.spec.id,
+    parentId: context.spec.owner.ownerId,
+    agentType: context.spec.agent.raw,
+    timestamp: 0,
+    ...fields,
+  };
+}
+
+export const sessionSetup = setup({
+  types: {
+    input: {} as { spec: SessionSpec },
+    context: {} as SessionContext,
+    events: {} as SessionEvent,
+    output: {} as SubTaskResult,
+    emitted: {} as SessionEmitted,
+    children: {} as { subtasks: 'subtasks'; idleInquiry: 'idleInquiry'; agentLoop: 'agentLoop' },
+  },
+  actors: {
+    agentLoop: placeholder('the agent loop') as AgentLoopLogic,
+    subtasks: placeholder('the subtasks supervisor') as SupervisorLogic,
+    idleInquiry: idleInquiryMachine,
+  },
+  delays: {
+    awaitTimeout: ({ context }) => context.awaiting?.timeoutMs ?? 0,
+  },
+  guards: {
+    turnLimitReached: ({ context }) => context.turns >= context.spec.limits.maxTurns,
+    replyHasToolCalls: (_, output: CallModelOutput) => output.reply.toolCalls.length > 0,
+    inputArrivedDuringCall: ({ context }, output: CallModelOutput) =>
+      context.inbox.length > output.consumedInbox || (context.batch !== null && output.consumedUpTo === null),
+    hasLiveChildren: ({ context }) => context.live > 0,
+    effectIs: (_, params: { outcome: ToolOutcome; kind: ToolEffect['kind'] }) => params.outcome.effect?.kind === params.kind,
+    spawnAcceptedAndBlocking: ({ context, event }) =>
+      event.type === 'SPAWN_RESULT' && event.ok && context.spawnRequest?.blocking === true,
+    circuitOpen: ({ context }) => context.consecutiveFailures >= context.spec.limits.circuitBreakerThreshold,
+    hasMoreCalls: ({ context }) => context.pendingCalls.length > 0,
+    inquiryExhausted: (_, output: IdleInquiryOutput) => output.reason === 'exhausted',
+    /** A child's request this session may approve: within its own level. */
+    withinOwnLevel: ({ context }, request: PermissionRequest) => context.spec.permissions.level.includes(request.action),
+    isOwnRequest: ({ context }, decision: PermissionDecision) => context.ownRequest?.id === decision.requestId,
+    decidedThisStep: ({ context }, requestId: string) => requestId in context.stepDecisions,
+    routedHere: ({ context }, decision: PermissionDecision) => decision.requestId in context.routes,
+    stuck: ({ context }) =>
+      !context.health.reported &&
+      (context.health.repeats >= context.spec.limits.stuckRepeatLimit || context.health.sinceProgress >= context.spec.limits.stuckStepLimit),
+  },
+  actions: {
+    /**
+     * Asks the agent loop for one model call with everything that waits to be injected. Steps are
+     * numbered by the conversation's length (see stepOf): every step appends to it before the next request, so
+     * the number is unique and growing, and a re-sent request keeps it.
+     */
+    sendModelRequest: enqueueActions(({ context, enqueue }) => {
+      // at the turn limit `thinking` is left at once (eventless): no call may start
+      if (context.turns >= context.spec.limits.maxTurns) return;
+      enqueue.sendTo('agentLoop', {
+        type: 'CALL_MODEL',
+        step: stepOf(context),
+        input: {
+          spec: context.spec,
+          messages: context.messages,
+          inbox: context.inbox,
+          updates: context.batch?.updates ?? [],
+          upTo: context.batch?.upTo ?? null,
+          turn: context.turns,
+          live: context.live,
+        },
+      });
+    }),
+    /** Asks the agent loop to run the next tool call of this turn. */
+    sendToolRequest: sendTo('agentLoop', ({ context }) => ({
+      type: 'RUN_TOOL' as const,
+      step: stepOf(context),
+      input: { spec: context.spec, call: context.pendingCalls[0]!, updates: context.batch?.updates ?? [], epoch: context.epoch },
+    })),
+    /** Asks this session's parent (through its supervisor) for a permission outside its level. */
+    requestPermission: enqueueActions(({ context, enqueue }, params: { requestId: string; ask: PermissionAsk }) => {
+      const request: PermissionRequest = {
+        id: params.requestId,
+        action: params.ask.action,
+        category: PERMISSION_CATEGORY[params.ask.action],
+        requesterId: context.spec.id,
+        agentType: context.spec.agent.raw,
+        detail: params.ask.detail,
+        correlation: context.spec.correlation,
+        via: [context.spec.id],
+        timestamp: 0,
+      };
+      enqueue.assign({ ownRequest: request });
+      enqueue.emit({ type: 'permission.requested', request });
+      enqueue.sendParent({ type: 'PERMISSION_REQUEST', request });
+    }),
+    /** Gives the running tool its answer. */
+    answerTool: enqueueActions(({ context, enqueue }, decision: PermissionDecision) => {
+      enqueue.sendTo('agentLoop', {
+        type: 'PERMISSION_ANSWER',
+        requestId: decision.requestId,
+        answer: { approved: decision.approved, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}) },
+      });
+      // the decider (policy, a parent, the orchestrator) reported the decision; it is not repeated here
+      enqueue.assign({ ownRequest: null, stepDecisions: { ...context.stepDecisions, [decision.requestId]: decision } });
+    }),
+    /** The running tool asked again for what was decided during this call (its loop was restored). */
+    answerFromStep: sendTo('agentLoop', ({ context }, requestId: string) => {
+      const decision = context.stepDecisions[requestId]!;
+      return {
+        type: 'PERMISSION_ANSWER' as const,
+        requestId,
+        answer: { approved: decision.approved, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}) },
+      };
+    }),
+    /** A decision that arrives while the tool is not waiting for it (it was restored and has not asked again yet). */
+    keepDecision: assign(({ context }, decision: PermissionDecision) => ({
+      ownRequest: null,
+      stepDecisions: { ...context.stepDecisions, [decision.requestId]: decision },
+    })),
+    /** A tool call ended: what it asked and was told no longer matters. */
+    forgetStepDecisions: assign({ stepDecisions: {}, ownRequest: null }),
+    /** A child's request within this session's level: approved here. */
+    approveForChild: enqueueActions(({ context, enqueue }, request: PermissionRequest) => {
+      const decision: PermissionDecision = { requestId: request.id, approved: true, decidedBy: 'parent', decider: context.spec.id };
+      enqueue.sendTo('subtasks', { type: 'PERMISSION_DECISION', to: request.via.at(-1)!, decision });
+      enqueue.emit({ type: 'permission.decided', decision, action: request.action, detail: request.detail, requesterId: request.requesterId, via: request.via });
+    }),
+    /** A child's request outside this session's level: passed up, remembering where it came from. */
+    passUp: enqueueActions(({ context, enqueue }, request: PermissionRequest) => {
+      enqueue.assign({ routes: { ...context.routes, [request.id]: request.via.at(-1)! } });
+      enqueue.sendParent({ type: 'PERMISSION_REQUEST', request: { ...request, via: [...request.via, context.spec.id] } });
+    }),
+    /** A decision for a request that came through this session: sent on to the child it came from. */
+    passDown: enqueueActions(({ context, enqueue }, decision: PermissionDecision) => {
+      const to = context.routes[decision.requestId]!;
+      const routes = { ...context.routes };
+      delete routes[decision.requestId];
+      enqueue.assign({ routes });
+      enqueue.sendTo('subtasks', { type: 'PERMISSION_DECISION', to, decision });
+    }),
+    reportStuck: enqueueActions(({ context, enqueue }) => {
+      const h = context.health;
+      const reason =
+        h.repeats >= context.spec.limits.stuckRepeatLimit
+          ? `the same tool call ${h.repeats} times in a row (${h.lastCall?.slice(0, 120)})`
+          : `${h.sinceProgress} tool calls in a row without progress`;
+      enqueue.assign({ health: { ...h, reported: true } });
+      enqueue.emit({ type: 'stuck.detected', reason });
+      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'progress', { kind: 'stuck', message: `stuck: ${reason}` }) });
+    }),
+    reassign: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'REASSIGN') return;
+      enqueue.assign({
+        spec: { ...context.spec, agent: event.agent },
+        inbox: [
+          ...context.inbox,
+          {
+            kind: 'message',
+            from: event.by,
+            text: `You have been reassigned from ${context.spec.agent.raw} to ${event.agent.raw}. Your instructions and tools are now those of ${event.agent.raw}; continue the task from where it stands.`,
+          },
+        ],
+      });
+      enqueue.emit({ type: 'worker.reassigned', from: context.spec.agent.raw, to: event.agent.raw, by: event.by });
+    }),
+    /** Another model profile from the next call on; the conversation is kept (summarized when it does not fit). */
+    switchModel: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'SWITCH_MODEL') return;
+      enqueue.assign({
+        spec: { ...context.spec, model: event.profile },
+        inbox: [...context.inbox, { kind: 'message', from: event.by, text: `Your model was switched to ${event.profile}; carry on from where you are.` }],
+      });
+      enqueue.emit({ type: 'model.switched', from: context.spec.model ?? null, to: event.profile, by: event.by });
+    }),
+    /** A fresh start with new instructions: children cancelled, conversation cleared. */
+    reinitialize: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'REINITIALIZE') return;
+      if (context.hasSubtasks) enqueue.sendTo('subtasks', { type: 'CANCEL_LIVE', reason: `${context.spec.id} was reinitialized` });
+      enqueue.assign({
+        spec: { ...context.spec, prompt: event.instructions },
+        messages: [],
+        inbox: [],
+        batch: null,
+        pendingCalls: [],
+        spawnRequest: null,
+        awaiting: null,
+        lastText: '',
+        turns: 0,
+        stepBase: 0,
+        epoch: context.epoch + 1,
+        consecutiveFailures: 0,
+        inquiryOpen: false,
+        ownRequest: null,
+        stepDecisions: {},
+        routes: {},
+        health: freshHealth,
+      });
+      enqueue.emit({ type: 'worker.reinitialized', by: event.by });
+    }),
+    /** New instructions, an answer or a redirect: the health check starts over. */
+    resetHealth: assign({ health: freshHealth }),
+    /** The watchdog only counts while the session is idle: leaving `idle` is the busy signal. */
+    tellWatchdogBusy: enqueueActions(({ enqueue, self }) => {
+      // an exhausted watchdog has ended (the session is being completed): nothing to tell
+      const watchdog = self.getSnapshot().children.idleInquiry;
+      if (watchdog?.getSnapshot().status === 'active') enqueue.sendTo('idleInquiry', { type: 'SESSION_BUSY' });
+    }),
+    /** Starts the watchdog the first time the session goes idle; a session that never idles needs none. */
+    tellWatchdogIdle: enqueueActions(({ context, enqueue }) => {
+      if (!context.hasWatchdog) {
+        enqueue.spawnChild('idleInquiry', { id: 'idleInquiry', input: context.spec.idle });
+        enqueue.assign({ hasWatchdog: true });
+      }
+      enqueue.sendTo('idleInquiry', { type: 'SESSION_IDLE' });
+    }),
+    queueMessage: assign({
+      inbox: ({ context, event }) =>
+        event.type === 'MESSAGE' ? [...context.inbox, { kind: 'message', from: event.from, text: event.text }] : context.inbox,
+    }),
+    queueInquiry: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'IDLE_INQUIRY') return;
+      enqueue.assign({
+        inbox: [
+          ...context.inbox,
+          { kind: 'inquiry', from: 'idleInquiry', text: '', attempt: event.attempt, maxInquiries: event.maxInquiries },
+        ],
+        inquiryOpen: true,
+      });
+      enqueue.emit({ type: 'inquiry.sent', attempt: event.attempt });
+    }),
+    holdBatch: assign(({ context, event }) =>
+      event.type === 'UPDATES_AVAILABLE'
+        ? { batch: { upTo: event.upTo, updates: event.updates, live: event.live }, live: event.live }
+        : { batch: context.batch },
+    ),
+    recordReply: enqueueActions(({ context, enqueue }, output: CallModelOutput) => {
+      const { reply } = output;
+      const assistant: ChatMessage =
+        reply.toolCalls.length > 0
+          ? { role: 'assistant', content: reply.text, toolCalls: reply.toolCalls }
+          : { role: 'assistant', content: reply.text };
+      const consumedBatch = output.consumedUpTo !== null && context.batch !== null && context.batch.upTo <= output.consumedUpTo;
+      enqueue.assign({
+        // a conversation summarized to fit the model's window replaces the history it summarized
+        messages: [...(output.compacted ?? context.messages), ...output.injected, assistant],
+        stepBase: context.stepBase + (output.compacted ? context.messages.length - output.compacted.length : 0),
+        inbox: context.inbox.slice(output.consumedInbox),
+        batch: consumedBatch ? null : context.batch,
+        pendingCalls: reply.toolCalls,
+        lastText: reply.text.trim() ? reply.text : context.lastText,
+        turns: context.turns + 1,
+        usage: {
+          inputTokens: context.usage.inputTokens + reply.usage.inputTokens,
+          outputTokens: context.usage.outputTokens + reply.usage.outputTokens,
+          modelCalls: context.usage.modelCalls + 1,
+          ...(output.costUsd !== undefined || context.usage.costUsd !== undefined ? { costUsd: (context.usage.costUsd ?? 0) + (output.costUsd ?? 0) } : {}),
+        },
+      });
+      if (output.consumedUpTo !== null) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: output.consumedUpTo });
+      if (context.inquiryOpen) {
+        const answer =
+          reply.text.trim() ||
+          (reply.toolCalls.length > 0 ? `(answered with tool calls: ${reply.toolCalls.map((c) => c.name).join(', ')})` : '(empty reply)');
+        enqueue.assign({ inquiryOpen: false });
+        enqueue.sendTo('idleInquiry', { type: 'INQUIRY_ANSWERED' });
+        enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'idle_response', { message: answer }) });
+        enqueue.emit({ type: 'inquiry.answered', text: answer });
+      }
+    }),
+    recordToolOutcome: enqueueActions(({ context, enqueue }, outcome: ToolOutcome) => {
+      const [call, ...rest] = context.pendingCalls;
+      if (!call) return;
+      enqueue.assign({
+        messages: [...context.messages, toolMessage(call, outcome.content, outcome.isError)],
+        pendingCalls: rest,
+        consecutiveFailures: outcome.isError ? context.consecutiveFailures + 1 : 0,
+        health: healthAfter(context, call, !outcome.isError),
+        changes: withChanges(context.changes, outcome),
+      });
+      const effect = outcome.effect;
+      if (!effect) return;
+      switch (effect.kind) {
+        case 'notify':
+          enqueue.sendParent({
+            type: 'SUBTASK_UPDATE',
+            update: update(context, 'progress', { kind: effect.notification, message: effect.message }),
+          });
+          break;
+        case 'ackUpdates':
+          if (context.batch) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: context.batch.upTo });
+          enqueue.assign({ batch: null });
+          break;
+        case 'message':
+          enqueue.sendTo('subtasks', { type: 'SEND_TO_CHILD', to: effect.to, from: context.spec.id, text: effect.text });
+          break;
+        case 'cancel':
+          enqueue.sendTo('subtasks', { type: 'CANCEL_CHILDREN', ids: effect.ids, reason: effect.reason });
+          break;
+        default:
+          break;
+      }
+    }),
+    recordToolCrash: enqueueActions(({ context, enqueue }, params: { error: unknown }) => {
+      const [call, ...rest] = context.pendingCalls;
+      if (!call) return;
+      const content = `Tool ${call.name} failed inside the runtime: ${errorText(params.error)}`;
+      enqueue.assign({
+        messages: [...context.messages, toolMessage(call, content, true)],
+        pendingCalls: rest,
+        consecutiveFailures: context.consecutiveFailures + 1,
+        health: healthAfter(context, call, false),
+      });
+    }),
+    requestSpawn: enqueueActions(({ context, enqueue }, outcome: ToolOutcome) => {
+      const effect = outcome.effect;
+      const call = context.pendingCalls[0];
+      if (effect?.kind !== 'spawn' || !call) return;
+      enqueue.assign({
+        spawnRequest: { requestId: effect.requestId, call, blocking: effect.blocking, timeoutMs: effect.timeoutMs },
+      });
+      if (!context.hasSubtasks) {
+        enqueue.spawnChild('subtasks', {
+          id: 'subtasks',
+          input: { owner: context.spec, ownerId: context.spec.id, maxParallel: context.spec.limits.maxParallelSubtasks },
+        });
+        enqueue.assign({ hasSubtasks: true });
+      }
+      enqueue.sendTo('subtasks', { type: 'SPAWN', requestId: effect.requestId, specs: effect.specs });
+    }),
+    recordSpawnResult: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'SPAWN_RESULT' || !context.spawnRequest) return;
+      const { call, blocking, timeoutMs } = context.spawnRequest;
+      const content = event.ok
+        ? JSON.stringify({
+            subTaskIds: [...event.started, ...event.queued],
+            ...(event.queued.length ? { waitingForSlot: event.queued } : {}),
+            note: blocking
+              ? 'waiting for the result'
+              : 'spawned; results arrive as updates before your next step, or call a2a_await_subtasks',
+          })
+        : `${event.error.code}: ${event.error.message}`;
+      enqueue.assign({
+        messages: [...context.messages, toolMessage(call, content, !event.ok)],
+        pendingCalls: context.pendingCalls.slice(1),
+        consecutiveFailures: event.ok ? 0 : context.consecutiveFailures + 1,
+        health: healthAfter(context, call, event.ok),
+        live: event.live,
+        spawnRequest: null,
+        awaiting: event.ok && blocking ? { call, ids: [...event.started, ...event.queued], timeoutMs } : null,
+      });
+    }),
+    startAwait: assign(({ context }, outcome: ToolOutcome) => {
+      const effect = outcome.effect;
+      const call = context.pendingCalls[0];
+      return effect?.kind === 'await' && call
+        ? { awaiting: { call, ids: effect.ids, timeoutMs: effect.timeoutMs }, pendingCalls: context.pendingCalls.slice(1) }
+        : {};
+    }),
+    watchAwaited: sendTo('subtasks', ({ context }) => ({ type: 'WATCH' as const, ids: context.awaiting?.ids ?? [] })),
+    unwatch: sendTo('subtasks', { type: 'UNWATCH' }),
+    recordAwaitResult: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'WATCH_SATISFIED' || !context.awaiting) return;
+      const { call } = context.awaiting;
+      const delivered = new Set(event.results.map((r) => r.taskId));
+      const content = JSON.stringify({
+        results: event.results,
+        ...(event.pending.length ? { stillRunning: event.pending, note: 'timed out waiting; these keep running and report as updates' } : {}),
+      });
+      enqueue.assign({
+        messages: [...context.messages, toolMessage(call, content, false)],
+        awaiting: null,
+        live: event.live,
+        consecutiveFailures: 0,
+        // results handed over by the tool must not be injected a second time
+        batch: context.batch
+          ? { ...context.batch, updates: context.batch.updates.filter((u) => !delivered.has(u.subTaskId) || u.type === 'progress') }
+          : null,
+      });
+    }),
+    resumeAfterPause: assign(({ context, event }) => ({
+      consecutiveFailures: 0,
+      health: freshHealth,
+      pausedFor: null,
+      inbox: [
+        ...context.inbox,
+        { kind: 'resume' as const, from: event.type === 'RESUME' ? event.by : 'orchestrator', text: context.pausedFor ?? 'paused' },
+      ],
+    })),
+    notifyCircuitOpen: enqueueActions(({ context, enqueue }) => {
+      enqueue.assign({ pausedFor: `the circuit breaker opened after ${context.consecutiveFailures} consecutive tool failures` });
+      enqueue.emit({ type: 'circuit.open', failures: context.consecutiveFailures });
+      enqueue.sendParent({
+        type: 'SUBTASK_UPDATE',
+        update: update(context, 'progress', {
+          kind: 'error',
+          message: `paused: circuit breaker open after ${context.consecutiveFailures} consecutive failures`,
+        }),
+      });
+    }),
+    /** No model call is made once the run's or the worker's budget is spent. */
+    notifyBudget: enqueueActions(({ context, enqueue }, params: { scope: 'run' | 'worker'; limitUsd: number; spentUsd: number }) => {
+      const said = `the ${params.scope} budget is spent: $${params.spentUsd.toFixed(4)} of $${params.limitUsd.toFixed(4)}`;
+      enqueue.assign({ pausedFor: said });
+      enqueue.emit({ type: 'budget.reached', scope: params.scope, limitUsd: params.limitUsd, spentUsd: params.spentUsd });
+      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'progress', { kind: 'error', message: `paused: ${said}` }) });
+    }),
+    failWith: assign((_, params: { reason: string }) => ({ failure: params.reason })),
+    failWithModelError: assign((_, params: { error: unknown }) => ({
+      failure: `model call failed: ${errorText(params.error)}`,
+    })),
+    failWithChildError: assign((_, params: { child: string; error: unknown }) => ({
+      failure: `internal error in ${params.child}: ${errorText(params.error)}`,
+    })),
+    /** The completion tool's result goes into the conversation, and its effect becomes the session's result. */
+    recordCompletion: assign(({ context }, outcome: ToolOutcome) => {
+      const effect = outcome.effect;
+      const call = context.pendingCalls[0];
+      if (effect?.kind !== 'complete' || !call) return {};
+      const metadata = effect.metadata;
+      return {
+        messages: [...context.messages, toolMessage(call, outcome.content, false)],
+        pendingCalls: context.pendingCalls.slice(1),
+        result: result(context, effect.status, {
+          output: effect.output,
+          ...(effect.outputFile ? { outputFile: effect.outputFile } : {}),
+          ...(metadata ? { metadata } : {}),
+          ...(effect.error ? { error: effect.error } : {}),
+        }),
+      };
+    }),
+    /** Fallback completion: the watchdog gave up after repeated answered inquiries. */
+    recordExhaustedCompletion: assign(({ context }, watchdog: IdleInquiryOutput) => ({
+      result: result(context, 'partial', {
+        fallback: true,
+        error: `never called a2a_subtask_complete; still idle after ${watchdog.inquiries} answered inquiries, last output kept`,
+      }),
+    })),
+    finishFailed: assign(({ context }) => ({
+      result: result(context, 'failed', { error: context.failure ?? 'failed', fallback: true }),
+    })),
+    finishCancelled: assign(({ context, event }) => ({
+      result: result(context, 'cancelled', {
+        error: event.type === 'CANCEL' ? event.reason : 'cancelled',
+        fallback: true,
+      }),
+    })),
+    finishTimedOut: assign(({ context }) => ({
+      result: result(context, 'timeout', {
+        error: `no result within its deadline of ${context.spec.timeoutMs ?? '?'} ms`,
+        fallback: true,
+      }),
+    })),
+  },
+});
+
+export function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return String(error);
+  }
+}
+
+/**
+ * Builds the chart. `onCircuitOpen` is the only difference between a worker and a sub-task.
+ */
+export function createSessionMachine(id: 'worker' | 'subtask') {
+  const pausable = id === 'worker';
+  return sessionSetup.createMachine({
+    id,
+    context: ({ input }) => ({
+      spec: input.spec,
+      messages: [],
+      inbox: [],
+      batch: null,
+      pendingCalls: [],
+      spawnRequest: null,
+      awaiting: null,
+      lastText: '',
+      turns: 0,
+      epoch: 0,
+      pausedFor: null,
+      stepBase: 0,
+      changes: {},
+      usage: emptyUsage,
+      consecutiveFailures: 0,
+      inquiryOpen: false,
+      live: 0,
+      hasSubtasks: false,
+      hasWatchdog: false,
+      ownRequest: null,
+      stepDecisions: {},
+      routes: {},
+      health: freshHealth,
+      failure: null,
+      result: null,
+    }),
+    // A session is created when it may run: a spawn that finds no free slot waits in its
+    // supervisor as a spec, and its actor is created when a slot frees.
+    initial: 'running',
+    output: ({ context }) => context.result ?? result(context, 'failed', { error: 'ended without a result', fallback: true }),
+    states: {
+      running: {
+        invoke: { id: 'agentLoop', src: 'agentLoop', input: ({ context }) => ({ spec: context.spec }) },
+        on: {
+          'xstate.error.actor.agentLoop': {
+            target: 'failed',
+            actions: { type: 'failWithChildError', params: ({ event }) => ({ child: 'agentLoop', error: event.error }) },
+          },
+          CANCEL: 'cancelled',
+          TIMEOUT: 'timedOut',
+          'xstate.done.actor.idleInquiry': [
+            {
+              guard: { type: 'inquiryExhausted', params: ({ event }) => event.output },
+              target: 'completed',
+              actions: { type: 'recordExhaustedCompletion', params: ({ event }) => event.output },
+            },
+            { target: 'failed', actions: { type: 'failWith', params: { reason: 'unresponsive after idle inquiry' } } },
+          ],
+          'xstate.error.actor.idleInquiry': {
+            target: 'failed',
+            actions: { type: 'failWithChildError', params: ({ event }) => ({ child: 'idleInquiry', error: event.error }) },
+          },
+          MESSAGE: { actions: ['queueMessage', 'resetHealth'] },
+          UPDATES_AVAILABLE: { actions: 'holdBatch' },
+          IDLE_INQUIRY: { actions: 'queueInquiry' },
+          // a descendant's permission: decided here within this session's level, else passed up
+          CHILD_PERMISSION_REQUEST: [
+            {
+              guard: { type: 'withinOwnLevel', params: ({ event }) => event.request },
+              actions: { type: 'approveForChild', params: ({ event }) => event.request },
+            },
+            { actions: { type: 'passUp', params: ({ event }) => event.request } },
+          ],
+          PERMISSION_DECIDED: {
+            guard: { type: 'routedHere', params: ({ event }) => event.decision },
+            actions: { type: 'passDown', params: ({ event }) => event.decision },
+          },
+          REASSIGN: { actions: 'reassign' },
+          SWITCH_MODEL: { actions: 'switchModel' },
+          REINITIALIZE: { target: '#' + id + '.running', reenter: true, actions: 'reinitialize' },
+          'xstate.error.actor.subtasks': {
+            target: 'failed',
+            actions: { type: 'failWithChildError', params: ({ event }) => ({ child: 'subtasks', error: event.error }) },
+          },
+        },
+        initial: 'thinking',
+        states: {
+          thinking: {
+            entry: 'sendModelRequest',
+            always: {
+              guard: 'turnLimitReached',
+              target: '#' + id + '.failed',
+              actions: { type: 'failWith', params: { reason: 'turn limit reached without a2a_subtask_complete' } },
+            },
+            on: {
+              MODEL_REPLIED: [
+                {
+                  guard: { type: 'replyHasToolCalls', params: ({ event }) => event.output },
+                  target: 'usingTools',
+                  actions: [{ type: 'recordReply', params: ({ event }) => event.output }, 'sendToolRequest'],
+                },
+                {
+                  guard: { type: 'inputArrivedDuringCall', params: ({ event }) => event.output },
+                  target: 'thinking',
+                  reenter: true,
+                  actions: { type: 'recordReply', params: ({ event }) => event.output },
+                },
+                {
+                  guard: 'hasLiveChildren',
+                  target: 'awaitingUpdates',
+                  actions: { type: 'recordReply', params: ({ event }) => event.output },
+                },
+                { target: 'idle', actions: { type: 'recordReply', params: ({ event }) => event.output } },
+              ],
+              MODEL_FAILED: {
+                target: '#' + id + '.failed',
+                actions: { type: 'failWithModelError', params: ({ event }) => ({ error: event.error }) },
+              },
+              LOOP_READY: { actions: 'sendModelRequest' },
+              BUDGET_REACHED: pausable
+                ? {
+                    target: 'paused',
+                    actions: { type: 'notifyBudget', params: ({ event }) => ({ scope: event.scope, limitUsd: event.limitUsd, spentUsd: event.spentUsd }) },
+                  }
+                : {
+                    target: '#' + id + '.failed',
+                    actions: {
+                      type: 'failWith',
+                      params: ({ event }) => ({ reason: `the ${event.scope} budget is spent ($${event.spentUsd.toFixed(4)} of $${event.limitUsd.toFixed(4)}): no further model calls` }),
+                    },
+                  },
+            },
+          },
+          /** Running one tool call of the turn (the agent loop executes it; it was asked on the way in). */
+          usingTools: {
+            on: {
+              PERMISSION_REQUIRED: [
+                {
+                  guard: { type: 'decidedThisStep', params: ({ event }) => event.requestId },
+                  actions: { type: 'answerFromStep', params: ({ event }) => event.requestId },
+                },
+                {
+                  target: 'waitingForPermission',
+                  actions: { type: 'requestPermission', params: ({ event }) => ({ requestId: event.requestId, ask: event.ask }) },
+                },
+              ],
+              PERMISSION_DECIDED: {
+                guard: { type: 'isOwnRequest', params: ({ event }) => event.decision },
+                actions: { type: 'keepDecision', params: ({ event }) => event.decision },
+              },
+              TOOL_FINISHED: [
+                {
+                  guard: { type: 'effectIs', params: ({ event }) => ({ outcome: event.outcome, kind: 'spawn' as const }) },
+                  target: 'spawning',
+                  actions: ['forgetStepDecisions', { type: 'requestSpawn', params: ({ event }) => event.outcome }],
+                },
+                {
+                  guard: { type: 'effectIs', params: ({ event }) => ({ outcome: event.outcome, kind: 'await' as const }) },
+                  target: 'awaitingChildren',
+                  actions: ['forgetStepDecisions', { type: 'startAwait', params: ({ event }) => event.outcome }],
+                },
+                {
+                  guard: { type: 'effectIs', params: ({ event }) => ({ outcome: event.outcome, kind: 'complete' as const }) },
+                  target: '#' + id + '.completed',
+                  actions: ['forgetStepDecisions', { type: 'recordCompletion', params: ({ event }) => event.outcome }],
+                },
+                { target: 'nextTool', actions: ['forgetStepDecisions', { type: 'recordToolOutcome', params: ({ event }) => event.outcome }] },
+              ],
+              TOOL_CRASHED: { target: 'nextTool', actions: ['forgetStepDecisions', { type: 'recordToolCrash', params: ({ event }) => ({ error: event.error }) }] },
+              LOOP_READY: { actions: 'sendToolRequest' },
+            },
+          },
+          /** The running tool needs a permission outside this session's level; its parent decides or passes it up. */
+          waitingForPermission: {
+            on: {
+              PERMISSION_DECIDED: {
+                guard: { type: 'isOwnRequest', params: ({ event }) => event.decision },
+                target: 'usingTools',
+                actions: { type: 'answerTool', params: ({ event }) => event.decision },
+              },
+              // a restored loop lost the tool: run it again (it asks again, with the same request id)
+              LOOP_READY: { target: 'usingTools', actions: 'sendToolRequest' },
+            },
+          },
+          /** A spawn tool call waits for the supervisor to accept or refuse the children. */
+          spawning: {
+            on: {
+              SPAWN_RESULT: [
+                { guard: 'spawnAcceptedAndBlocking', target: 'awaitingChildren', actions: 'recordSpawnResult' },
+                { target: 'nextTool', actions: 'recordSpawnResult' },
+              ],
+            },
+          },
+          /** After a tool call: the breaker, the turn's next call, or back to the model. */
+          nextTool: {
+            always: [
+              { guard: 'stuck', actions: 'reportStuck' },
+              pausable
+                ? { guard: 'circuitOpen', target: 'paused', actions: 'notifyCircuitOpen' }
+                : {
+                    guard: 'circuitOpen',
+                    target: '#' + id + '.failed',
+                    actions: { type: 'failWith', params: { reason: 'circuit breaker open: too many consecutive tool failures' } },
+                  },
+              { guard: 'hasMoreCalls', target: 'usingTools', actions: 'sendToolRequest' },
+              { target: 'thinking' },
+            ],
+          },
+          awaitingChildren: {
+            entry: 'watchAwaited',
+            initial: 'waiting',
+            states: {
+              waiting: {
+                after: { awaitTimeout: 'collectingPartial' },
+              },
+              collectingPartial: {
+                entry: 'unwatch',
+              },
+            },
+            on: {
+              WATCH_SATISFIED: { target: '#' + id + '.running.nextTool', actions: 'recordAwaitResult' },
+            },
+          },
+          awaitingUpdates: {
+            on: {
+              UPDATES_AVAILABLE: { target: 'thinking', actions: 'holdBatch' },
+              MESSAGE: { target: 'thinking', actions: 'queueMessage' },
+              REASSIGN: { target: 'thinking', actions: 'reassign' },
+            },
+          },
+          idle: {
+            entry: 'tellWatchdogIdle',
+            exit: 'tellWatchdogBusy',
+            on: {
+              UPDATES_AVAILABLE: { target: 'thinking', actions: 'holdBatch' },
+              MESSAGE: { target: 'thinking', actions: 'queueMessage' },
+              // new instructions wake a waiting session
+              REASSIGN: { target: 'thinking', actions: 'reassign' },
+              IDLE_INQUIRY: { target: 'thinking', actions: 'queueInquiry' },
+            },
+          },
+          ...(pausable
+            ? {
+                /** The circuit breaker opened, or the budget is spent: nothing happens until RESUME. */
+                paused: {
+                  on: { RESUME: { target: 'thinking', actions: ['resumeAfterPause', 'resetHealth'] } },
+                },
+              }
+            : {}),
+        },
+      },
+      completed: {
+        type: 'final',
+      },
+      failed: {
+        type: 'final',
+        entry: 'finishFailed',
+      },
+      cancelled: {
+        type: 'final',
+        entry: 'finishCancelled',
+      },
+      timedOut: {
+        type: 'final',
+        entry: 'finishTimedOut',
+      },
+    },
+  });
+}
+
+/** The name shown for a session state value (`{ running: { usingTools: 'executing' } }` → `usingTools`). */
+export function sessionStateName(value: unknown): SessionStateName {
+  if (typeof value === 'string') return value as SessionStateName;
+  const running = (value as { running?: unknown }).running;
+  if (typeof running === 'string') return running as SessionStateName;
+  if (running && typeof running === 'object' && 'awaitingChildren' in running) return 'awaitingChildren';
+  return 'running';
+}

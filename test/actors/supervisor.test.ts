@@ -1,0 +1,362 @@
+import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import type { Family } from '../../actors/supervisor.js';
+import { complete, harness, spawnParallel, type Harness } from '../helpers.js';
+
+
+/** A parent (standalone @agent) that spawns `children` in parallel, then waits for updates. */
+function parentSpawning(children: Array<{ agentType?: string; prompt: string }>, then: object[] = [{ text: 'waiting' }], reactions: object[] = []) {
+  return {
+    agent: 'agent',
+    depth: 0,
+    turns: [spawnParallel(children), ...then],
+    reactions: [{ when: 'All your sub-tasks have finished', turn: complete('all done') }, ...reactions],
+  };
+}
+
+const results = (h: Harness, id: string) => h.of('subtask.result', id);
+
+function familyOf(h: Harness, handle: { root: { getSnapshot(): unknown } }, sessionId = 'session'): Family {
+  const root = (handle.root.getSnapshot() as { family: Family }).family;
+  const session = root.members.get(sessionId)?.ref;
+  const sup = (session?.getSnapshot() as { children: { subtasks?: { getSnapshot(): { family: Family } } } }).children.subtasks;
+  return sup!.getSnapshot().family;
+}
+
+describe('supervisor: every child produces exactly one result for its owner', () => {
+  it('should deliver the result of a child that completes', async () => {
+    const h = harness({
+      script: { rules: [parentSpawning([{ prompt: 'part one' }]), { agent: 'agent', depth: 1, turns: [complete('one done', 100)] }] },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    expect(results(h, 'st-1')).toHaveLength(1);
+    expect(results(h, 'st-1')[0]!.data).toMatchObject({ status: 'success', output: 'one done' });
+    expect(run.result()).toMatchObject({ status: 'success', output: 'all done' });
+  });
+
+  it('should deliver `failed` when the child crashes (its model call throws)', async () => {
+    const h = harness({
+      script: { rules: [parentSpawning([{ prompt: 'will crash' }]), { agent: 'agent', depth: 1, turns: [{ error: 'boom' }] }] },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    expect(results(h, 'st-1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'failed', error: 'model call failed: boom' })]);
+  });
+
+  it('should end a child that never completes and keeps answering inquiries with a partial fallback result', async () => {
+    const h = harness({
+      config: { idle: { idleThresholdMs: 1000, inquiryDelayMs: 100, inquiryTimeoutMs: 5000, maxInquiries: 2 } },
+      script: {
+        rules: [
+          parentSpawning([{ prompt: 'chatty' }]),
+          {
+            agent: 'agent',
+            depth: 1,
+            turns: [{ text: 'I am thinking about it' }],
+            reactions: [{ when: 'appear to be idle', turn: { text: 'still thinking' } }],
+          },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    expect(h.of('inquiry.sent', 'st-1')).toHaveLength(2);
+    expect(results(h, 'st-1').map((e) => e.data)).toEqual([
+      expect.objectContaining({ status: 'partial', output: 'still thinking', fallback: true }),
+    ]);
+  });
+
+  it('should fail a child that does not answer its idle inquiry: "unresponsive after idle inquiry"', async () => {
+    const h = harness({
+      config: { idle: { idleThresholdMs: 1000, inquiryDelayMs: 100, inquiryTimeoutMs: 2000 } },
+      script: {
+        rules: [
+          parentSpawning([{ prompt: 'goes silent' }]),
+          { agent: 'agent', depth: 1, turns: [{ text: 'hmm' }], reactions: [{ when: 'appear to be idle', turn: { hang: true } }] },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    expect(results(h, 'st-1').map((e) => e.data)).toEqual([
+      expect.objectContaining({ status: 'failed', error: 'unresponsive after idle inquiry' }),
+    ]);
+    // the parent learnt it as a `failed` update
+    const injected = h.model.calls.filter((c) => c.sessionId === 'session').flatMap((c) => c.request.messages.map((m) => m.content));
+    expect(injected.some((t) => t.includes('Sub-task st-1 (@agent) FAILED: unresponsive after idle inquiry'))).toBe(true);
+  });
+
+  it('should time a child out at its deadline with a `timeout` result, enforced by the owner', async () => {
+    const h = harness({
+      config: { limits: { subtaskTimeoutMs: 3000 } },
+      script: { rules: [parentSpawning([{ prompt: 'slow' }]), { agent: 'agent', depth: 1, turns: [{ hang: true }] }] },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    expect(results(h, 'st-1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'timeout' })]);
+    expect(h.clock.now()).toBeGreaterThanOrEqual(3000);
+  });
+
+  it('should deliver `cancelled` for a child its parent cancels, and for children of a stopped parent', async () => {
+    const h = harness({
+      config: { limits: { maxDepthStandalone: 2 } },
+      script: {
+        rules: [
+          parentSpawning(
+            [{ prompt: 'cancel me' }, { prompt: 'has a child' }],
+            [
+              { delayMs: 100, toolCalls: [{ name: 'a2a_cancel_subtask', arguments: { ids: ['$children[0]', '$children[1]'], reason: 'not needed' } }] },
+              { text: 'ok' },
+            ],
+          ),
+          { agent: 'agent', depth: 1, prompt: 'cancel me', turns: [{ hang: true }] },
+          {
+            agent: 'agent',
+            depth: 1,
+            prompt: 'has a child',
+            turns: [{ toolCalls: [{ name: 'a2a_spawn_subtask', arguments: { agentType: '@reviewer', prompt: 'grandchild', expectedOutput: 'x', blocking: true } }] }],
+          },
+          { agent: 'reviewer', turns: [{ hang: true }] },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    expect(h.of('subtask.spawned', 'st-3')).toHaveLength(1);
+    for (const id of ['st-1', 'st-2', 'st-3']) {
+      expect(results(h, id).map((e) => e.data.status), id).toEqual(['cancelled']);
+    }
+  });
+
+  it('should let extra spawns wait for a slot instead of failing (maxParallelSubtasks)', async () => {
+    const h = harness({
+      config: { limits: { maxParallelSubtasks: 2 } },
+      script: {
+        rules: [
+          parentSpawning([1, 2, 3, 4, 5].map((i) => ({ prompt: `part ${i}` }))),
+          { agent: 'agent', depth: 1, turns: [complete('done', 100)] },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    let maxRunning = 0;
+    await h.until(() => {
+      const family = run.result() === null ? familyOf(h, run) : null;
+      if (family) maxRunning = Math.max(maxRunning, family.running);
+      return run.result() !== null;
+    });
+    expect(h.of('subtask.queued').map((e) => e.subTaskId)).toEqual(['st-3', 'st-4', 'st-5']);
+    expect(maxRunning).toBe(2);
+    expect(h.of('subtask.result').filter((e) => e.subTaskId?.startsWith('st-') && e.data.status === 'success')).toHaveLength(5);
+  });
+
+  it('should keep results cached so that a finished sub-task can be queried again', async () => {
+    const h = harness({
+      script: {
+        rules: [
+          {
+            agent: 'agent',
+            depth: 0,
+            turns: [
+              { toolCalls: [{ name: 'a2a_spawn_subtask', arguments: { agentType: '@agent', prompt: 'quick', expectedOutput: 'x', blocking: true } }] },
+              { toolCalls: [{ name: 'a2a_await_subtasks', arguments: { ids: ['$children[0]'] } }] },
+              { toolCalls: [{ name: 'a2a_await_subtasks', arguments: { ids: ['$children[0]'] } }] },
+              complete('ok'),
+            ],
+          },
+          { agent: 'agent', depth: 1, turns: [complete('cached result')] },
+        ],
+      },
+    });
+    const run = h.standalone('requery');
+    await h.until(() => run.result() !== null);
+    const toolResults = h.model.calls
+      .filter((c) => c.sessionId === 'session')
+      .at(-1)!
+      .request.messages.filter((m) => m.role === 'tool' && m.name === 'a2a_await_subtasks');
+    expect(toolResults).toHaveLength(2);
+    for (const m of toolResults) expect(JSON.parse(m.content).results[0]).toMatchObject({ taskId: 'st-1', output: 'cached result' });
+  });
+
+  it('should hand results that finish out of order to the parent one by one while it keeps working', async () => {
+    const h = harness({
+      script: {
+        rules: [
+          parentSpawning(
+            [{ prompt: 'slow 300' }, { prompt: 'fast 100' }, { prompt: 'mid 200' }],
+            [{ text: 'working on my own part meanwhile' }],
+            [{ when: 'completed \\(', turn: { text: 'noted' } }],
+          ),
+          { agent: 'agent', depth: 1, prompt: 'slow', turns: [complete('slow', 300)] },
+          { agent: 'agent', depth: 1, prompt: 'fast', turns: [complete('fast', 100)] },
+          { agent: 'agent', depth: 1, prompt: 'mid', turns: [complete('mid', 200)] },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    const parentCalls = h.model.calls.filter((c) => c.sessionId === 'session');
+    const seen = parentCalls.map((c) => {
+      const last = c.request.messages.at(-1)!;
+      return last.role === 'user' && 'synthetic' in last && last.synthetic ? (/Sub-task (st-\d)/.exec(last.content)?.[1] ?? '') : '';
+    });
+    // one wake-up per result, in completion order: st-2 (100 ms), st-3 (200 ms), st-1 (300 ms)
+    expect(seen.filter(Boolean)).toEqual(['st-2', 'st-3', 'st-1']);
+    expect(run.result()).toMatchObject({ status: 'success' });
+  });
+});
+
+describe('supervisor: edge cases', () => {
+  it('should ignore a second result for the same child and say so', async () => {
+    const h = harness({ script: { rules: [] } });
+    const family = createActor(h.runtime.supervisor, { input: { owner: null, ownerId: 'test', maxParallel: 4 }, clock: h.clock });
+    family.start();
+    const spec = h.standalone('x').spec;
+    family.send({ type: 'SPAWN', requestId: 'r', specs: [{ ...spec, id: 'c1' }] });
+    const result = { taskId: 'c1', status: 'success' as const, output: 'first' };
+    family.send({ type: 'xstate.done.actor.c1', actorId: 'c1', output: result } as never);
+    family.send({ type: 'xstate.done.actor.c1', actorId: 'c1', output: { ...result, output: 'second' } } as never);
+    const f = (family.getSnapshot() as unknown as { family: Family }).family;
+    expect(f.result('c1')).toMatchObject({ output: 'first' });
+    expect(h.of('warning').map((e) => e.data.message)).toContain('second result for c1 ignored (done)');
+  });
+
+  it('should turn a child actor error into a `failed` result', async () => {
+    const h = harness({ script: { rules: [] } });
+    const family = createActor(h.runtime.supervisor, { input: { owner: null, ownerId: 'test', maxParallel: 4 }, clock: h.clock });
+    family.start();
+    const spec = h.standalone('x').spec;
+    family.send({ type: 'SPAWN', requestId: 'r', specs: [{ ...spec, id: 'c2' }] });
+    family.send({ type: 'xstate.error.actor.c2', actorId: 'c2', error: new Error('kaput') } as never);
+    const f = (family.getSnapshot() as unknown as { family: Family }).family;
+    expect(f.result('c2')).toMatchObject({ status: 'failed', error: 'crashed: kaput', fallback: true });
+  });
+
+  it('should refuse a spawn that breaks a limit with a clear error and start nothing', async () => {
+    const h = harness({
+      config: { limits: { maxSubtasksPerWorker: 2 } },
+      script: {
+        rules: [
+          {
+            agent: 'agent',
+            depth: 0,
+            turns: [
+              {
+                toolCalls: [
+                  {
+                    name: 'a2a_spawn_parallel_subtasks',
+                    arguments: { subtasks: [1, 2, 3].map((i) => ({ agentType: '@agent', prompt: `p${i}`, expectedOutput: 'x' })) },
+                  },
+                ],
+              },
+              complete('gave up'),
+            ],
+          },
+        ],
+      },
+    });
+    const run = h.standalone('too many');
+    await h.until(() => run.result() !== null);
+    const toolResult = h.model.calls.at(-1)!.request.messages.find((m) => m.role === 'tool')!;
+    expect(toolResult).toMatchObject({ isError: true });
+    expect(toolResult.content).toMatchInlineSnapshot(
+      `"SUBTASK_LIMIT_EXCEEDED: Sub-task limit reached: worker session has spawned 0 of at most 2 sub-tasks and this call asks for 3 more. Work with the results you have, or do the rest yourself."`,
+    );
+    expect(h.of('subtask.spawned')).toHaveLength(0);
+  });
+});
+
+describe('tools end to end', () => {
+  it('should return partial results from a2a_await_subtasks at its timeout, the rest reporting later', async () => {
+    const h = harness({
+      script: {
+        rules: [
+          parentSpawning(
+            [{ prompt: 'quick' }, { prompt: 'long' }],
+            [{ toolCalls: [{ name: 'a2a_await_subtasks', arguments: { ids: '$children', timeoutMs: 1000 } }] }, { text: 'continuing with what I have' }],
+          ),
+          { agent: 'agent', depth: 1, prompt: 'quick', turns: [complete('quick result', 100)] },
+          { agent: 'agent', depth: 1, prompt: 'long', turns: [complete('long result', 5000)] },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    const awaitResult = h.model.calls
+      .flatMap((c) => c.request.messages)
+      .find((m) => m.role === 'tool' && m.name === 'a2a_await_subtasks')!;
+    expect(JSON.parse(awaitResult.content)).toMatchObject({
+      results: [{ taskId: 'st-1', status: 'success', output: 'quick result' }],
+      stillRunning: ['st-2'],
+    });
+    // the late result still arrived, as an update, and was not lost
+    const injected = h.model.calls.at(-1)!.request.messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
+    expect(injected).toContain('Sub-task st-2 (@agent) completed (success):\nlong result');
+    expect(injected).not.toContain('Sub-task st-1 (@agent) completed'); // delivered by the tool: not injected again
+  });
+
+  it('should refuse a cycle: the same agent type and prompt as an ancestor', async () => {
+    const h = harness({
+      config: { limits: { maxDepthStandalone: 2 } },
+      script: {
+        rules: [
+          {
+            agent: 'agent',
+            turns: [
+              { toolCalls: [{ name: 'a2a_spawn_subtask', arguments: { agentType: '@agent', prompt: 'do the thing', expectedOutput: 'x' } }] },
+              complete('stopped looping'),
+            ],
+          },
+        ],
+      },
+    });
+    const run = h.standalone('do the thing');
+    await h.until(() => run.result() !== null);
+    const tool = h.model.calls.find((c) => c.sessionId === 'session' && c.request.messages.some((m) => m.role === 'tool'))!.request.messages.find((m) => m.role === 'tool')!;
+    expect(tool.content).toMatch(/^CYCLE_DETECTED: Cycle detected: @agent with this same prompt is already an ancestor/);
+  });
+
+  it('should route a child\'s question to its parent and the parent\'s answer back to the child', async () => {
+    const h = harness({
+      script: {
+        rules: [
+          parentSpawning(
+            [{ prompt: 'needs input' }],
+            [{ text: 'waiting' }],
+            [{ when: 'asks: "Which port', turn: { toolCalls: [{ name: 'a2a_send_subtask_message', arguments: { subTaskId: '$children[0]', message: 'Use 8443.' } }] } }],
+          ),
+          {
+            agent: 'agent',
+            depth: 1,
+            turns: [{ toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'question', message: 'Which port should the server use?' } }] }, { text: 'waiting for the answer' }],
+            reactions: [{ when: 'Message from session: Use 8443', turn: complete('configured port 8443') }],
+          },
+        ],
+      },
+    });
+    const run = h.standalone('parent');
+    await h.until(() => run.result() !== null);
+    expect(h.of('subtask.result', 'st-1')[0]!.data).toMatchObject({ status: 'success', output: 'configured port 8443' });
+  });
+
+  it('should hand over pending updates through a2a_check_updates and not inject them again', async () => {
+    const h = harness({
+      script: {
+        rules: [
+          parentSpawning(
+            [{ prompt: 'fast' }],
+            [{ delayMs: 500, toolCalls: [{ name: 'a2a_check_updates', arguments: {} }] }, complete('done')],
+          ),
+          { agent: 'agent', depth: 1, turns: [complete('fast result', 100)] },
+        ],
+      },
+    });
+    const run = h.standalone('parent');
+    await h.until(() => run.result() !== null);
+    const last = h.model.calls.filter((c) => c.sessionId === 'session').at(-1)!.request.messages;
+    const check = last.find((m) => m.role === 'tool' && m.name === 'a2a_check_updates')!;
+    expect(JSON.parse(check.content)).toMatchObject({ updates: [{ type: 'completed', subTaskId: 'st-1' }], stillRunning: 0 });
+    expect(last.filter((m) => m.role === 'user' && m.content.includes('completed (success)'))).toHaveLength(0);
+  });
+});

@@ -1,0 +1,67 @@
+/**
+ * `npm run bench`: runs every scenario several times, each in a fresh Node process (plain node,
+ * so XState's production build, as users run it), and prints a table of medians against targets.
+ */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const worker = fileURLToPath(new URL('./worker.ts', import.meta.url));
+
+function measure(scenario: string, n: number, parallel?: number): Array<Record<string, number>> {
+  const results: Array<Record<string, number>> = [];
+  for (let i = 0; i < RUNS; i++) {
+    const args = ['--expose-gc', '--import', 'tsx', worker, scenario, String(n), ...(parallel ? [String(parallel)] : [])];
+    const out = execFileSync(process.execPath, args, {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    results.push(JSON.parse(out.trim().split('\n').pop()!));
+  }
+  return results;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+const med = (rs: Array<Record<string, number>>, key: string) => median(rs.map((r) => r[key]!));
+
+const rows: Array<[string, string, string, boolean]> = [];
+const spawn = measure('spawn', 2000);
+const p50 = med(spawn, 'p50');
+const p99 = med(spawn, 'p99');
+rows.push(['sub-task spawn latency p50', `${(p50 * 1000).toFixed(0)} µs`, '', true]);
+rows.push(['sub-task spawn latency p99', `${(p99 * 1000).toFixed(0)} µs`, '< 1 ms', p99 < 1]);
+
+for (const [label, parallel] of [
+  ['all N running at once', undefined],
+  ['default 5 running, the rest waiting', 5],
+] as const) {
+  const f1k = measure('fanout', 1000, parallel);
+  const f10k = measure('fanout', 10_000, parallel);
+  const t1k = med(f1k, 'wallMs');
+  const t10k = med(f10k, 'wallMs');
+  rows.push([`fan-out 1,000 no-op sub-tasks (${label})`, `${t1k.toFixed(0)} ms`, '', true]);
+  rows.push([`fan-out 10,000 no-op sub-tasks (${label})`, `${t10k.toFixed(0)} ms`, '< 1000 ms', t10k < 1000]);
+  rows.push([`  linearity t(10k)/t(1k)`, (t10k / t1k).toFixed(1), '<= 12', t10k / t1k <= 12]);
+  rows.push([`  peak RSS at 1,000 / 10,000`, `${med(f1k, 'peakRssMb').toFixed(0)}/${med(f10k, 'peakRssMb').toFixed(0)} MB`, '', true]);
+}
+
+for (const n of [1000, 10_000]) {
+  const idle = measure('idle', n);
+  const perIdle = med(idle, 'heapPerIdle');
+  rows.push([`heap per live idle sub-task (+watchdog), N=${n.toLocaleString('en')}`, `${(perIdle / 1024).toFixed(1)} KB`, '<= 10 KB', perIdle <= 10 * 1024]);
+}
+
+const inboxRuns = measure('inbox', 20_000);
+const perSecond = med(inboxRuns, 'perSecond');
+rows.push(['inbox throughput, journaled to the file store (20,000 mixed messages)', `${Math.round(perSecond).toLocaleString('en')}/s`, '>= 10,000/s', perSecond >= 10_000]);
+
+const width = Math.max(...rows.map((r) => r[0].length));
+console.log(`\na2a benchmark: median of ${RUNS} runs, each in a fresh process (node ${process.version}, ${process.arch})\n`);
+console.log(`${'measure'.padEnd(width)}  ${'value'.padStart(10)}  ${'target'.padEnd(10)}  ok`);
+console.log(`${'-'.repeat(width)}  ${'-'.repeat(10)}  ${'-'.repeat(10)}  --`);
+for (const [name, value, target, ok] of rows) {
+  console.log(`${name.padEnd(width)}  ${value.padStart(10)}  ${target.padEnd(10)}  ${target ? (ok ? 'yes' : 'NO') : ''}`);
+}

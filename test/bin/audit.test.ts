@@ -1,0 +1,68 @@
+/**
+ * The audit trail: the stuck-worker example is detected and redirected, visible in the export;
+ * every record has its context; credentials never reach it.
+ */
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../bin/cli.js';
+import { redactText } from '../../actors/audit.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import { tempDir } from '../helpers.js';
+
+const root = resolve(import.meta.dirname, '..', '..');
+
+function capture() {
+  let out = '';
+  let err = '';
+  return {
+    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe('a2a audit', () => {
+  it('shows the stuck worker of examples/stuck-worker detected and redirected', async () => {
+    const ws = tempDir();
+    const run = capture();
+    expect(await main(['run', join(root, 'examples/stuck-worker'), '--workspace', ws, '--run-id', 'stuck-1'], run.io)).toBe(0);
+    expect(run.out()).toContain('⚠ w-settings is stuck: the same tool call 3 times in a row');
+    expect(run.out()).toContain('↻ w-settings redirected by health monitor');
+
+    const md = capture();
+    expect(await main(['audit', 'stuck-1', '--workspace', ws, '--format', 'md'], md.io)).toBe(0);
+    const table = md.out();
+    expect(table).toMatch(/\| stuck\.detected \| settings \| w-settings \| orchestrator \| 0 \| @coder \| the same tool call 3 times in a row/);
+    expect(table).toMatch(/\| worker\.redirected \| settings \| w-settings \|.*by health monitor because stuck: the same tool call 3 times/);
+    expect(table.indexOf('| stuck.detected |')).toBeLessThan(table.indexOf('| worker.redirected |'));
+
+    const json = capture();
+    expect(await main(['audit', 'stuck-1', '--workspace', ws, '--format', 'json'], json.io)).toBe(0);
+    const records = json.out().trim().split('\n').map((l) => JSON.parse(l) as RunEvent);
+    expect(records.map((r) => r.type)).toEqual(expect.arrayContaining(['run.started', 'worker.deployed', 'stuck.detected', 'worker.redirected', 'subtask.result', 'task.completed', 'run.finished']));
+    expect(records.every((r) => r.runId === 'stuck-1')).toBe(true);
+    expect(records.some((r) => r.type === 'tool.called' || r.type === 'session.state')).toBe(false);
+  });
+
+  it('never writes a credential, whoever put it in a prompt', async () => {
+    const ws = tempDir();
+    const key = 'sk-proj-abcdefghijklmnopqrstuvwxyz0123456789';
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'leak', tasks: [{ id: 't', agent: '@coder', prompt: `Call the API with ${key} and token=ghp_abcdefghijklmnopqrstuvwxyz0123` }] }));
+    writeFileSync(join(ws, 'script.json'), JSON.stringify({ rules: [{ agent: 'coder', turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: `used ${key}` } }] }] }] }));
+    expect(await main(['run', join(ws, 'plan.json'), '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'leak-1'], capture().io)).toBe(0);
+    const audit = JSON.stringify(new FileRunStore(ws).readLines('leak-1', 'audit.jsonl'));
+    expect(audit).toContain('[REDACTED]');
+    expect(audit).not.toContain('abcdefghijklmnopqrstuvwxyz0123456789');
+    expect(audit).not.toContain('ghp_abcdefghij');
+  });
+
+  it('redacts known secrets and credential shapes, and leaves ordinary text alone', () => {
+    expect(redactText('key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end')).toBe('key [REDACTED] end');
+    expect(redactText('Authorization: Bearer abcdefghijklmnopqrstuvwxyz')).toBe('Authorization: Bearer [REDACTED]');
+    expect(redactText('password = "hunter2hunter2"')).toBe('password = "[REDACTED]"');
+    expect(redactText('my-own-secret-value here', ['my-own-secret-value'])).toBe('[REDACTED] here');
+    expect(redactText('a task about tokens and keys, sk-short')).toBe('a task about tokens and keys, sk-short');
+  });
+});

@@ -1,0 +1,126 @@
+/**
+ * Test harness: the real runtime (machines, supervisor, agent loop, tools, registry) with the
+ * scripted model on xstate's SimulatedClock, collecting every run event.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SimulatedClock } from 'xstate';
+import { RunConfig, type ConfigLayer } from '../actors/config.js';
+import { RunEventBus } from '../actors/events.js';
+import { orchestratorInput, standaloneSpec, startRun, startStandalone } from '../actors/run.js';
+import { createRuntime } from '../actors/runtime.js';
+import { ToolCatalog } from '../actors/tools/index.js';
+import { loadRegistry } from '../adapters/config.js';
+import { parseScript, ScriptedModel } from '../adapters/model/scripted.js';
+import type { Plan, RunEvent } from '../machines/protocol.js';
+import { CostLedger, type Budgets } from '../actors/cost.js';
+import type { ModelResolver } from '../actors/agentLoop.js';
+
+export function tempDir(prefix = 'a2a-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Lets promise continuations run (model replies, tool results). */
+export async function flush(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+export function harness(options: {
+  script: unknown;
+  config?: ConfigLayer;
+  workspace?: string;
+  /** Tools do real I/O (files, commands): let real time pass between simulated steps. */
+  io?: boolean;
+  /** Prices (USD per million tokens, by model name: the scripted model is `scripted`) and budgets. */
+  costs?: { prices: Record<string, { inputPerMTok: number; outputPerMTok: number }>; budgets: Budgets };
+  /** Model resolution by session (profiles); default: the scripted model for everyone. */
+  resolve?: (model: ScriptedModel) => ModelResolver;
+}) {
+  const clock = new SimulatedClock();
+  const workspace = options.workspace ?? tempDir();
+  const catalog = new ToolCatalog();
+  const registry = loadRegistry({ workspace, knownTools: catalog.names() });
+  const model = new ScriptedModel(parseScript(options.script, 'test script'), clock);
+  const bus = new RunEventBus('test-run', clock);
+  const events: RunEvent[] = [];
+  bus.subscribe((e) => events.push(e));
+  const ledger = new CostLedger(options.costs?.prices);
+  const runtime = createRuntime({
+    registry,
+    clock,
+    events: bus,
+    model: options.resolve ? options.resolve(model) : model,
+    orchestratorModel: model,
+    catalog,
+    ...(options.costs ? { costs: { ledger, budgets: options.costs.budgets } } : {}),
+  });
+  const config = RunConfig.parse(options.config ?? {});
+
+  /** Advances simulated time in steps, letting async work run in between. */
+  async function advance(ms: number, step = 10): Promise<void> {
+    await flush();
+    for (let t = 0; t < ms; t += step) {
+      clock.increment(Math.min(step, ms - t));
+      await flush();
+    }
+  }
+
+  /** Advances until `done()` holds, or fails after `maxMs` of simulated time. */
+  async function until(done: () => boolean, maxMs = 600_000, step = 50): Promise<void> {
+    await flush();
+    for (let t = 0; !done(); t += step) {
+      if (t > maxMs) throw new Error(`condition not reached within ${maxMs} ms of simulated time`);
+      clock.increment(step);
+      await flush();
+      if (options.io) await new Promise((r) => setTimeout(r, 1));
+    }
+  }
+
+  function run(plan: Plan | { id?: string; tasks: Array<{ id: string; prompt: string; agent?: string; dependsOn?: string[] }> }) {
+    const input = orchestratorInput(
+      { id: 'plan', ...plan, tasks: plan.tasks.map((t) => ({ dependsOn: [], ...t })) } as Plan,
+      runtime,
+      { runId: 'test-run', config, workspace },
+    );
+    const handle = startRun(runtime, input, { clock });
+    let summary: Awaited<typeof handle.done> | null = null;
+    void handle.done.then((s) => (summary = s));
+    return { ...handle, summary: () => summary };
+  }
+
+  function standalone(prompt: string, agent = '@agent') {
+    const spec = standaloneSpec(prompt, runtime, { runId: 'test-run', config, workspace, agent });
+    const handle = startStandalone(runtime, spec, { clock });
+    let result: Awaited<typeof handle.done> | null = null;
+    void handle.done.then((r) => (result = r));
+    return { ...handle, spec, result: () => result };
+  }
+
+  const of = (type: RunEvent['type'], subTaskId?: string) =>
+    events.filter((e) => e.type === type && (subTaskId === undefined || e.subTaskId === subTaskId));
+
+  return { clock, workspace, registry, model, events, runtime, config, advance, until, run, standalone, of, ledger };
+}
+
+export type Harness = ReturnType<typeof harness>;
+
+// ---------------------------------------------------------------------------------------------
+// Script fragments shared by the tests
+
+/** A turn that completes the session with `output`. */
+export const complete = (output: string, delayMs?: number) => ({
+  ...(delayMs ? { delayMs } : {}),
+  toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output } }],
+});
+
+/** A turn that spawns the given children in parallel. */
+export const spawnParallel = (children: Array<{ agentType?: string; prompt: string }>, extra: object = {}) => ({
+  ...extra,
+  toolCalls: [
+    {
+      name: 'a2a_spawn_parallel_subtasks',
+      arguments: { subtasks: children.map((c) => ({ agentType: c.agentType ?? '@agent', prompt: c.prompt, expectedOutput: 'x' })) },
+    },
+  ],
+});

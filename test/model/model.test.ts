@@ -1,0 +1,72 @@
+/**
+ * Tests generated from the machines' graphs: every shortest path, every simple path (small
+ * graphs) and one path per edge of each chart is executed against the real machine; every step
+ * checks the state the graph predicted and the model's invariants. Adding a state, a transition
+ * or a guard to a machine changes its graph, and so the paths, with no test edited; a transition
+ * that the modelled events cannot reach fails the coverage test.
+ */
+import { readdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { describePath, executePath, generatePaths, machineGraph, type Coverage } from './graph.js';
+import { models } from '../../actors/graph/models.js';
+
+const table: Array<{ machine: string; states: string; transitions: string; paths: number }> = [];
+
+describe('every machine in machines/ has a model', () => {
+  it('should model each *.machine.ts', () => {
+    const files = readdirSync(resolve(import.meta.dirname, '../../machines')).filter((f) => f.endsWith('.machine.ts'));
+    expect(files.map((f) => f.replace('.machine.ts', '')).sort()).toEqual(models.map((m) => m.name).sort());
+  });
+});
+
+for (const base of models) {
+  describe(`machine ${base.name}`, () => {
+    const coverage: Coverage = { states: new Set(), transitions: new Set() };
+    const graph = machineGraph(base.machine);
+    let total = 0;
+    for (const { label, input } of [{ label: '', input: base.input }, ...(base.variants ?? [])]) {
+      // simple paths grow exponentially: only from the base input
+      const model = { ...base, input, simplePaths: label === '' && base.simplePaths === true };
+      const { shortest, simple, edges } = generatePaths(model);
+      total += shortest.length + simple.length + edges.length;
+      const prefix = label ? `(${label}) ` : '';
+
+      it.each(shortest.map((p) => [describePath(p), p] as const))(`${prefix}shortest path: %s`, (_name, path) => {
+        executePath(model, path, coverage);
+      });
+
+      if (simple.length > 0) {
+        it.each(simple.map((p) => [describePath(p), p] as const))(`${prefix}simple path: %s`, (_name, path) => {
+          executePath(model, path, coverage);
+        });
+      }
+
+      it(`${prefix}should hold on every edge of the graph (${edges.length} paths)`, () => {
+        for (const path of edges) executePath(model, path, coverage);
+      });
+    }
+    const model = base;
+
+    it('should cover every state and every transition', () => {
+      const missingStates = graph.states.filter((s) => !coverage.states.has(s));
+      const missingTransitions = graph.transitions.filter((t) => !coverage.transitions.has(t.key)).map((t) => t.key);
+      table.push({
+        machine: model.name,
+        states: `${graph.states.length - missingStates.length}/${graph.states.length}`,
+        transitions: `${graph.transitions.length - missingTransitions.length}/${graph.transitions.length}`,
+        paths: total,
+      });
+      expect(missingStates, 'states no generated path reaches').toEqual([]);
+      expect(missingTransitions, 'transitions no generated path takes: add the events that reach them to test/model/models.ts').toEqual([]);
+    });
+  });
+}
+
+afterAll(() => {
+  if (table.length === 0) return;
+  const rows = [['machine', 'states covered', 'transitions covered', 'paths'], ...table.map((r) => [r.machine, r.states, r.transitions, String(r.paths)])];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ');
+  process.stdout.write(`\nModel-based coverage\n${line(rows[0]!)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}\n${rows.slice(1).map(line).join('\n')}\n\n`);
+});

@@ -1,0 +1,189 @@
+/**
+ * Runs across processes over a real nats-server (started by the test, JetStream in a temp dir):
+ * an orchestrator and two `a2a host` processes; a host killed with SIGKILL in the middle; the NATS
+ * server restarted in the middle; the orchestrator killed and resumed. Every run completes, and no
+ * session's result is delivered twice.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../../bin/cli.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import type { RunSummary } from '../../machines/orchestrator.machine.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import { tempDir } from '../helpers.js';
+import { startNatsServer, type NatsServer } from './server.js';
+
+const root = resolve(import.meta.dirname, '../..');
+const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
+
+interface Proc {
+  child: ChildProcess;
+  out: () => string;
+  exited: Promise<number>;
+}
+
+const procs: Proc[] = [];
+let server: NatsServer | null = null;
+
+afterEach(async () => {
+  for (const p of procs.splice(0)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  await server?.stop();
+  server = null;
+});
+
+function a2a(args: string[], cwd: string): Proc {
+  const child = spawn(process.execPath, ['--import', tsx, join(root, 'bin/a2a.ts'), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const p: Proc = { child, out: () => out, exited: new Promise((r) => child.on('exit', (code, signal) => r(code ?? (signal ? 128 : -1)))) };
+  procs.push(p);
+  return p;
+}
+
+async function waitFor(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function capture() {
+  let out = '';
+  let err = '';
+  return {
+    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
+    out: () => out,
+    err: () => err,
+  };
+}
+
+/** A workspace with the plan and the script every process uses (parts take `partMs` each). */
+function workspace(partMs: number): string {
+  const ws = tempDir('a2a-nats-ws-');
+  writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'dist', tasks: [{ id: 'design', agent: '@architect', prompt: 'design and build it' }] }));
+  writeFileSync(
+    join(ws, 'script.json'),
+    JSON.stringify({
+      rules: [
+        {
+          agent: 'architect',
+          depth: 0,
+          turns: [
+            { toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [1, 2, 3].map((i) => ({ agentType: '@coder', prompt: `build part ${i}`, expectedOutput: 'code' })) } }] },
+            { text: 'waiting for the parts' },
+          ],
+          reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'all parts built' } }] } }],
+        },
+        {
+          agent: 'coder',
+          turns: [
+            { toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: 'started' } }] },
+            { delayMs: partMs, toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'part built' } }] },
+          ],
+        },
+      ],
+    }),
+  );
+  return ws;
+}
+
+function host(ws: string, id: string, agents: string): Proc {
+  const p = a2a(['host', '--nats', server!.url, '--agents', agents, '--id', id, '--script', join(ws, 'script.json'), '--workspace', ws, '--heartbeat', '200', '--drain', '2000'], ws);
+  return p;
+}
+
+const served = (p: Proc) => waitFor('the host to serve', () => p.out().includes(' serves '));
+
+/** One result per session: in the run's events, each session settles once. */
+function expectOneResultEach(events: RunEvent[], ids: string[]) {
+  for (const id of ids) {
+    const results = events.filter((e) => e.type === 'subtask.result' && e.subTaskId === id);
+    expect(results.length, `results of ${id}`).toBe(1);
+  }
+  expect(events.filter((e) => e.type === 'warning' && String(e.data.message).startsWith('second result'))).toEqual([]);
+}
+
+describe('runs across processes over NATS', () => {
+  it('deploys the worker to one host and its sub-tasks to another; results and updates cross back', async () => {
+    server = await startNatsServer();
+    const ws = workspace(100);
+    const a = host(ws, 'host-a', 'architect');
+    const b = host(ws, 'host-b', 'coder');
+    await Promise.all([served(a), served(b)]);
+    const c = capture();
+    const code = await main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-1', '--no-tree'], c.io);
+    expect(code, c.out() + c.err()).toBe(0);
+    const summary = new FileRunStore(ws).read('n-1').summary as RunSummary;
+    expect(summary.tasks[0]!.result!.output).toBe('all parts built');
+    const events = new FileRunStore(ws).events('n-1');
+    // the tree spans three processes: the worker on host-a, its parts on host-b
+    const placed = events.filter((e) => e.type === 'subtask.placed').map((e) => `${e.subTaskId}@${String(e.data.host)}`).sort();
+    expect(placed).toEqual(['st-1@host-b', 'st-2@host-b', 'st-3@host-b', 'w-design@host-a']);
+    expect(events.filter((e) => e.type === 'update.queued' && e.data.message === 'started' && e.workerId === 'w-design')).toHaveLength(3);
+    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+    a.child.kill('SIGTERM');
+    b.child.kill('SIGTERM');
+    expect(await a.exited).toBe(0);
+    expect(await b.exited).toBe(0);
+    expect(a.out()).toContain('host host-a drained: 0 finished, 0 handed back');
+  }, 60_000);
+
+  it('completes when a host is killed with SIGKILL in the middle: another restores its sessions', async () => {
+    server = await startNatsServer();
+    const ws = workspace(1_500);
+    const a = host(ws, 'host-a', 'architect');
+    const b = host(ws, 'host-b', 'coder');
+    await Promise.all([served(a), served(b)]);
+    const c = capture();
+    const running = main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-2', '--no-tree'], c.io);
+    await waitFor('the parts on host-b', () => (b.out().match(/st-\d/g) ?? []).length >= 3 || c.out().includes('st-3'));
+    await new Promise((r) => setTimeout(r, 300)); // host-a's snapshot holds the spawns
+    a.child.kill('SIGKILL');
+    const a2 = host(ws, 'host-c', 'architect');
+    await served(a2);
+    expect(await running, c.out() + c.err()).toBe(0);
+    const events = new FileRunStore(ws).events('n-2');
+    expect(events.some((e) => e.type === 'session.restored' && e.subTaskId === 'w-design' && e.data.host === 'host-c')).toBe(true);
+    expect((new FileRunStore(ws).read('n-2').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
+    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+  }, 90_000);
+
+  it('loses nothing when the NATS server restarts in the middle', async () => {
+    server = await startNatsServer();
+    const ws = workspace(1_500);
+    const a = host(ws, 'host-a', 'architect');
+    const b = host(ws, 'host-b', 'coder');
+    await Promise.all([served(a), served(b)]);
+    const c = capture();
+    const running = main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-3', '--no-tree'], c.io);
+    await waitFor('the parts on host-b', () => (b.out().match(/st-\d/g) ?? []).length >= 3 || c.out().includes('st-3'));
+    await server.restart();
+    expect(await running, c.out() + c.err()).toBe(0);
+    const events = new FileRunStore(ws).events('n-3');
+    expect((new FileRunStore(ws).read('n-3').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
+    expectOneResultEach(events, ['w-design']);
+  }, 90_000);
+
+  it('resumes when the orchestrator is killed in the middle and started again with --resume', async () => {
+    server = await startNatsServer();
+    const ws = workspace(1_500);
+    const a = host(ws, 'host-a', 'architect');
+    const b = host(ws, 'host-b', 'coder');
+    await Promise.all([served(a), served(b)]);
+    const orch = a2a(['run', 'plan.json', '--nats', server.url, '--script', join(ws, 'script.json'), '--run-id', 'n-4', '--no-tree'], ws);
+    await waitFor('the parts on host-b', () => (b.out().match(/st-\d/g) ?? []).length >= 3);
+    await new Promise((r) => setTimeout(r, 300));
+    orch.child.kill('SIGKILL');
+    await orch.exited;
+    const again = a2a(['run', '--resume', 'n-4', '--no-tree'], ws);
+    expect(await again.exited, again.out()).toBe(0);
+    const record = new FileRunStore(ws).read('n-4');
+    expect(record.status).toBe('completed');
+    expect((record.summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
+  }, 90_000);
+});

@@ -69,6 +69,38 @@ export interface RemoteDeps {
   deferAck?: (owner: string, ack: () => Promise<void>) => void;
 }
 
+/**
+ * Enqueues until the queue confirms it: a retry with the same msgId is dropped as a duplicate, so
+ * nothing is lost to a server restart and nothing arrives twice. Gives up only when the
+ * connection is closed for good (the process is ending). `onRetry` hears each failure.
+ */
+export async function enqueueSurely(transport: Transport, subject: string, data: unknown, msgId: string, onRetry: (error: unknown) => void): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await transport.enqueue(subject, data, { msgId });
+      return;
+    } catch (error) {
+      if (/connection is closed|NOT_FOUND|no durable queue/.test(error instanceof Error ? `${error.message} ${(error as { code?: string }).code ?? ''}` : String(error))) throw error;
+      onRetry(error);
+      await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
+    }
+  }
+}
+
+/** Attaches a consumer, again after failures (the server is away), until attached or `stopped()`. */
+async function attachSurely(attach: () => Promise<void>, stopped: () => boolean, onRetry: (error: unknown) => void): Promise<void> {
+  for (let attempt = 0; !stopped(); attempt++) {
+    try {
+      await attach();
+      return;
+    } catch (error) {
+      if (/connection is closed/.test(String(error))) throw error;
+      onRetry(error);
+      await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
+    }
+  }
+}
+
 let downCounter = 0;
 const downId = (sessionId: string) => `${sessionId}:down:${Date.now().toString(36)}:${process.pid}:${(downCounter++).toString(36)}`;
 
@@ -87,6 +119,8 @@ interface RemoteState {
   spawned: boolean;
   consumer: DurableConsumer | null;
   stopped: boolean;
+  /** The "no host has taken it" warning, cleared once placed or ended. */
+  warning: unknown;
 }
 
 type RemoteSnapshot = Snapshot<SubTaskResult> & { remote: RemoteState; input: { spec: SessionSpec } };
@@ -111,6 +145,18 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
   const s = subjects(deps.ns);
   const warn = (spec: SessionSpec, message: string) => deps.events.emit({ type: 'warning', ...correlationOf(spec), data: { message } });
 
+  function clearWarning(state: RemoteState): void {
+    if (state.warning === null) return;
+    deps.clock.clearTimeout(state.warning);
+    state.warning = null;
+  }
+
+  function end(state: RemoteState): void {
+    state.stopped = true;
+    clearWarning(state);
+    void state.consumer?.stop();
+  }
+
   async function attach(state: RemoteState, self: AnyActorRef): Promise<void> {
     const { spec } = state;
     state.consumer = await deps.transport.consume(
@@ -134,6 +180,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
     switch (up.kind) {
       case 'started':
         state.host = up.host;
+        clearWarning(state);
         deps.events.emit({ type: 'subtask.placed', ...correlationOf(state.spec), data: { host: up.host, restored: up.restored } });
         break;
       case 'event': {
@@ -162,30 +209,27 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       output: undefined,
       error: undefined,
       input,
-      remote: { spec: input.spec, host: null, spawned: false, consumer: null, stopped: false },
+      remote: { spec: input.spec, host: null, spawned: false, consumer: null, stopped: false, warning: null },
     }),
     transition: (snapshot, event, scope) => {
       const state = snapshot.remote;
       if (snapshot.status !== 'active') return snapshot;
       switch (event.type) {
         case 'REMOTE_DONE':
-          void state.consumer?.stop();
-          state.stopped = true;
+          end(state);
           return { ...snapshot, status: 'done', output: (event as { output: SubTaskResult }).output };
         case 'REMOTE_ERROR':
-          void state.consumer?.stop();
-          state.stopped = true;
+          end(state);
           return { ...snapshot, status: 'error', error: new Error((event as { error: string }).error) };
         case 'xstate.stop':
-          state.stopped = true;
-          void state.consumer?.stop();
+          end(state);
           return snapshot;
         default: {
           // what a parent sends its child goes down to the session, wherever it runs
           const down = DownMessage.safeParse({ event });
           if (!down.success) return snapshot;
           const id = downId(state.spec.id);
-          deps.transport.enqueue(s.down(state.spec.id), down.data, { msgId: id }).catch((error: unknown) => {
+          enqueueSurely(deps.transport, s.down(state.spec.id), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`)).catch((error: unknown) => {
             warn(state.spec, `could not send ${event.type} to ${state.spec.id}: ${error instanceof Error ? error.message : String(error)}`);
           });
           void scope;
@@ -197,15 +241,19 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       const state = snapshot.remote;
       if (snapshot.status !== 'active') return;
       const self = scope.self;
-      void attach(state, self).catch((error: unknown) => self.send({ type: 'REMOTE_ERROR', error: `cannot receive from ${state.spec.id}: ${String(error)}` }));
+      void attachSurely(
+        () => attach(state, self),
+        () => state.stopped,
+        (error) => warn(state.spec, `retrying to receive from ${state.spec.id}: ${String(error)}`),
+      ).catch((error: unknown) => self.send({ type: 'REMOTE_ERROR', error: `cannot receive from ${state.spec.id}: ${String(error)}` }));
       if (!state.spawned) {
         state.spawned = true;
         const spawn: RemoteSpawn = { spec: state.spec, ownerProcess: deps.process, requestedAt: deps.clock.now() };
-        deps.transport
-          .enqueue(s.spawn(state.spec.agent.agentName), spawn, { msgId: `${state.spec.id}:spawn` })
+        enqueueSurely(deps.transport, s.spawn(state.spec.agent.agentName), spawn, `${state.spec.id}:spawn`, (error) => warn(state.spec, `retrying the spawn request of ${state.spec.id}: ${String(error)}`))
           .catch((error: unknown) => self.send({ type: 'REMOTE_ERROR', error: `cannot request a host for ${state.spec.id}: ${String(error)}` }));
         const waitMs = deps.startWarningMs ?? 30_000;
-        deps.clock.setTimeout(() => {
+        state.warning = deps.clock.setTimeout(() => {
+          state.warning = null;
           if (!state.host && !state.stopped) {
             warn(state.spec, `no host has taken ${state.spec.id} (@${state.spec.agent.agentName}) for ${waitMs} ms: start a host serving ${state.spec.agent.agentName} (a2a host --agents ${state.spec.agent.agentName})`);
           }
@@ -224,7 +272,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
         output: p.output,
         error: p.error,
         input: { spec: p.spec },
-        remote: { spec: p.spec, host: p.host, spawned: p.spawned, consumer: null, stopped: false },
+        remote: { spec: p.spec, host: p.host, spawned: p.spawned, consumer: null, stopped: false, warning: null },
       } as RemoteSnapshot;
     },
   };
@@ -287,7 +335,11 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
   const s = subjects(deps.ns);
   const up = (state: LinkState, message: UpMessage, msgId: string) => {
     state.chain = state.chain
-      .then(() => deps.transport.enqueue(s.up(state.spec.id), message, { msgId }))
+      .then(() =>
+        enqueueSurely(deps.transport, s.up(state.spec.id), message, msgId, (error) =>
+          deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying a report to the owner of ${state.spec.id}: ${String(error)}` } }),
+        ),
+      )
       .catch((error: unknown) => {
         deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `could not report to the owner of ${state.spec.id}: ${String(error)}` } });
       });
@@ -360,7 +412,11 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       const state = snapshot.link;
       state.session.start();
       void up(state, { kind: 'started', host: deps.hostId, restored: state.restored }, `${state.spec.id}:started:${deps.hostId}:${deps.clock.now()}`);
-      void attach(state, scope.self).catch((error: unknown) => {
+      void attachSurely(
+        () => attach(state, scope.self),
+        () => state.finished,
+        (error) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying to receive messages for ${state.spec.id}: ${String(error)}` } }),
+      ).catch((error: unknown) => {
         deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `cannot receive messages for ${state.spec.id}: ${String(error)}` } });
       });
     },

@@ -68,7 +68,9 @@ export function workerState(root: AnyActorRef, workerId: string): string | null 
   const member = family?.members.get(workerId);
   if (!member) return null;
   if (!member.ref) return member.state;
-  const snapshot = member.ref.getSnapshot() as { value: unknown; status: string };
+  const snapshot = member.ref.getSnapshot() as { value?: unknown; status: string; remote?: { host: string | null } };
+  // a worker that runs on a host: its stand-in here knows where, not the session's state
+  if (snapshot.remote) return snapshot.remote.host ? `on ${snapshot.remote.host}` : 'waiting for a host';
   return snapshot.status === 'active' ? sessionStateName(snapshot.value) : String(snapshot.value);
 }
 

@@ -94,6 +94,11 @@ export class Host {
   #subscription: TransportSubscription | null = null;
   /** Hosts seen alive, for host.joined / host.lost events. */
   readonly #known = new Map<string, HostHeartbeat>();
+  /** Per host: its last heartbeat's `at`, and when (here) that value last changed. */
+  readonly #seen = new Map<string, { at: number; changedAt: number }>();
+  /** Until then, this host does not judge others dead: it was cut off itself and saw nobody. */
+  #blindUntil = 0;
+  #ticking = false;
 
   constructor(options: HostOptions) {
     this.#o = { heartbeatMs: 2_000, snapshotMinMs: 50, ...options, deadAfterMs: options.deadAfterMs ?? 3 * (options.heartbeatMs ?? 2_000) };
@@ -210,14 +215,37 @@ export class Host {
       });
     }
     const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now() };
-    const written = await this.#snapshots!.update(running.spec.id, record, running.revision).catch(() => false);
-    if (!written) {
+    let written: boolean;
+    try {
+      written = await this.#snapshots!.update(running.spec.id, record, running.revision);
+    } catch (error) {
+      // not written (the server is away): nothing is lost, the next attempt writes it
+      running.pendingAcks.unshift(...acks);
+      running.dirty = true;
+      this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} could not save ${running.spec.id} yet: ${error instanceof Error ? error.message : String(error)}` } });
+      if (!this.#stopped && !running.timer) running.timer = setTimeout(() => {
+        running.timer = null;
+        void this.#snapshot(running, state);
+      }, 1_000);
+      return;
+    }
+    const now = written ? null : await this.#snapshots!.get(running.spec.id).catch(() => null);
+    const mine = now && (now.value as SessionRecord).host === this.#o.hostId && (now.value as SessionRecord).state !== 'finished';
+    if (!written && !this.#running.has(running.spec.id)) return; // it finished meanwhile
+    if (!written && !mine) {
       // another host took it over (this one was thought dead): stop here, it runs there
       this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} lost ${running.spec.id} to another host; stopping its copy here` } });
       this.#drop(running.spec.id);
       return;
     }
-    running.revision = (await this.#snapshots!.get(running.spec.id))?.revision ?? running.revision + 1;
+    if (!written) {
+      // the revision moved under a write of ours whose reply was lost: write this one on top
+      running.revision = now!.revision;
+      running.pendingAcks.unshift(...acks);
+      running.dirty = true;
+      return this.#snapshot(running, state);
+    }
+    running.revision = (await this.#snapshots!.get(running.spec.id).catch(() => null))?.revision ?? running.revision + 1;
     for (const ack of acks) await ack().catch(() => undefined);
     running.lastCostMs = performance.now() - started;
   }
@@ -257,12 +285,23 @@ export class Host {
   }
 
   async #tick(): Promise<void> {
-    if (this.#stopped) return;
+    if (this.#stopped || this.#ticking) return;
+    this.#ticking = true;
     try {
-      await this.#heartbeat();
+      const started = this.#o.clock.now();
+      try {
+        await this.#heartbeat();
+      } finally {
+        // Cut off from the server (the heartbeat failed or waited): others' heartbeats could
+        // not get through either, so their silence says nothing for a while.
+        if (this.#o.clock.now() - started > this.#o.heartbeatMs) this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
+      }
       await this.#adoptOrphans();
     } catch (error) {
+      this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
       this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: ${error instanceof Error ? error.message : String(error)}` } });
+    } finally {
+      this.#ticking = false;
     }
   }
 
@@ -274,7 +313,11 @@ export class Host {
     for (const key of await this.#hosts!.keys()) {
       const beat = HostHeartbeat.safeParse((await this.#hosts!.get(key))?.value);
       if (!beat.success) continue;
-      const fresh = now - beat.data.at < this.#o.deadAfterMs;
+      // A host is alive while its heartbeat keeps changing, as seen from here (no clock skew);
+      // the first sighting is judged by its own timestamp.
+      const seen = this.#seen.get(beat.data.hostId);
+      if (!seen || seen.at !== beat.data.at) this.#seen.set(beat.data.hostId, { at: beat.data.at, changedAt: seen ? now : beat.data.at });
+      const fresh = beat.data.hostId === this.#o.hostId || now < this.#blindUntil || now - this.#seen.get(beat.data.hostId)!.changedAt < this.#o.deadAfterMs;
       if (fresh) alive.add(beat.data.hostId);
       const before = this.#known.get(beat.data.hostId);
       if (fresh && !before) this.#o.events.emit({ type: 'host.joined', data: { host: beat.data.hostId, agents: beat.data.agents } });

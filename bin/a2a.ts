@@ -10,4 +10,7 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 
 main(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }).then((code) => {
   process.exitCode = code;
+  // The work is done and reported: a handle someone forgot (a socket closing slowly, a timer)
+  // must not keep a finished command alive. Unreferenced, so a clean exit is not delayed.
+  setTimeout(() => process.exit(code), 2_000).unref();
 });

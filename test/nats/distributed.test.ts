@@ -99,6 +99,17 @@ function host(ws: string, id: string, agents: string): Proc {
 
 const served = (p: Proc) => waitFor('the host to serve', () => p.out().includes(' serves '));
 
+/** Waits until the parts run on their host: their "started" updates reached the run's event log. */
+function partsStarted(ws: string, runId: string) {
+  return waitFor('the parts to start on host-b', () => {
+    try {
+      return new FileRunStore(ws).events(runId).filter((e) => e.type === 'update.queued' && e.data.message === 'started').length >= 3;
+    } catch {
+      return false; // the run's files are not there yet
+    }
+  });
+}
+
 /** One result per session: in the run's events, each session settles once. */
 function expectOneResultEach(events: RunEvent[], ids: string[]) {
   for (const id of ids) {
@@ -141,8 +152,7 @@ describe('runs across processes over NATS', () => {
     await Promise.all([served(a), served(b)]);
     const c = capture();
     const running = main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-2', '--no-tree'], c.io);
-    await waitFor('the parts on host-b', () => (b.out().match(/st-\d/g) ?? []).length >= 3 || c.out().includes('st-3'));
-    await new Promise((r) => setTimeout(r, 300)); // host-a's snapshot holds the spawns
+    await partsStarted(ws, 'n-2');
     a.child.kill('SIGKILL');
     const a2 = host(ws, 'host-c', 'architect');
     await served(a2);
@@ -161,12 +171,13 @@ describe('runs across processes over NATS', () => {
     await Promise.all([served(a), served(b)]);
     const c = capture();
     const running = main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-3', '--no-tree'], c.io);
-    await waitFor('the parts on host-b', () => (b.out().match(/st-\d/g) ?? []).length >= 3 || c.out().includes('st-3'));
+    await partsStarted(ws, 'n-3');
     await server.restart();
     expect(await running, c.out() + c.err()).toBe(0);
     const events = new FileRunStore(ws).events('n-3');
     expect((new FileRunStore(ws).read('n-3').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
-    expectOneResultEach(events, ['w-design']);
+    // every part's result crossed the restart, once
+    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
   }, 90_000);
 
   it('resumes when the orchestrator is killed in the middle and started again with --resume', async () => {
@@ -176,14 +187,18 @@ describe('runs across processes over NATS', () => {
     const b = host(ws, 'host-b', 'coder');
     await Promise.all([served(a), served(b)]);
     const orch = a2a(['run', 'plan.json', '--nats', server.url, '--script', join(ws, 'script.json'), '--run-id', 'n-4', '--no-tree'], ws);
-    await waitFor('the parts on host-b', () => (b.out().match(/st-\d/g) ?? []).length >= 3);
-    await new Promise((r) => setTimeout(r, 300));
+    await partsStarted(ws, 'n-4');
     orch.child.kill('SIGKILL');
     await orch.exited;
     const again = a2a(['run', '--resume', 'n-4', '--no-tree'], ws);
     expect(await again.exited, again.out()).toBe(0);
     const record = new FileRunStore(ws).read('n-4');
     expect(record.status).toBe('completed');
+    const events = new FileRunStore(ws).events('n-4');
+    expect(events.some((e) => e.type === 'run.resumed')).toBe(true);
+    // the worker's result reached the orchestrator once, across the kill
+    expect(events.filter((e) => e.type === 'task.completed')).toHaveLength(1);
+    expectOneResultEach(events, ['w-design']);
     expect((record.summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
   }, 90_000);
 });

@@ -5,6 +5,7 @@ import { orchestratorMachine } from '../../machines/orchestrator.machine.js';
 import { subtaskMachine } from '../../machines/subtask.machine.js';
 import { workerMachine } from '../../machines/worker.machine.js';
 import { taskBranchMachine } from '../../machines/taskBranch.machine.js';
+import { externalTaskMachine } from '../../machines/externalTask.machine.js';
 import { models } from './models.js';
 
 export const machines: Record<string, AnyStateMachine> = {
@@ -13,6 +14,7 @@ export const machines: Record<string, AnyStateMachine> = {
   subtask: subtaskMachine,
   idleInquiry: idleInquiryMachine,
   taskBranch: taskBranchMachine,
+  externalTask: externalTaskMachine,
 };
 
 export { models };

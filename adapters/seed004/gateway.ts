@@ -1,0 +1,636 @@
+/**
+ * The seed 004 gateway: external agents written to the "Orchestrator Integration Specification
+ * for Coding Agent" work inside a2a runs. It is the registry of those agents and the wire to them;
+ * each task runs as an `externalTask` session (machines/externalTask.machine.ts) on a `Host`
+ * (bin/commands/gateway.ts), so that an a2a run whose plan spawns `@coder` has the task done by a
+ * registered `coding_agent`.
+ *
+ * Subjects (core NATS, `<prefix>` defaults to `a2a.<ns>.swarm`), the spec's routing:
+ *   `<prefix>.orchestrator.messages`  agents → orchestrator (registration, heartbeat, acknowledgment, …)
+ *   `<prefix>.agent.<agent_id>`       orchestrator → one agent (task, cancel, response, query, status_request, error)
+ *   `<prefix>.agent.all`              orchestrator → every agent (status_request broadcast)
+ *
+ * - **Registry**: `registration` adds (or refreshes) an agent with its type, capabilities and
+ *   `max_concurrent_tasks`; heartbeats (every 30 s by default, nothing is answered) keep it alive
+ *   and report its load. An agent silent for 3 heartbeat intervals is unresponsive: the tasks it
+ *   holds are reassigned, and it gets no new ones until it is heard from again.
+ * - **Load balancing**: a task goes to the registered agent of the served type whose capabilities
+ *   include the task's type and that has the most available capacity (its maximum minus the larger
+ *   of what it reported and what this gateway gave it); agents that rejected the task are never
+ *   asked again, agents that did not answer only when no other can take it.
+ * - **Routing**: what an agent says about a task (`acknowledgment`, `progress`, `query`,
+ *   `task_result`, `error`, `collaboration_request`) goes to that task's session, only if the task
+ *   is assigned to that agent; `response`s and `status_response`s settle the request they
+ *   correlate to (`requestStatus`, `queryCapabilities`).
+ * - **Validation**: every message is parsed with the seed 004 schemas first. An invalid one (not
+ *   JSON, a missing field, a wrong enum, an unknown task, a task of another agent) changes nothing
+ *   and is answered with an `error` (`system_error`, a code such as `E_INVALID_MESSAGE`, a message
+ *   naming the field and what is allowed, correlated to the bad message) on `agent.<sender_id>`,
+ *   or not at all when the sender cannot be told. An `error` is never answered with an error.
+ *
+ * One gateway per prefix: messages for a recipient other than `orchestrator` or this gateway's
+ * id are left alone (another orchestrator's).
+ */
+import { randomUUID } from 'node:crypto';
+import { fromCallback, type AnyActorLogic } from 'xstate';
+import type { Clock, EventSink, Transport, TransportSubscription } from '../../machines/ports.js';
+import type { SessionSpec } from '../../machines/protocol.js';
+import {
+  createExternalTaskMachine,
+  DEFAULT_EXTERNAL_TASK_CONFIG,
+  type ExternalTaskConfig,
+  type WireCommand,
+  type WireReply,
+} from '../../machines/externalTask.machine.js';
+import {
+  envelopeOf,
+  parseEnvelope,
+  taskFromSpec,
+  taskTypeOf,
+  type MessageOf,
+  type MessageType,
+  type PayloadOf,
+  type Seed004Message,
+  type TaskType,
+} from '../../machines/seed004.js';
+import { correlationOf } from '../../actors/events.js';
+
+export const DEFAULT_AGENT_HEARTBEAT_MS = 30_000;
+
+export interface GatewayOptions {
+  transport: Transport;
+  ns: string;
+  /** Subject prefix of the seed 004 routing (default `a2a.<ns>.swarm`). */
+  prefix?: string;
+  /** This orchestrator's id on the wire (`sender_id` of what it sends); default `orchestrator`. */
+  id?: string;
+  /** a2a agent name → the seed 004 `agent_type` that does its tasks (`coder` → `coding_agent`). */
+  serve: Record<string, string>;
+  clock: Clock;
+  /** Run events (warnings about a session's task: rejections, reassignments). */
+  events?: EventSink;
+  /** One line per registry change, task assignment and rejected message (no payloads, no secrets). */
+  log?: (line: string) => void;
+  /** The agents' heartbeat interval; silent for 3 of them is unresponsive. */
+  heartbeatMs?: number;
+  /** Timings of each task (ack timeout, task timeout, attempts, backoff). */
+  task?: Partial<ExternalTaskConfig>;
+  /** a2a task types (`code`, `tests` …) → the spec's task types; the default guesses, else `implementation`. */
+  taskTypes?: Record<string, TaskType>;
+  /** Default wait for a status or capabilities response. */
+  requestTimeoutMs?: number;
+}
+
+/** What the gateway knows of a registered agent. */
+export interface AgentRecord {
+  id: string;
+  type: string;
+  capabilities: string[];
+  maxConcurrent: number;
+  version: string | null;
+  registeredAt: number;
+  lastSeen: number;
+  /** Missed 3 heartbeats (until heard from again). */
+  unresponsive: boolean;
+  /** From its last heartbeat or status response. */
+  reported: { currentTasks: number | null; availableCapacity: number | null; status: string | null; uptime: number | null };
+  /** Tasks this gateway gave it (offered or working), by task id. */
+  assigned: Set<string>;
+  /** When it was last given a task (ties go to the one that waited longest). */
+  lastOfferAt: number;
+}
+
+export interface AgentView {
+  id: string;
+  type: string;
+  capabilities: string[];
+  maxConcurrent: number;
+  assigned: string[];
+  availableCapacity: number;
+  responsive: boolean;
+  lastSeen: number;
+  status: string | null;
+}
+
+interface Route {
+  spec: SessionSpec;
+  serveType: string | undefined;
+  taskType: TaskType;
+  sendBack: (event: WireReply) => void;
+  /** The agent the task is offered to or with. */
+  agentId: string | null;
+}
+
+interface Waiter {
+  route: Route;
+  exclude: string[];
+  avoid: string[];
+}
+
+interface Pending {
+  agentId: string;
+  kind: 'status' | 'capabilities';
+  resolve: (payload: unknown) => void;
+  reject: (error: Error) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+export type StatusResponse = PayloadOf<'status_response'>;
+export type CapabilitiesResponse = Extract<PayloadOf<'response'>, { query_type: 'capabilities' }>;
+
+/** Messages only an orchestrator sends: an agent sending one is confused. */
+const ORCHESTRATOR_ONLY = new Set<MessageType>(['task', 'cancel', 'status_request']);
+const UNHEALTHY = /^(unhealthy|error|failed|offline|draining|stopping)$/i;
+
+export class Seed004Gateway {
+  readonly prefix: string;
+  readonly id: string;
+  readonly #o: GatewayOptions;
+  readonly #heartbeatMs: number;
+  readonly #agents = new Map<string, AgentRecord>();
+  readonly #routes = new Map<string, Route>();
+  /** Tasks waiting for an agent, oldest first. */
+  readonly #waiters = new Map<string, Waiter>();
+  readonly #pending = new Map<string, Pending>();
+  #subscription: TransportSubscription | null = null;
+  #monitor: ReturnType<typeof setInterval> | null = null;
+  /** The session logic the host runs: the external-task machine wired to this gateway. */
+  readonly logic: AnyActorLogic;
+
+  constructor(options: GatewayOptions) {
+    this.#o = options;
+    this.prefix = options.prefix ?? `a2a.${options.ns}.swarm`;
+    this.id = options.id ?? 'orchestrator';
+    this.#heartbeatMs = options.heartbeatMs ?? DEFAULT_AGENT_HEARTBEAT_MS;
+    const machine = createExternalTaskMachine({ ...DEFAULT_EXTERNAL_TASK_CONFIG, ...options.task });
+    this.logic = machine.provide({ actors: { agentWire: this.#wireLogic() as never } });
+  }
+
+  get subjects() {
+    return { inbound: `${this.prefix}.orchestrator.messages`, agent: (id: string) => `${this.prefix}.agent.${id}`, all: `${this.prefix}.agent.all` };
+  }
+
+  async start(): Promise<void> {
+    this.#subscription = await this.#o.transport.subscribe(this.subjects.inbound, (message) => this.#onMessage(message.data));
+    const every = Math.max(20, Math.min(1_000, Math.floor(this.#heartbeatMs / 2)));
+    this.#monitor = setInterval(() => this.#checkLiveness(), every);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#monitor) clearInterval(this.#monitor);
+    this.#monitor = null;
+    await this.#subscription?.unsubscribe();
+    this.#subscription = null;
+    for (const [id, p] of this.#pending) {
+      clearTimeout(p.timer);
+      p.reject(new Error(`the gateway stopped before ${p.agentId} answered`));
+      this.#pending.delete(id);
+    }
+  }
+
+  /** The registered agents, with their load as the gateway sees it. */
+  agents(): AgentView[] {
+    return [...this.#agents.values()].map((a) => ({
+      id: a.id,
+      type: a.type,
+      capabilities: a.capabilities,
+      maxConcurrent: a.maxConcurrent,
+      assigned: [...a.assigned],
+      availableCapacity: this.#capacity(a),
+      responsive: !a.unresponsive,
+      lastSeen: a.lastSeen,
+      status: a.reported.status,
+    }));
+  }
+
+  /** Asks an agent for its status (`status_request`); resolves with its `status_response`. */
+  requestStatus(agentId: string, options: { includeTaskDetails?: boolean; timeoutMs?: number } = {}): Promise<StatusResponse> {
+    return this.#request(agentId, 'status', options.timeoutMs, (messageId) =>
+      this.#envelope('status_request', agentId, { include_task_details: options.includeTaskDetails ?? true }, { messageId }),
+    ) as Promise<StatusResponse>;
+  }
+
+  /** Asks an agent what it can do (`query`, `capabilities`); resolves with its `response`. */
+  queryCapabilities(agentId: string, options: { requiredCapabilities?: string[]; taskContext?: Record<string, unknown>; timeoutMs?: number } = {}): Promise<CapabilitiesResponse> {
+    return this.#request(agentId, 'capabilities', options.timeoutMs, (messageId) =>
+      this.#envelope(
+        'query',
+        agentId,
+        { query_type: 'capabilities', required_capabilities: options.requiredCapabilities ?? [], task_context: options.taskContext ?? {} },
+        { messageId },
+      ),
+    ) as Promise<CapabilitiesResponse>;
+  }
+
+  /** Asks every agent on `agent.all` for its status; the answers refresh the registry's load. */
+  async broadcastStatusRequest(): Promise<string> {
+    const message = this.#envelope('status_request', 'all', { include_task_details: false });
+    await this.#o.transport.publish(this.subjects.all, message);
+    return message.message_id;
+  }
+
+  // -- the wire of one task ---------------------------------------------------------------------
+
+  #wireLogic() {
+    return fromCallback<WireCommand, { spec: SessionSpec }>(({ input, sendBack, receive }) => {
+      const spec = input.spec;
+      const route: Route = {
+        spec,
+        serveType: this.#o.serve[spec.agent.agentName],
+        taskType: taskTypeOf(spec, this.#o.taskTypes),
+        sendBack: (event) => sendBack(event),
+        agentId: null,
+      };
+      this.#routes.set(spec.id, route);
+      receive((command) => this.#onCommand(route, command));
+      sendBack({ type: 'WIRE_READY', at: this.#now() });
+      return () => {
+        // the session ended (or stopped here, to be restored elsewhere): nothing more is routed to it
+        if (this.#routes.get(spec.id) === route) this.#routes.delete(spec.id);
+        this.#waiters.delete(spec.id);
+        this.#release(spec.id);
+        this.#dispatch();
+      };
+    });
+  }
+
+  #onCommand(route: Route, command: WireCommand): void {
+    const taskId = route.spec.id;
+    switch (command.type) {
+      case 'FIND_AGENT':
+        this.#waiters.delete(taskId);
+        this.#waiters.set(taskId, { route, exclude: command.exclude, avoid: command.avoid });
+        this.#dispatch();
+        break;
+      case 'OFFER': {
+        route.agentId = command.agentId;
+        const agent = this.#agents.get(command.agentId);
+        if (agent) {
+          agent.assigned.add(taskId);
+          agent.lastOfferAt = this.#now();
+        }
+        const task = taskFromSpec(route.spec, { agentId: command.agentId, type: route.taskType, deadlineAt: command.deadlineAt });
+        this.#log(`task ${taskId} (${route.spec.agent.raw}, ${task.type}) offered to ${command.agentId} (attempt ${command.attempt})`);
+        this.#send(command.agentId, this.#envelope('task', command.agentId, task, { messageId: command.messageId }));
+        break;
+      }
+      case 'ANSWER':
+        this.#send(
+          command.agentId,
+          this.#envelope(
+            'response',
+            command.agentId,
+            { query_type: 'clarification', task_id: taskId, answer: command.text, additional_context: `answered by ${command.from}` },
+            { correlationId: command.queryId },
+          ),
+        );
+        break;
+      case 'CANCEL_TASK':
+        this.#log(`task ${taskId} cancelled on ${command.agentId}: ${command.reason}`);
+        if (command.reason.startsWith('reassigned')) this.#warn(route.spec, `${command.agentId}: ${command.reason.replace(/^reassigned: /, '')}; ${taskId} is reassigned`);
+        this.#send(command.agentId, this.#envelope('cancel', command.agentId, { task_id: taskId, reason: command.reason }));
+        this.#release(taskId, command.agentId);
+        if (route.agentId === command.agentId) route.agentId = null;
+        this.#dispatch();
+        break;
+      case 'ASSIGNED':
+        route.agentId = command.agentId;
+        this.#agents.get(command.agentId)?.assigned.add(taskId);
+        break;
+    }
+  }
+
+  // -- choosing agents ----------------------------------------------------------------------------
+
+  #capacity(agent: AgentRecord): number {
+    const r = agent.reported;
+    const load = Math.max(agent.assigned.size, r.currentTasks ?? 0, r.availableCapacity === null ? 0 : agent.maxConcurrent - r.availableCapacity);
+    return Math.max(0, agent.maxConcurrent - load);
+  }
+
+  #eligible(agent: AgentRecord, waiter: Waiter): boolean {
+    const { route } = waiter;
+    if (agent.unresponsive || agent.type !== route.serveType || waiter.exclude.includes(agent.id)) return false;
+    if (agent.reported.status && UNHEALTHY.test(agent.reported.status)) return false;
+    if (agent.capabilities.length > 0 && !agent.capabilities.includes(route.taskType)) return false;
+    return this.#capacity(agent) > 0;
+  }
+
+  /** Gives waiting tasks (oldest first) to the least loaded eligible agents. */
+  #dispatch(): void {
+    for (const [taskId, waiter] of [...this.#waiters]) {
+      const candidates = [...this.#agents.values()].filter((a) => this.#eligible(a, waiter));
+      if (candidates.length === 0) continue;
+      const preferred = candidates.filter((a) => !waiter.avoid.includes(a.id));
+      const pool = preferred.length > 0 ? preferred : candidates;
+      pool.sort((a, b) => this.#capacity(b) - this.#capacity(a) || a.assigned.size - b.assigned.size || a.lastOfferAt - b.lastOfferAt || a.id.localeCompare(b.id));
+      const agent = pool[0]!;
+      this.#waiters.delete(taskId);
+      // reserved now, so that the next waiter sees it taken
+      agent.assigned.add(taskId);
+      agent.lastOfferAt = this.#now();
+      waiter.route.sendBack({ type: 'AGENT_FOUND', agentId: agent.id, at: this.#now() });
+    }
+  }
+
+  /** The agent (or whichever holds it) no longer holds the task. */
+  #release(taskId: string, agentId?: string): void {
+    for (const agent of this.#agents.values()) {
+      if (agentId && agent.id !== agentId) continue;
+      agent.assigned.delete(taskId);
+    }
+  }
+
+  #checkLiveness(): void {
+    const now = this.#now();
+    for (const agent of this.#agents.values()) {
+      if (agent.unresponsive || now - agent.lastSeen <= 3 * this.#heartbeatMs) continue;
+      agent.unresponsive = true;
+      const tasks = [...this.#routes.values()].filter((r) => r.agentId === agent.id);
+      this.#log(`agent ${agent.id} is unresponsive (silent for ${now - agent.lastSeen} ms)${tasks.length ? `: reassigning ${tasks.map((r) => r.spec.id).join(', ')}` : ''}`);
+      for (const route of tasks) route.sendBack({ type: 'AGENT_LOST', agentId: agent.id, at: now });
+    }
+  }
+
+  #seen(agent: AgentRecord): void {
+    agent.lastSeen = this.#now();
+    if (agent.unresponsive) {
+      agent.unresponsive = false;
+      this.#log(`agent ${agent.id} is responsive again`);
+    }
+  }
+
+  // -- inbound ------------------------------------------------------------------------------------
+
+  #onMessage(data: unknown): void {
+    const parsed = parseEnvelope(data);
+    if (!parsed.ok) {
+      // an invalid error report is not answered either (no error ping-pong)
+      if (parsed.messageType === 'error') {
+        this.#log(`dropped an invalid error message from ${parsed.senderId ?? 'an unknown sender'}: ${parsed.problem}`);
+        return;
+      }
+      this.#reject(parsed.senderId, parsed.messageId, 'E_INVALID_MESSAGE', `invalid message: ${parsed.problem}`, 'Fix the message to match the seed 004 schema and send it again');
+      return;
+    }
+    const message = parsed.message;
+    if (message.recipient_id !== 'orchestrator' && message.recipient_id !== this.id) return;
+    const sender = message.sender_id;
+    const reject = (code: string, text: string, suggested?: string, taskId?: string) => this.#reject(sender, message.message_id, code, text, suggested, taskId);
+    if (ORCHESTRATOR_ONLY.has(message.message_type)) {
+      reject('E_UNEXPECTED_MESSAGE', `message_type "${message.message_type}" is sent by the orchestrator to agents, not to it`);
+      return;
+    }
+    if (message.message_type === 'registration') {
+      this.#register(message);
+      return;
+    }
+    const agent = this.#agents.get(sender);
+    if (!agent) {
+      if (message.message_type === 'error') {
+        this.#log(`error from unregistered ${sender}: ${message.payload.error_code}: ${message.payload.error_message}`);
+        return;
+      }
+      reject('E_NOT_REGISTERED', `sender_id "${sender}" is not a registered agent`, 'Send a registration message first');
+      return;
+    }
+    this.#seen(agent);
+    switch (message.message_type) {
+      case 'heartbeat': {
+        if (message.payload.agent_id !== sender) {
+          reject('E_INVALID_MESSAGE', `invalid message: payload.agent_id: must be the sender_id "${sender}" (got "${message.payload.agent_id}")`);
+          return;
+        }
+        const p = message.payload;
+        agent.reported = {
+          currentTasks: p.current_tasks ?? agent.reported.currentTasks,
+          availableCapacity: p.available_capacity ?? agent.reported.availableCapacity,
+          status: p.status ?? agent.reported.status,
+          uptime: p.uptime ?? agent.reported.uptime,
+        };
+        this.#dispatch();
+        return;
+      }
+      case 'status_response': {
+        const p = message.payload;
+        agent.reported = {
+          currentTasks: p.current_tasks.length,
+          availableCapacity: p.available_capacity ?? agent.reported.availableCapacity,
+          status: agent.reported.status,
+          uptime: p.uptime ?? agent.reported.uptime,
+        };
+        if (message.correlation_id && !this.#settle(message.correlation_id, sender, 'status', message.payload)) {
+          reject('E_UNKNOWN_CORRELATION', `correlation_id "${message.correlation_id}" matches no status_request sent to ${sender}`);
+        }
+        this.#dispatch();
+        return;
+      }
+      case 'response': {
+        if (message.payload.query_type !== 'capabilities') {
+          reject('E_UNEXPECTED_MESSAGE', 'payload.query_type: agents answer "capabilities" queries; clarification responses are sent by the orchestrator');
+          return;
+        }
+        const p = message.payload;
+        if (p.available_capacity !== null && p.available_capacity !== undefined) agent.reported.availableCapacity = p.available_capacity;
+        if (p.current_load !== null && p.current_load !== undefined) agent.reported.currentTasks = p.current_load;
+        if (!message.correlation_id || !this.#settle(message.correlation_id, sender, 'capabilities', p)) {
+          reject('E_UNKNOWN_CORRELATION', `correlation_id ${message.correlation_id ? `"${message.correlation_id}"` : '(missing)'} matches no capabilities query sent to ${sender}`);
+        }
+        this.#dispatch();
+        return;
+      }
+      case 'query':
+        if (message.payload.query_type !== 'clarification') {
+          reject('E_UNSUPPORTED', 'payload.query_type: the orchestrator answers "clarification" queries only');
+          return;
+        }
+        this.#toTask(message, message.payload.task_id, (at) => ({
+          type: 'AGENT_QUERY',
+          agentId: sender,
+          messageId: message.message_id,
+          question: (message.payload as { question: string }).question,
+          options: (message.payload as { suggested_options?: string[] | null }).suggested_options ?? [],
+          at,
+        }));
+        return;
+      case 'acknowledgment': {
+        const p = message.payload;
+        this.#toTask(message, p.task_id, (at) => {
+          if (p.status === 'rejected') {
+            this.#log(`task ${p.task_id} rejected by ${sender}${p.reason ? `: ${p.reason}` : ''}`);
+            const route = this.#routes.get(p.task_id);
+            if (route) this.#warn(route.spec, `${sender} rejected ${p.task_id}${p.reason ? ` (${p.reason})` : ''}`);
+            this.#release(p.task_id, sender);
+            queueMicrotask(() => this.#dispatch());
+          } else {
+            this.#log(`task ${p.task_id} accepted by ${sender}`);
+          }
+          return { type: 'AGENT_ACK', agentId: sender, accepted: p.status === 'accepted', ...(p.reason ? { reason: p.reason } : {}), at };
+        });
+        return;
+      }
+      case 'progress': {
+        const p = message.payload;
+        this.#toTask(message, p.task_id, (at) => ({ type: 'AGENT_PROGRESS', agentId: sender, progress: p.progress, message: p.message ?? '', at }));
+        return;
+      }
+      case 'collaboration_request': {
+        const p = message.payload;
+        const text = `asks for ${p.collaboration_type}${p.target_agent_type ? ` by a ${p.target_agent_type}` : ''} (collaboration requests are passed on as notes)`;
+        this.#toTask(message, p.task_id, (at) => ({ type: 'AGENT_PROGRESS', agentId: sender, progress: null, message: text, at }));
+        return;
+      }
+      case 'task_result': {
+        const p = message.payload;
+        this.#toTask(message, p.task_id, (at) => {
+          this.#log(`task ${p.task_id} ${p.status} by ${sender}`);
+          this.#release(p.task_id, sender);
+          // its own count drops too, until its next heartbeat says so
+          if (agent.reported.currentTasks) agent.reported.currentTasks -= 1;
+          if (agent.reported.availableCapacity !== null) agent.reported.availableCapacity = Math.min(agent.maxConcurrent, agent.reported.availableCapacity + 1);
+          queueMicrotask(() => this.#dispatch());
+          return { type: 'AGENT_RESULT', agentId: sender, payload: p, at };
+        });
+        return;
+      }
+      case 'error': {
+        const p = message.payload;
+        if (message.correlation_id && this.#pending.has(message.correlation_id)) {
+          const pending = this.#pending.get(message.correlation_id)!;
+          if (pending.agentId === sender) {
+            this.#pending.delete(message.correlation_id);
+            clearTimeout(pending.timer);
+            pending.reject(new Error(`${sender} answered with an error: ${p.error_code}: ${p.error_message}`));
+            return;
+          }
+        }
+        const route = p.task_id ? this.#routes.get(p.task_id) : undefined;
+        if (!p.task_id || !route || route.agentId !== sender) {
+          this.#log(`error from ${sender}${p.task_id ? ` about task ${p.task_id}` : ''}: ${p.error_type} ${p.error_code}: ${p.error_message}`);
+          return;
+        }
+        this.#log(`task ${p.task_id} on ${sender}: ${p.error_type} ${p.error_code}${p.recoverable ? ' (recoverable)' : ''}`);
+        route.sendBack({ type: 'AGENT_ERROR', agentId: sender, code: p.error_code, message: p.error_message, recoverable: p.recoverable === true, at: this.#now() });
+        return;
+      }
+    }
+  }
+
+  #register(message: MessageOf<'registration'>): void {
+    const p = message.payload;
+    if (p.agent_id !== message.sender_id) {
+      this.#reject(message.sender_id, message.message_id, 'E_INVALID_MESSAGE', `invalid message: payload.agent_id: must be the sender_id "${message.sender_id}" (got "${p.agent_id}")`);
+      return;
+    }
+    const now = this.#now();
+    const before = this.#agents.get(p.agent_id);
+    const record: AgentRecord = {
+      id: p.agent_id,
+      type: p.agent_type,
+      capabilities: p.capabilities,
+      maxConcurrent: p.max_concurrent_tasks,
+      version: p.version ?? null,
+      registeredAt: before?.registeredAt ?? now,
+      lastSeen: now,
+      unresponsive: false,
+      reported: { currentTasks: null, availableCapacity: null, status: null, uptime: null },
+      assigned: before?.assigned ?? new Set(),
+      lastOfferAt: before?.lastOfferAt ?? 0,
+    };
+    this.#agents.set(record.id, record);
+    const serves = Object.entries(this.#o.serve).filter(([, type]) => type === record.type).map(([name]) => `@${name}`);
+    this.#log(
+      `agent ${record.id} ${before ? 're-registered' : 'registered'}: ${record.type}, max ${record.maxConcurrent} task(s)${record.capabilities.length ? `, ${record.capabilities.join(', ')}` : ''}${serves.length ? ` (serves ${serves.join(', ')})` : ' (no served a2a agent maps to its type)'}`,
+    );
+    this.#dispatch();
+  }
+
+  /** Routes a message about a task to its session, if the task is the sender's. */
+  #toTask(message: Seed004Message, taskId: string, event: (at: number) => WireReply): void {
+    const route = this.#routes.get(taskId);
+    if (!route) {
+      this.#reject(message.sender_id, message.message_id, 'E_UNKNOWN_TASK', `payload.task_id: "${taskId}" is not a task in progress here`, 'Check the task_id; a finished or cancelled task takes no more messages', taskId);
+      return;
+    }
+    if (route.agentId !== message.sender_id) {
+      this.#reject(message.sender_id, message.message_id, 'E_NOT_ASSIGNED', `payload.task_id: task "${taskId}" is not assigned to ${message.sender_id}`, 'Only the agent a task was sent to reports on it', taskId);
+      return;
+    }
+    route.sendBack(event(this.#now()));
+  }
+
+  // -- requests -----------------------------------------------------------------------------------
+
+  #request(agentId: string, kind: Pending['kind'], timeoutMs: number | undefined, build: (messageId: string) => Seed004Message): Promise<unknown> {
+    if (!this.#agents.has(agentId)) return Promise.reject(new Error(`no registered agent "${agentId}"; registered: ${[...this.#agents.keys()].join(', ') || 'none'}`));
+    const messageId = randomUUID();
+    const wait = timeoutMs ?? this.#o.requestTimeoutMs ?? 10_000;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#pending.delete(messageId);
+        reject(new Error(`${agentId} did not answer the ${kind === 'status' ? 'status request' : 'capabilities query'} within ${wait} ms`));
+      }, wait);
+      this.#pending.set(messageId, { agentId, kind, resolve, reject, timer });
+      this.#o.transport.publish(this.subjects.agent(agentId), build(messageId)).catch((error: unknown) => {
+        clearTimeout(timer);
+        this.#pending.delete(messageId);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      });
+    });
+  }
+
+  #settle(correlationId: string, agentId: string, kind: Pending['kind'], payload: unknown): boolean {
+    const pending = this.#pending.get(correlationId);
+    if (!pending || pending.agentId !== agentId || pending.kind !== kind) return false;
+    this.#pending.delete(correlationId);
+    clearTimeout(pending.timer);
+    pending.resolve(payload);
+    return true;
+  }
+
+  // -- outbound -----------------------------------------------------------------------------------
+
+  #envelope<T extends MessageType>(type: T, recipient: string, payload: PayloadOf<T>, options: { messageId?: string; correlationId?: string | null } = {}): MessageOf<T> {
+    return envelopeOf(type, { messageId: options.messageId ?? randomUUID(), senderId: this.id, recipientId: recipient, at: this.#now(), correlationId: options.correlationId ?? null }, payload);
+  }
+
+  #send(agentId: string, message: Seed004Message): void {
+    this.#o.transport.publish(this.subjects.agent(agentId), message).catch((error: unknown) => {
+      this.#log(`could not send ${message.message_type} to ${agentId}: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }
+
+  /** The `error` reply to a message that is refused; nowhere when the sender cannot be told. */
+  #reject(senderId: string | null, messageId: string | null, code: string, text: string, suggested?: string, taskId?: string): void {
+    this.#log(`refused a message from ${senderId ?? 'an unknown sender'}${messageId ? ` (${messageId})` : ''}: ${code}: ${text}`);
+    if (!senderId) return;
+    this.#send(
+      senderId,
+      this.#envelope(
+        'error',
+        senderId,
+        {
+          error_type: 'system_error',
+          error_code: code,
+          error_message: text,
+          recoverable: true,
+          ...(taskId ? { task_id: taskId } : {}),
+          ...(suggested ? { suggested_action: suggested } : {}),
+        },
+        { correlationId: messageId },
+      ),
+    );
+  }
+
+  #warn(spec: SessionSpec, message: string): void {
+    this.#o.events?.emit({ type: 'warning', ...correlationOf(spec), data: { message } });
+  }
+
+  #log(line: string): void {
+    this.#o.log?.(line);
+  }
+
+  #now(): number {
+    return this.#o.clock.now();
+  }
+}

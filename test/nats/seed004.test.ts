@@ -1,0 +1,653 @@
+/**
+ * External agents that speak seed 004 ("Orchestrator Integration Specification for Coding Agent")
+ * working inside a2a runs through `a2a gateway`, over a real nats-server started here. The agents
+ * are plain NATS clients written in this file from the spec's JSON examples: they register,
+ * heartbeat, acknowledge (or reject, or ignore) tasks, report progress, ask for clarification,
+ * answer status and capability requests, and return task results.
+ */
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { createActor, type AnyActorRef, type AnyEventObject } from 'xstate';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../bin/cli.js';
+import { gatewayCommand, type GatewayCommandOptions } from '../../bin/commands/gateway.js';
+import { RunConfig } from '../../actors/config.js';
+import { recordingParent } from '../../actors/graph/paths.js';
+import { createRemoteSessionLogic, ensureQueues } from '../../actors/remote.js';
+import { realClock } from '../../adapters/clock.js';
+import type { Seed004Gateway } from '../../adapters/seed004/gateway.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import { connectNats } from '../../adapters/transport/nats.js';
+import type { Transport } from '../../machines/ports.js';
+import type { RunSummary } from '../../machines/orchestrator.machine.js';
+import type { SessionSpec, SubTaskResult, TaskUpdate } from '../../machines/protocol.js';
+import { parseEnvelope, Seed004Message } from '../../machines/seed004.js';
+import { tempDir } from '../helpers.js';
+import { startNatsServer, type NatsServer } from './server.js';
+
+// Timings: generous by default (a loaded machine must not make an agent look silent), short only
+// where a test is about them: 1 s to acknowledge, heartbeats every 250 ms (silent 750 ms: unresponsive).
+const ACK_MS = 1_000;
+const SHORT_HEARTBEAT_MS = 250;
+const DEFAULT = { ackTimeout: 5_000, heartbeat: 1_000 };
+
+let server: NatsServer;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function waitFor<T>(what: string, probe: () => T | undefined | null | false, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A seed 004 coding agent, as a plain NATS client
+
+type Wire = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+interface Received {
+  message: Wire;
+  at: number;
+}
+
+class SeedAgent {
+  readonly inbox: Received[] = [];
+  #nc: NatsConnection | null = null;
+  #beat: ReturnType<typeof setInterval> | null = null;
+  #startedAt = Date.now();
+  current = 0;
+
+  constructor(
+    readonly id: string,
+    readonly prefix: string,
+    readonly options: { max: number; heartbeatMs?: number; onMessage?: (message: Wire, agent: SeedAgent) => void },
+  ) {}
+
+  async start(url: string): Promise<this> {
+    this.#nc = await connect({ servers: url, name: this.id });
+    const callback = (error: Error | null, msg: { string(): string }) => {
+      if (error) return;
+      const message = JSON.parse(msg.string()) as Wire;
+      this.inbox.push({ message, at: Date.now() });
+      this.options.onMessage?.(message, this);
+    };
+    this.#nc.subscribe(`${this.prefix}.agent.${this.id}`, { callback });
+    this.#nc.subscribe(`${this.prefix}.agent.all`, { callback });
+    await this.#nc.flush();
+    cleanups.push(() => this.close());
+    return this;
+  }
+
+  envelope(type: string, payload: Wire, extra: Wire = {}): Wire {
+    return { message_id: randomUUID(), sender_id: this.id, recipient_id: 'orchestrator', message_type: type, payload, timestamp: new Date().toISOString(), ...extra };
+  }
+
+  send(message: Wire | string): Wire | string {
+    this.#nc!.publish(`${this.prefix}.orchestrator.messages`, typeof message === 'string' ? message : JSON.stringify(message));
+    return message;
+  }
+
+  register(): void {
+    this.send(
+      this.envelope('registration', {
+        agent_id: this.id,
+        agent_type: 'coding_agent',
+        capabilities: ['implementation', 'refactoring', 'bug_fix', 'feature', 'optimization', 'test_generation'],
+        max_concurrent_tasks: this.options.max,
+        version: '0.1.0',
+      }),
+    );
+  }
+
+  heartbeat(): void {
+    this.send(
+      this.envelope('heartbeat', {
+        agent_id: this.id,
+        timestamp: new Date().toISOString(),
+        current_tasks: this.current,
+        available_capacity: this.options.max - this.current,
+        status: 'healthy',
+        uptime: Math.round((Date.now() - this.#startedAt) / 1000),
+      }),
+    );
+  }
+
+  startHeartbeats(): void {
+    this.heartbeat();
+    this.#beat = setInterval(() => this.heartbeat(), this.options.heartbeatMs ?? DEFAULT.heartbeat / 3);
+  }
+
+  stopHeartbeats(): void {
+    if (this.#beat) clearInterval(this.#beat);
+    this.#beat = null;
+  }
+
+  ack(task: Wire, status: 'accepted' | 'rejected', reason?: string): void {
+    if (status === 'accepted') this.current += 1;
+    this.send(this.envelope('acknowledgment', { task_id: task.payload.task_id, status, ...(reason ? { reason } : {}) }, { correlation_id: task.message_id }));
+  }
+
+  progress(taskId: string, progress: number, message: string): void {
+    this.send(this.envelope('progress', { task_id: taskId, progress, message, timestamp: new Date().toISOString() }));
+  }
+
+  /** Asks for clarification; returns the query's message id. */
+  ask(taskId: string, question: string, options: string[]): string {
+    const query = this.envelope('query', {
+      query_type: 'clarification',
+      task_id: taskId,
+      question,
+      context: { file: 'api/views.py', line: 42, code_snippet: 'def get_data(request):' },
+      suggested_options: options,
+      urgency: 'high',
+    });
+    this.send(query);
+    return query.message_id as string;
+  }
+
+  complete(taskId: string): void {
+    this.current = Math.max(0, this.current - 1);
+    this.send(
+      this.envelope('task_result', {
+        task_id: taskId,
+        status: 'completed',
+        result_type: 'success',
+        files_modified: ['api/views.py'],
+        files_created: ['api/tests/test_views.py'],
+        files_deleted: [],
+        tests_added: ['test_views.py::test_get_data_json'],
+        issues_created: [],
+        pull_request_url: 'https://github.com/org/repo/pull/123',
+        commit_hash: 'abc123def456',
+        error_message: null,
+        warnings: ['Consider refactoring large function at line 150'],
+        execution_time: 45.67,
+        metrics: { lines_added: 250, lines_removed: 50, test_coverage: 85.5, complexity_reduced: true },
+      }),
+    );
+  }
+
+  received(type: string, where: (m: Wire) => boolean = () => true): Wire[] {
+    return this.inbox.filter((r) => r.message.message_type === type && where(r.message)).map((r) => r.message);
+  }
+
+  waitFor(what: string, type: string, where: (m: Wire) => boolean = () => true, ms?: number): Promise<Wire> {
+    return waitFor(`${this.id} to receive ${what}`, () => this.received(type, where)[0], ms);
+  }
+
+  async close(): Promise<void> {
+    this.stopHeartbeats();
+    await this.#nc?.close();
+    this.#nc = null;
+  }
+}
+
+/** Every message the gateway sends is a valid seed 004 message. */
+function expectValid(message: Wire): Seed004Message {
+  const parsed = parseEnvelope(message);
+  if (!parsed.ok) throw new Error(`the gateway sent an invalid ${String(message.message_type)}: ${parsed.problem}`);
+  return parsed.message;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gateway (in this process, through its command) and an owner of remote sessions
+
+function capture() {
+  let out = '';
+  let err = '';
+  return {
+    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as unknown as { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
+    out: () => out,
+    err: () => err,
+  };
+}
+
+async function startGateway(ns: string, extra: Partial<GatewayCommandOptions> = {}) {
+  let release!: () => void;
+  const until = new Promise<void>((r) => (release = r));
+  const c = capture();
+  let gateway: Seed004Gateway | null = null;
+  let failed: unknown = null;
+  const done = gatewayCommand(
+    { nats: server.url, serve: 'coder=coding_agent', namespace: ns, id: `gw-${ns}`, ...DEFAULT, drain: 200, ...extra },
+    { ...c.io, until, onStarted: (g) => (gateway = g) },
+  ).catch((error: unknown) => {
+    failed = error;
+    return -1;
+  });
+  await waitFor('the gateway to start', () => {
+    if (failed) throw failed;
+    return gateway;
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return 0;
+    stopped = true;
+    release();
+    return done;
+  };
+  cleanups.push(stop);
+  return { gateway: gateway! as Seed004Gateway, out: c.out, stop, prefix: `a2a.${ns}.swarm` };
+}
+
+function specFor(ns: string, id: string, prompt = 'Add a GET /data endpoint to api/views.py'): SessionSpec {
+  const { limits, idle } = RunConfig.parse({});
+  return {
+    id,
+    role: 'subtask',
+    agent: { raw: '@coder', backend: 'default', agentName: 'coder' },
+    prompt,
+    expectedOutput: 'the endpoint\nits tests pass',
+    depth: 1,
+    maxDepth: 2,
+    spawnContext: 'agent',
+    owner: { ownerType: 'worker', ownerId: 'w-owner' },
+    correlation: { runId: `run-${ns}`, planId: 'plan', taskId: 'api', workerId: 'w-owner', worktreePath: '.', depth: 1 },
+    lineage: [],
+    taskType: 'code',
+    limits,
+    idle,
+    permissions: { level: [], forSubtasks: true },
+  };
+}
+
+/** The owner's side of a remote session (what a parent's supervisor runs): its updates and result. */
+async function ownerOf(ns: string, spec: SessionSpec) {
+  const transport: Transport = await connectNats({ servers: server.url, namespace: ns, name: `owner-${ns}` });
+  cleanups.push(() => transport.close());
+  await ensureQueues(transport, ns);
+  const received: AnyEventObject[] = [];
+  const parent = createActor(recordingParent(received) as never, { input: undefined }) as unknown as AnyActorRef;
+  parent.start();
+  const logic = createRemoteSessionLogic({ transport, ns, process: `owner-${ns}`, clock: realClock, events: { emit: () => undefined } });
+  const session = createActor(logic, { parent, input: { spec } }) as unknown as AnyActorRef;
+  session.start();
+  cleanups.push(async () => session.stop());
+  return {
+    session,
+    updates: () => received.filter((e) => e.type === 'SUBTASK_UPDATE').map((e) => (e as unknown as { update: TaskUpdate }).update),
+    result: () => waitFor(`the result of ${spec.id}`, () => (session.getSnapshot() as { status: string }).status === 'done' && (session.getSnapshot() as { output: SubTaskResult }).output, 15_000),
+  };
+}
+
+async function registered(gateway: Seed004Gateway, ...ids: string[]) {
+  await waitFor(`${ids.join(', ')} to register`, () => ids.every((id) => gateway.agents().some((a) => a.id === id)));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
+  it('does a run\'s @coder task on the registered external agent: ack, progress, a clarification answered, the result in the summary', async () => {
+    const ns = 'seed-a';
+    const { gateway, out, prefix } = await startGateway(ns);
+    let queryId = '';
+    const agent = await new SeedAgent('coding_agent_12345', prefix, {
+      max: 3,
+      onMessage: (m, a) => {
+        if (m.message_type === 'task') {
+          a.ack(m, 'accepted');
+          a.progress(m.payload.task_id, 0.5, 'Completed implementation, running tests');
+          queryId = a.ask(m.payload.task_id, 'Should the API endpoint return JSON or XML?', ['JSON', 'XML', 'Both']);
+        }
+        if (m.message_type === 'response' && m.payload.query_type === 'clarification' && m.correlation_id === queryId) {
+          a.progress(m.payload.task_id, 0.9, `answered: ${m.payload.answer}`);
+          a.complete(m.payload.task_id);
+        }
+      },
+    }).start(server.url);
+    agent.register();
+    agent.startHeartbeats();
+    await registered(gateway, agent.id);
+
+    const ws = tempDir('a2a-seed004-');
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'seed', tasks: [{ id: 'api', agent: '@coder', prompt: 'Add a GET /data endpoint to api/views.py', expectedOutput: 'the endpoint and its tests' }] }));
+    writeFileSync(join(ws, 'script.json'), JSON.stringify({ rules: [] }));
+    // the orchestrator answers workers' questions by policy
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ orchestrator: { questions: 'policy', policyAnswer: 'JSON, following REST conventions' } }));
+    const c = capture();
+    const code = await main(['run', join(ws, 'plan.json'), '--nats', server.url, '--namespace', ns, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'seed-a', '--no-tree'], c.io);
+    expect(code, c.out() + c.err() + out()).toBe(0);
+
+    // the task the agent got: the spec's task JSON, built from the worker's session
+    const task = expectValid(agent.received('task')[0]!);
+    expect(task.message_type).toBe('task');
+    if (task.message_type !== 'task') throw new Error('not a task');
+    expect(task.payload).toMatchObject({
+      task_id: 'w-api',
+      type: 'implementation',
+      priority: 3,
+      description: 'Add a GET /data endpoint to api/views.py',
+      requirements: ['the endpoint and its tests'],
+      assigned_to: 'coding_agent_12345',
+      context: { metadata: { runId: 'seed-a', planTaskId: 'api', owner: 'orchestrator' } },
+    });
+    // the clarification was answered by the orchestrator's policy, correlated to the query
+    const answer = agent.received('response', (m) => m.correlation_id === queryId)[0]!;
+    expectValid(answer);
+    expect(answer.payload).toMatchObject({ query_type: 'clarification', task_id: 'w-api', answer: 'JSON, following REST conventions' });
+
+    const store = new FileRunStore(ws);
+    const summary = store.read('seed-a').summary as RunSummary;
+    const result = summary.tasks[0]!.result!;
+    expect(result.status).toBe('success');
+    expect(result.output).toContain('files modified: api/views.py');
+    expect(result.output).toContain('files created: api/tests/test_views.py');
+    expect(result.output).toContain('pull request: https://github.com/org/repo/pull/123');
+    expect(result.output).toContain('commit: abc123def456');
+    expect(result.metadata).toMatchObject({ agentId: 'coding_agent_12345', seed004: { execution_time: 45.67, metrics: { lines_added: 250 } } });
+    const events = store.events('seed-a');
+    expect(events.some((e) => e.type === 'question.asked' && String(e.data.question).startsWith('Should the API endpoint return JSON or XML?'))).toBe(true);
+    expect(events.some((e) => e.type === 'question.answered' && e.data.answer === 'JSON, following REST conventions')).toBe(true);
+    expect(events.some((e) => e.type === 'subtask.placed' && e.subTaskId === 'w-api' && e.data.host === `gw-${ns}`)).toBe(true);
+    expect(out()).toContain('agent coding_agent_12345 registered: coding_agent, max 3 task(s)');
+  }, 30_000);
+
+  it('gives a task the agent with the most free capacity; a rejection sends it to the next agent', async () => {
+    const ns = 'seed-b';
+    const { gateway, prefix } = await startGateway(ns);
+    const a = await new SeedAgent('agent_a', prefix, { max: 3, onMessage: (m, self) => m.message_type === 'task' && self.ack(m, 'rejected', 'Repository not accessible') }).start(server.url);
+    const b = await new SeedAgent('agent_b', prefix, {
+      max: 2,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        self.ack(m, 'accepted');
+        self.complete(m.payload.task_id);
+      },
+    }).start(server.url);
+    for (const x of [a, b]) {
+      x.register();
+      x.startHeartbeats();
+    }
+    await registered(gateway, 'agent_a', 'agent_b');
+    const owner = await ownerOf(ns, specFor(ns, 'st-b1'));
+    const result = await owner.result();
+    expect(result.status).toBe('success');
+    // agent_a (3 free) was asked first, rejected, and was never asked again
+    expect(a.received('task')).toHaveLength(1);
+    expect(b.received('task')).toHaveLength(1);
+    expect(a.inbox[0]!.at).toBeLessThanOrEqual(b.inbox.find((r) => r.message.message_type === 'task')!.at);
+    expect(result.metadata).toMatchObject({ history: [{ agentId: 'agent_a', outcome: 'rejected', reason: 'Repository not accessible' }, { agentId: 'agent_b', outcome: 'completed' }] });
+    expect(gateway.agents().find((x) => x.id === 'agent_b')!.assigned).toEqual([]);
+  }, 20_000);
+
+  it('reassigns a task an agent never acknowledges after the ack timeout, and cancels it there', async () => {
+    const ns = 'seed-c';
+    const { gateway, prefix } = await startGateway(ns, { ackTimeout: ACK_MS });
+    const silent = await new SeedAgent('agent_a', prefix, { max: 3 }).start(server.url);
+    const b = await new SeedAgent('agent_b', prefix, {
+      max: 1,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        self.ack(m, 'accepted');
+        self.complete(m.payload.task_id);
+      },
+    }).start(server.url);
+    for (const x of [silent, b]) {
+      x.register();
+      x.startHeartbeats();
+    }
+    await registered(gateway, 'agent_a', 'agent_b');
+    const owner = await ownerOf(ns, specFor(ns, 'st-c1'));
+    const result = await owner.result();
+    expect(result.status).toBe('success');
+    const offered = silent.inbox.find((r) => r.message.message_type === 'task')!;
+    const cancel = await silent.waitFor('a cancel', 'cancel');
+    expectValid(cancel);
+    expect(cancel.payload).toMatchObject({ task_id: 'st-c1', reason: 'reassigned: no acknowledgment' });
+    const reoffered = b.inbox.find((r) => r.message.message_type === 'task')!;
+    expect(reoffered.at - offered.at).toBeGreaterThanOrEqual(ACK_MS - 20);
+    expect(result.metadata).toMatchObject({ history: [{ agentId: 'agent_a', outcome: 'no_ack' }, { agentId: 'agent_b', outcome: 'completed' }] });
+    expect(owner.updates().some((u) => u.message === 'agent_a: no acknowledgment; the task is offered again')).toBe(true);
+  }, 20_000);
+
+  it('reassigns the task of an agent that stops sending heartbeats', async () => {
+    const ns = 'seed-c2';
+    const { gateway, prefix, out } = await startGateway(ns, { heartbeat: SHORT_HEARTBEAT_MS });
+    const a = await new SeedAgent('agent_a', prefix, {
+      max: 3,
+      heartbeatMs: SHORT_HEARTBEAT_MS / 5,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        self.ack(m, 'accepted');
+        self.progress(m.payload.task_id, 0.1, 'cloning');
+        self.stopHeartbeats(); // and never says anything again
+      },
+    }).start(server.url);
+    const b = await new SeedAgent('agent_b', prefix, {
+      max: 1,
+      heartbeatMs: SHORT_HEARTBEAT_MS / 5,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        self.ack(m, 'accepted');
+        self.complete(m.payload.task_id);
+      },
+    }).start(server.url);
+    for (const x of [a, b]) {
+      x.register();
+      x.startHeartbeats();
+    }
+    await registered(gateway, 'agent_a', 'agent_b');
+    const owner = await ownerOf(ns, specFor(ns, 'st-c2'));
+    const result = await owner.result();
+    expect(result.status).toBe('success');
+    expect(result.metadata).toMatchObject({ history: [{ agentId: 'agent_a', outcome: 'lost' }, { agentId: 'agent_b', outcome: 'completed' }] });
+    expect((await a.waitFor('a cancel', 'cancel')).payload).toMatchObject({ task_id: 'st-c2', reason: 'reassigned: unresponsive' });
+    expect(owner.updates().some((u) => u.message === 'agent_a: 10% cloning')).toBe(true);
+    expect(out()).toMatch(/agent agent_a is unresponsive \(silent for \d+ ms\): reassigning st-c2/);
+    expect(gateway.agents().find((x) => x.id === 'agent_a')!.responsive).toBe(false);
+  }, 20_000);
+
+  it('reassigns a task an agent works on past the task timeout', async () => {
+    const ns = 'seed-c3';
+    const { gateway, prefix } = await startGateway(ns, { taskTimeout: 600 });
+    const slow = await new SeedAgent('agent_a', prefix, { max: 3, onMessage: (m, self) => m.message_type === 'task' && self.ack(m, 'accepted') }).start(server.url);
+    const b = await new SeedAgent('agent_b', prefix, {
+      max: 1,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        self.ack(m, 'accepted');
+        self.complete(m.payload.task_id);
+      },
+    }).start(server.url);
+    for (const x of [slow, b]) {
+      x.register();
+      x.startHeartbeats();
+    }
+    await registered(gateway, 'agent_a', 'agent_b');
+    const owner = await ownerOf(ns, specFor(ns, 'st-c3'));
+    const result = await owner.result();
+    expect(result.status).toBe('success');
+    expect(result.metadata).toMatchObject({ history: [{ agentId: 'agent_a', outcome: 'task_timeout' }, { agentId: 'agent_b', outcome: 'completed' }] });
+    const task = expectValid(slow.received('task')[0]!);
+    // the task told the agent its deadline
+    if (task.message_type !== 'task') throw new Error('not a task');
+    expect(Date.parse(task.payload.deadline!)).toBeGreaterThan(Date.now() - 10_000);
+    expect((await slow.waitFor('a cancel', 'cancel')).payload).toMatchObject({ task_id: 'st-c3', reason: 'reassigned: task timeout' });
+  }, 20_000);
+
+  it('sends a cancel to the agent when the owner cancels; only the assigned agent may report on a task', async () => {
+    const ns = 'seed-d';
+    const { gateway, prefix } = await startGateway(ns);
+    const a = await new SeedAgent('agent_a', prefix, {
+      max: 3,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        self.ack(m, 'accepted');
+        self.progress(m.payload.task_id, 0.25, 'started');
+      },
+    }).start(server.url);
+    const other = await new SeedAgent('agent_b', prefix, { max: 1 }).start(server.url);
+    for (const x of [a, other]) {
+      x.register();
+      x.startHeartbeats();
+    }
+    await registered(gateway, 'agent_a', 'agent_b');
+    const owner = await ownerOf(ns, specFor(ns, 'st-d1'));
+    await waitFor('the progress to reach the owner', () => owner.updates().some((u) => u.message === 'agent_a: 25% started'));
+
+    // another agent reports on agent_a's task: refused, and the owner hears nothing of it
+    const intrusion = other.send(other.envelope('progress', { task_id: 'st-d1', progress: 1, message: 'done, trust me' })) as Wire;
+    const refused = await other.waitFor('an error', 'error', (m) => m.correlation_id === intrusion.message_id);
+    expect(refused.payload).toMatchObject({ error_type: 'system_error', error_code: 'E_NOT_ASSIGNED', task_id: 'st-d1' });
+
+    owner.session.send({ type: 'CANCEL', reason: 'Priority change' });
+    const cancel = await a.waitFor('a cancel', 'cancel');
+    expectValid(cancel);
+    expect(cancel.payload).toEqual({ task_id: 'st-d1', reason: 'Priority change' });
+    const result = await owner.result();
+    expect(result).toMatchObject({ taskId: 'st-d1', status: 'cancelled', error: 'Priority change' });
+    expect(owner.updates().some((u) => u.message?.includes('trust me'))).toBe(false);
+
+    // the task is over: a late report about it is refused
+    const late = a.send(a.envelope('progress', { task_id: 'st-d1', progress: 0.5, message: 'still going' })) as Wire;
+    const unknown = await a.waitFor('an error', 'error', (m) => m.correlation_id === late.message_id);
+    expect(unknown.payload).toMatchObject({ error_code: 'E_UNKNOWN_TASK' });
+    await waitFor('agent_a to be free', () => gateway.agents().find((x) => x.id === 'agent_a')!.assigned.length === 0);
+  }, 20_000);
+
+  it('answers status and capability requests with the agent\'s own answers, and times out on silence', async () => {
+    const ns = 'seed-e';
+    const { gateway, prefix } = await startGateway(ns);
+    const a = await new SeedAgent('agent_a', prefix, {
+      max: 3,
+      onMessage: (m, self) => {
+        if (m.message_type === 'status_request') {
+          self.send(
+            self.envelope(
+              'status_response',
+              {
+                agent_id: self.id,
+                status: 'active',
+                current_tasks: [{ task_id: 'elsewhere-1', status: 'in_progress', progress: 0.5, started_at: '2024-01-01T00:00:00Z' }],
+                completed_tasks: 42,
+                failed_tasks: 2,
+                available_capacity: 2,
+                uptime: 3600,
+                last_error: null,
+              },
+              { correlation_id: m.message_id },
+            ),
+          );
+        }
+        if (m.message_type === 'query' && m.payload.query_type === 'capabilities') {
+          self.send(
+            self.envelope(
+              'response',
+              {
+                query_type: 'capabilities',
+                supported_task_types: ['implementation', 'refactoring'],
+                max_concurrent_tasks: 3,
+                current_load: 1,
+                available_capacity: 2,
+                supported_frameworks: ['Django', 'FastAPI'],
+                confidence_score: 0.95,
+              },
+              { correlation_id: m.message_id },
+            ),
+          );
+        }
+      },
+    }).start(server.url);
+    const mute = await new SeedAgent('agent_mute', prefix, { max: 1 }).start(server.url);
+    a.register();
+    mute.register();
+    await registered(gateway, 'agent_a', 'agent_mute');
+
+    const status = await gateway.requestStatus('agent_a');
+    expect(status).toMatchObject({ agent_id: 'agent_a', status: 'active', completed_tasks: 42, available_capacity: 2 });
+    expect(status.current_tasks[0]).toMatchObject({ task_id: 'elsewhere-1', progress: 0.5 });
+    const request = expectValid(a.received('status_request')[0]!);
+    expect(request.payload).toEqual({ include_task_details: true });
+
+    const caps = await gateway.queryCapabilities('agent_a', { requiredCapabilities: ['refactoring', 'django'], taskContext: { framework: 'Django', complexity: 'high' } });
+    expect(caps).toMatchObject({ query_type: 'capabilities', supported_frameworks: ['Django', 'FastAPI'], confidence_score: 0.95 });
+    const query = expectValid(a.received('query')[0]!);
+    expect(query.payload).toMatchObject({ query_type: 'capabilities', required_capabilities: ['refactoring', 'django'] });
+    // the answers refresh the registry's view of its load: 3 at most, 1 in use
+    expect(gateway.agents().find((x) => x.id === 'agent_a')!.availableCapacity).toBe(2);
+
+    await expect(gateway.requestStatus('agent_mute', { timeoutMs: 200 })).rejects.toThrow('agent_mute did not answer the status request within 200 ms');
+    await expect(gateway.queryCapabilities('nobody')).rejects.toThrow('no registered agent "nobody"');
+    // a broadcast reaches every agent on agent.all
+    const id = await gateway.broadcastStatusRequest();
+    await mute.waitFor('the broadcast', 'status_request', (m) => m.message_id === id);
+  }, 20_000);
+
+  it('answers invalid messages with an error naming the problem, and changes nothing', async () => {
+    const ns = 'seed-f';
+    const { gateway, prefix } = await startGateway(ns);
+    const a = await new SeedAgent('agent_a', prefix, { max: 2 }).start(server.url);
+    a.register();
+    a.startHeartbeats();
+    await registered(gateway, 'agent_a');
+    await waitFor('a heartbeat of agent_a', () => gateway.agents()[0]!.status === 'healthy');
+    const before = JSON.stringify(gateway.agents().map(({ lastSeen: _l, ...rest }) => rest));
+
+    const errorFor = async (id: string) => {
+      const error = await a.waitFor(`the error for ${id}`, 'error', (m) => m.correlation_id === id);
+      expectValid(error);
+      expect(error.recipient_id).toBe('agent_a');
+      expect(error.payload.error_type).toBe('system_error');
+      return error.payload as { error_code: string; error_message: string };
+    };
+
+    // not JSON (the sender and message id are still recovered for the reply)
+    a.send('{"message_id": "bad-json-1", "sender_id": "agent_a", "message_type": "heartbeat", "payload": {');
+    expect(await errorFor('bad-json-1')).toMatchObject({ error_code: 'E_INVALID_MESSAGE', error_message: expect.stringContaining('not valid JSON') });
+
+    // a missing field
+    const missing = a.send(a.envelope('heartbeat', { current_tasks: 0, available_capacity: 2, status: 'healthy' })) as Wire;
+    expect((await errorFor(missing.message_id)).error_message).toBe('invalid message: payload.agent_id: is required (expected string)');
+
+    // a wrong enum: the allowed values are named
+    const badEnum = a.send(a.envelope('acknowledgment', { task_id: 'x', status: 'maybe' })) as Wire;
+    expect((await errorFor(badEnum.message_id)).error_message).toBe('invalid message: payload.status: expected one of "accepted", "rejected" (got "maybe")');
+    const badType = a.send(a.envelope('hello', {})) as Wire;
+    expect((await errorFor(badType.message_id)).error_message).toContain('message_type: expected one of "registration", "task", "acknowledgment"');
+    const badNumber = a.send(a.envelope('progress', { task_id: 'x', progress: 7, message: 'seven' })) as Wire;
+    expect((await errorFor(badNumber.message_id)).error_message).toMatch(/^invalid message: payload\.progress: .*1.* \(got 7\)$/);
+
+    // an invalid registration registers nothing
+    const badRegistration = a.send(a.envelope('registration', { agent_id: 'agent_a', agent_type: 'coding_agent', capabilities: [], max_concurrent_tasks: 0 })) as Wire;
+    expect((await errorFor(badRegistration.message_id)).error_message).toMatch(/^invalid message: payload\.max_concurrent_tasks: /);
+
+    // an unknown task
+    const unknownTask = a.send(a.envelope('task_result', { task_id: 'no-such-task', status: 'completed', result_type: 'success' })) as Wire;
+    expect(await errorFor(unknownTask.message_id)).toMatchObject({ error_code: 'E_UNKNOWN_TASK', error_message: 'payload.task_id: "no-such-task" is not a task in progress here' });
+
+    // messages only the orchestrator sends, and senders that never registered
+    const confused = a.send(a.envelope('cancel', { task_id: 'x' })) as Wire;
+    expect((await errorFor(confused.message_id)).error_code).toBe('E_UNEXPECTED_MESSAGE');
+    const stranger = await new SeedAgent('agent_stranger', prefix, { max: 1 }).start(server.url);
+    const hello = stranger.send(stranger.envelope('heartbeat', { agent_id: 'agent_stranger' })) as Wire;
+    const notRegistered = await stranger.waitFor('an error', 'error', (m) => m.correlation_id === hello.message_id);
+    expect(notRegistered.payload).toMatchObject({ error_code: 'E_NOT_REGISTERED', suggested_action: 'Send a registration message first' });
+
+    // an invalid error report is not answered (no error ping-pong); a valid one is only logged
+    a.send(a.envelope('error', { error_type: 'oops' }));
+    const report = a.send(a.envelope('error', { error_type: 'resource_error', error_code: 'E001', error_message: 'disk full', recoverable: true })) as Wire;
+    // a marker message after them: its reply arrives after anything they could have caused
+    const marker = a.send(a.envelope('acknowledgment', { task_id: 'x', status: 'nope' })) as Wire;
+    await errorFor(marker.message_id);
+    expect(a.received('error', (m) => m.correlation_id === report.message_id)).toEqual([]);
+    expect(a.received('error')).toHaveLength(9);
+
+    expect(JSON.stringify(gateway.agents().map(({ lastSeen: _l, ...rest }) => rest))).toBe(before);
+    expect(gateway.agents().map((x) => x.id)).toEqual(['agent_a']);
+  }, 20_000);
+});

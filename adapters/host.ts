@@ -22,6 +22,7 @@ import { actorAt, restoreTimers, takeCheckpoint, walkActors, type Checkpoint } f
 import { createParentLinkLogic, ensureQueues, subjects, type LinkDeps } from '../actors/remote.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
+import { observeSessions } from '../actors/observe.js';
 
 /** What the snapshots bucket holds for a session that runs (or ran) on a host. */
 export interface SessionRecord {
@@ -181,7 +182,12 @@ export class Host {
     const sub = root.system.inspect((e) => {
       if (e.type === '@xstate.snapshot') this.#mark(running);
     });
-    running.unsubscribe = () => sub.unsubscribe();
+    // the sessions' states, model and tool calls, for the run's orchestrator and monitors
+    const observed = observeSessions(root, this.#o.events);
+    running.unsubscribe = () => {
+      sub.unsubscribe();
+      observed?.unsubscribe();
+    };
     root.start();
     if (checkpoint) {
       restoreTimers(root, checkpoint.timers, this.#o.clock.now());
@@ -278,6 +284,7 @@ export class Host {
       sessions: this.sessions,
       startedAt: this.#startedAt,
       at: this.#o.clock.now(),
+      intervalMs: this.#o.heartbeatMs,
       status,
     };
     await this.#o.transport.publish(this.#s.heartbeat(this.#o.hostId), beat);

@@ -128,20 +128,22 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
   }
 }
 
-function nodeLine(view: RunView, node: NodeView, prefix: string, now: number, p: Palette): string {
+function nodeLine(view: RunView, node: NodeView, prefix: string, now: number, p: Palette, extra?: (node: NodeView) => string): string {
   const elapsed = formatElapsed((node.endedAt ?? now) - node.startedAt);
   const label = node.taskId && node.depth === 0 ? `${node.taskId} (${node.id})` : node.id;
   const note = node.note ? `  ${p.dim(oneLine(node.note, 50))}` : '';
   const cost = view.subtreeCost(node.id);
   const usd = cost > 0 ? `  ${p.dim(formatUsd(cost))}` : '';
-  return `${prefix}${p.bold(label)}  ${node.agentType}  ${statusColour(p, node.status)}  d${node.depth}  ${p.dim(elapsed)}${usd}  ${p.dim(oneLine(node.prompt, 40))}${note}`;
+  const more = extra ? extra(node) : '';
+  return `${prefix}${p.bold(label)}  ${node.agentType}  ${statusColour(p, node.status)}${more ? `  ${more}` : ''}  d${node.depth}  ${p.dim(elapsed)}${usd}  ${p.dim(oneLine(node.prompt, 40))}${note}`;
 }
 
 export const formatUsd = (usd: number) => (usd >= 1 ? `$${usd.toFixed(2)}` : `$${usd.toFixed(4)}`);
 
-export function renderTree(view: RunView, now: number, p: Palette = palette(false)): string[] {
+/** The tree as lines; `extra` adds a column after each node's status (`a2a monitor`: its host). */
+export function renderTree(view: RunView, now: number, p: Palette = palette(false), extra?: (node: NodeView) => string): string[] {
   const head = `orchestrator  ${statusColour(p, view.status)}  ${p.dim(formatElapsed((view.finishedAt ?? now) - (view.startedAt ?? now)))}${view.costUsd > 0 ? `  ${p.dim(formatUsd(view.costUsd))}` : ''}`;
-  return [head, ...view.walk().map(({ node, prefix }) => nodeLine(view, node, prefix, now, p))];
+  return [head, ...view.walk().map(({ node, prefix }) => nodeLine(view, node, prefix, now, p, extra))];
 }
 
 export interface RunDisplay {

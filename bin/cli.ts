@@ -9,6 +9,8 @@ import { runCommand, type RunIo } from './commands/run.js';
 import { stopCommand } from './commands/stop.js';
 import { auditCommand, inboxCommand, manageCommand, statusCommand } from './commands/manage.js';
 import { hostCommand } from './commands/host.js';
+import { gatewayCommand } from './commands/gateway.js';
+import { monitorCommand } from './commands/monitor.js';
 import { inspectCommand } from './commands/inspect.js';
 import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
 
@@ -76,6 +78,44 @@ export async function main(argv: string[], io: RunIo = { stdout: process.stdout,
     .addOption(new Option('--heartbeat <ms>', 'heartbeat interval (a host silent for 3 is taken as dead)').argParser(int('--heartbeat', 100)))
     .action(async (options) => {
       code = await hostCommand(options, io);
+    });
+
+  program
+    .command('gateway')
+    .description('Serve agent types with external seed 004 agents (register, take tasks, report) over NATS; drains on SIGTERM')
+    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN)')
+    .requiredOption('--serve <map>', 'a2a agent = seed 004 agent_type, comma-separated (e.g. coder=coding_agent,reviewer=review_agent)')
+    .option('--namespace <ns>', 'namespace (default: default)')
+    .option('--prefix <subject>', 'subject prefix of the seed 004 routing (default: a2a.<ns>.swarm)')
+    .option('--id <hostId>', 'gateway (host) id (default: gateway-hostname-pid)')
+    .addOption(new Option('--ack-timeout <ms>', 'how long an agent has to acknowledge a task (default 30000)').argParser(int('--ack-timeout', 1)))
+    .addOption(new Option('--task-timeout <ms>', 'how long an agent may work on a task before it is reassigned (default 1800000)').argParser(int('--task-timeout', 1)))
+    .addOption(new Option('--heartbeat <ms>', 'the agents\' heartbeat interval; silent for 3 is unresponsive (default 30000)').argParser(int('--heartbeat', 10)))
+    .addOption(new Option('--max-attempts <n>', 'offers of a task before it fails (default 3)').argParser(int('--max-attempts', 1)))
+    .addOption(new Option('--agent-wait <ms>', 'how long a task waits for an agent with free capacity (default 300000)').argParser(int('--agent-wait', 1)))
+    .addOption(new Option('--concurrency <n>', 'tasks taken from the queue at once (default 64)').argParser(int('--concurrency', 1)))
+    .addOption(new Option('--drain <ms>', 'on SIGTERM, how long running tasks may finish before they are handed back').argParser(int('--drain')))
+    .action(async (options) => {
+      code = await gatewayCommand(options, io);
+    });
+
+  /** A NATS subject token: what a namespace or a run id may be made of when the monitor subscribes to it. */
+  const token = (name: string) => (value: string) => {
+    if (!/^[A-Za-z0-9_-]+$/.test(value)) throw new InvalidArgumentError(`${name} may contain letters, digits, "_" and "-" only, got "${value}"`);
+    return value;
+  };
+  program
+    .command('monitor')
+    .description('Watch runs across hosts live over NATS: the tree with the host of each session, host liveness and load, metrics')
+    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN)')
+    .addOption(new Option('--namespace <ns>', 'namespace (default: default)').argParser(token('--namespace')))
+    .addOption(new Option('--run <runId>', 'watch this run only (default: every run of the namespace)').argParser(token('--run')))
+    .option('--json', 'print NDJSON: one line per event ("kind":"event"), per host change ("kind":"host") and periodic snapshots ("kind":"snapshot")')
+    .option('--until-done', 'exit after the --run run finished (with a final snapshot)')
+    .addOption(new Option('--for <ms>', 'exit after this long').argParser(int('--for', 1)))
+    .addOption(new Option('--interval <ms>', 'snapshot period with --json, refresh period of the view (default 1000)').argParser(int('--interval', 50)))
+    .action(async (options) => {
+      code = await monitorCommand(options, io);
     });
 
   program

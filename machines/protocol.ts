@@ -667,6 +667,8 @@ export const HostHeartbeat = z.object({
   sessions: z.array(z.string()),
   startedAt: z.number(),
   at: z.number(),
+  /** How often it beats: a host silent for 3 intervals is taken as dead. */
+  intervalMs: z.number().int().positive().optional(),
   status: z.enum(['ready', 'draining']),
 });
 export type HostHeartbeat = z.infer<typeof HostHeartbeat>;

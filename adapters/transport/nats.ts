@@ -61,6 +61,12 @@ const FETCH_EXPIRES_MS = 5_000;
 const RECONNECT_WAIT_MS = 10_000;
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2_000;
+/**
+ * How long an idempotent operation (an enqueue with its msgId, creating a consumer, reading a
+ * key) is retried while the server is restarting: its reply can be lost, or JetStream can still
+ * be recovering (no responders, timeouts) after the connection is back.
+ */
+const TRANSIENT_RETRY_MS = 30_000;
 /** Headers JetStream uses itself (`Nats-Msg-Id`, `Nats-Expected-…`): reserved, hidden from handlers. */
 const RESERVED_HEADER = /^nats-/i;
 
@@ -116,6 +122,15 @@ function isNoResponders(error: unknown): boolean {
 function isTimeout(error: unknown): boolean {
   return error instanceof TimeoutError || (error instanceof Error && error.cause instanceof TimeoutError);
 }
+
+/** A failure that a restarting server causes and that goes away: worth a retry of an idempotent operation. */
+function isTransient(error: unknown): boolean {
+  if (error instanceof A2AError) return error.code === 'AGENT_TIMEOUT';
+  const text = reason(error);
+  return isTimeout(error) || isNoResponders(error) || /not enabled|disconnect|connection (closed|lost|draining)|jetstream .*unavailable|503/i.test(text);
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function encode(data: unknown, what: string): string {
   try {
@@ -179,9 +194,18 @@ export async function connectNats(options: NatsTransportOptions): Promise<Transp
     });
   } catch (error) {
     const auth = /authoriz|authentic|permission/i.test(reason(error));
-    throw new A2AError(auth ? 'CONFIGURATION_INVALID' : 'AGENT_ERROR', redact(`could not connect to NATS at ${servers}: ${reason(error)}`, secrets), {
-      where: servers,
-    });
+    // The server only says "Authorization Violation": say which credentials were tried (never their values).
+    const given = [
+      options.user !== undefined ? `user "${options.user}"${options.pass !== undefined ? ' with a password' : ''}` : options.pass !== undefined ? 'a password' : '',
+      options.token !== undefined ? 'a token' : '',
+      (Array.isArray(options.servers) ? options.servers : [options.servers]).some((s) => /\/\/[^@/]+@/.test(s)) ? 'credentials in the server URL' : '',
+    ].filter(Boolean);
+    const message = !auth
+      ? `could not connect to NATS at ${servers}: ${reason(error)}`
+      : given.length === 0
+        ? `could not connect to NATS at ${servers}: the server requires credentials and none were given (the a2a commands read A2A_NATS_USER and A2A_NATS_PASSWORD, or A2A_NATS_TOKEN) (server: ${reason(error)})`
+        : `could not connect to NATS at ${servers}: the server refused the credentials (${given.join(', ')}): check them (the a2a commands read A2A_NATS_USER and A2A_NATS_PASSWORD, or A2A_NATS_TOKEN) against the server's authorization block (server: ${reason(error)})`;
+    throw new A2AError(auth ? 'CONFIGURATION_INVALID' : 'AGENT_ERROR', redact(message, secrets), { where: servers });
   }
   // checkAPI: false, so that a server without JetStream still serves core messaging.
   const jsm = await jetstreamManager(nc, { checkAPI: false });
@@ -202,6 +226,8 @@ class NatsTransport implements Transport {
   /** False between a disconnect and the reconnect (see RECONNECT_WAIT_MS). */
   #up = true;
   #onUp = new Set<() => void>();
+  /** Called on each reconnect: pull requests made before it died with the old connection. */
+  #onReconnect = new Set<() => void>();
 
   constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, namespace: string, servers: string, secrets: string[]) {
     this.#secrets = secrets;
@@ -219,6 +245,7 @@ class NatsTransport implements Transport {
       else if (status.type === 'reconnect' || status.type === 'close') {
         this.#up = status.type === 'reconnect';
         for (const wake of [...this.#onUp]) wake();
+        if (status.type === 'reconnect') for (const refetch of [...this.#onReconnect]) refetch();
       }
     }
   }
@@ -257,6 +284,25 @@ class NatsTransport implements Transport {
     return new A2AError(code, redact(`${what} (NATS ${this.#server})${detail}`, this.#secrets), { cause: error, where });
   }
 
+  /**
+   * Runs an idempotent operation, again after transient failures (see isTransient), with
+   * backoff, for up to TRANSIENT_RETRY_MS; then (or on any other failure) throws its last error.
+   * `stillTransient` may look closer at a failure (is the stream really missing?).
+   */
+  async #retrying<T>(what: string, where: string, op: () => Promise<T>, stillTransient?: (error: unknown) => Promise<boolean>): Promise<T> {
+    const deadline = Date.now() + TRANSIENT_RETRY_MS;
+    for (let attempt = 0; ; attempt++) {
+      await this.#ready(what, where, Math.max(1, Math.min(RECONNECT_WAIT_MS, deadline - Date.now())));
+      try {
+        return await op();
+      } catch (error) {
+        const retry = !this.#nc.isClosed() && Date.now() < deadline && isTransient(error) && (stillTransient ? await stillTransient(error).catch(() => true) : true);
+        if (!retry) throw error;
+        await pause(Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS));
+      }
+    }
+  }
+
   // -- core messaging ---------------------------------------------------------------------------
 
   async publish(subject: string, data: unknown, headers?: Record<string, string>): Promise<void> {
@@ -276,11 +322,16 @@ class NatsTransport implements Transport {
     if (options.queue !== undefined) assertSubject(options.queue, 'queue group', false);
     await this.#ready(`subscribe to subject "${subject}"`, subject);
     let sub;
+    // A subscription the server refuses (permissions) is closed with this error, before the flush returns.
+    const refusal: { error?: Error } = {};
     try {
       sub = this.#nc.subscribe(subject, {
         queue: options.queue,
         callback: (error, msg) => {
-          if (error) return;
+          if (error) {
+            refusal.error = error;
+            return;
+          }
           const message: TransportMessage = { subject: msg.subject, data: decode(msg.data), headers: fromHeaders(msg.headers) };
           if (msg.reply) this.#requests.set(message, msg);
           try {
@@ -296,6 +347,7 @@ class NatsTransport implements Transport {
     } catch (error) {
       throw this.#fail('AGENT_ERROR', `could not subscribe to subject "${subject}"`, subject, error);
     }
+    if (refusal.error) throw this.#fail('AGENT_ERROR', `could not subscribe to subject "${subject}": the server refused it`, subject, refusal.error);
     return {
       unsubscribe: async () => {
         if (!sub.isClosed()) sub.unsubscribe();
@@ -384,11 +436,24 @@ class NatsTransport implements Transport {
     }
     const payload = encode(data, `subject "${subject}"`);
     const h = toHeaders(options.headers, subject);
-    await this.#ready(`enqueue on subject "${subject}"`, subject);
+    // A retry with the same msgId is safe: the queue drops the duplicate.
+    const streamMissing = async () => {
+      try {
+        await this.#jsm.streams.find(subject);
+        return false;
+      } catch (error) {
+        if (/no stream matches/i.test(reason(error))) return true;
+        throw error;
+      }
+    };
     try {
-      const ack = await this.#js.publish(subject, payload, { msgID: options.msgId, ...(h ? { headers: h } : {}) });
+      const ack = await this.#retrying(`enqueue on subject "${subject}"`, subject, () =>
+        this.#js.publish(subject, payload, { msgID: options.msgId, ...(h ? { headers: h } : {}) }),
+        async (error) => !(isNoResponders(error) || /not enabled/i.test(reason(error))) || !(await streamMissing()),
+      );
       return { duplicate: ack.duplicate };
     } catch (error) {
+      if (error instanceof A2AError) throw error;
       // The client reports a publish nobody stored as "JetStream not enabled": say what it means here.
       if (isNoResponders(error) || /not enabled/i.test(reason(error))) {
         throw this.#fail('NOT_FOUND', `no durable queue holds subject "${subject}" (or JetStream is not enabled)`, subject);
@@ -420,11 +485,11 @@ class NatsTransport implements Transport {
       ...(options.filter !== undefined ? { filter_subject: options.filter } : {}),
     };
     // Creates the durable consumer, or updates it: consumers with the same name share its messages.
-    const ensure = async (): Promise<Consumer> => {
-      await this.#ready(`create consumer ${options.consumer} on queue ${queue}`, where);
-      await this.#jsm.consumers.add(stream, config);
-      return this.#js.consumers.get(stream, options.consumer);
-    };
+    const ensure = (): Promise<Consumer> =>
+      this.#retrying(`create consumer ${options.consumer} on queue ${queue}`, where, async () => {
+        await this.#jsm.consumers.add(stream, config);
+        return this.#js.consumers.get(stream, options.consumer);
+      });
     let consumer: Consumer;
     try {
       consumer = await ensure();
@@ -486,11 +551,16 @@ class NatsTransport implements Transport {
         }
       }
     };
+    // A pull request made before a reconnect is gone with the old connection (the server may have
+    // restarted): end it now rather than wait for it to expire, and ask again.
+    const refetch = () => (batch as ConsumerMessages | null)?.stop();
+    this.#onReconnect.add(refetch);
     const running = loop();
     const handle: DurableConsumer = {
       stop: async () => {
         if (stopped) return;
         stopped = true;
+        this.#onReconnect.delete(refetch);
         this.#consumers.delete(handle);
         (batch as ConsumerMessages | null)?.stop();
         stopping.abort();
@@ -546,9 +616,8 @@ class NatsTransport implements Transport {
     return {
       get: async (key) => {
         assertKey(key, bucket);
-        await this.#ready(`use key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
         try {
-          const entry = await kv.get(key);
+          const entry = await this.#retrying(`use key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, () => kv.get(key));
           return entry && entry.operation === 'PUT' ? { value: decode(entry.value), revision: entry.revision } : null;
         } catch (error) {
           throw failed('get', key, error);
@@ -557,9 +626,9 @@ class NatsTransport implements Transport {
       put: async (key, value) => {
         assertKey(key, bucket);
         const payload = encode(value, `key "${key}" of bucket ${bucket}`);
-        await this.#ready(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
         try {
-          return await kv.put(key, payload);
+          // a blind write: writing it twice leaves the same value
+          return await this.#retrying(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, () => kv.put(key, payload));
         } catch (error) {
           throw failed('put', key, error);
         }
@@ -567,33 +636,40 @@ class NatsTransport implements Transport {
       update: async (key, value, revision) => {
         assertKey(key, bucket);
         const payload = encode(value, `key "${key}" of bucket ${bucket}`);
-        await this.#ready(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
+        let attempts = 0;
         try {
-          if (revision === 0) await kv.create(key, payload);
-          else await kv.update(key, payload, revision);
+          await this.#retrying(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, async () => {
+            attempts += 1;
+            if (revision === 0) await kv.create(key, payload);
+            else await kv.update(key, payload, revision);
+          });
           return true;
         } catch (error) {
-          if (isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown)) return false;
-          throw failed('update', key, error);
+          const conflict = isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown) || /wrong last sequence|key exists/i.test(reason(error));
+          if (!conflict) throw failed('update', key, error);
+          if (attempts === 1) return false;
+          // A retry after a lost reply: the first attempt may have been the write that moved the revision.
+          const now = await kv.get(key).catch(() => null);
+          return now !== null && now.operation === 'PUT' && new TextDecoder().decode(now.value) === payload;
         }
       },
       delete: async (key) => {
         assertKey(key, bucket);
-        await this.#ready(`use key "${key}" of bucket ${bucket}`, `${bucket}/${key}`);
         try {
-          await kv.delete(key);
+          await this.#retrying(`use key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, () => kv.delete(key));
         } catch (error) {
           throw failed('delete', key, error);
         }
       },
       keys: async (prefix = '') => {
-        await this.#ready(`list the keys of bucket ${bucket}`, bucket);
         try {
           // A prefix ending in "." is a subject prefix the server can filter on; others are filtered here.
           const filter = prefix.endsWith('.') && prefix.length > 1 ? `${prefix}>` : '>';
-          const out: string[] = [];
-          for await (const key of await kv.keys(filter)) if (key.startsWith(prefix)) out.push(key);
-          return [...new Set(out)].sort();
+          return await this.#retrying(`list the keys of bucket ${bucket}`, bucket, async () => {
+            const out: string[] = [];
+            for await (const key of await kv.keys(filter)) if (key.startsWith(prefix)) out.push(key);
+            return [...new Set(out)].sort();
+          });
         } catch (error) {
           throw this.#fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
         }

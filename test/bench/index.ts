@@ -1,16 +1,31 @@
 /**
  * `npm run bench`: runs every scenario several times, each in a fresh Node process (plain node,
  * so XState's production build, as users run it), and prints a table of medians against targets.
+ *
+ * BENCH_RUNS (default 5) sets the runs per scenario; the NATS rows take at most 3 (each run starts
+ * its own nats-server: see test/nats/server.ts for where the binary comes from). BENCH_NATS=0
+ * leaves the NATS rows out; without a nats-server binary the bench fails before it starts.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { natsServerBinary } from '../nats/server.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const NATS = process.env.BENCH_NATS !== '0';
 const worker = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
-function measure(scenario: string, n: number, parallel?: number): Array<Record<string, number>> {
+if (NATS) {
+  try {
+    natsServerBinary();
+  } catch (error) {
+    console.error(`npm run bench: the NATS rows need a nats-server binary. ${error instanceof Error ? error.message : String(error)} (BENCH_NATS=0 leaves the NATS rows out.)`);
+    process.exit(1);
+  }
+}
+
+function measure(scenario: string, n: number, parallel?: number, runs = RUNS): Array<Record<string, number>> {
   const results: Array<Record<string, number>> = [];
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < runs; i++) {
     const args = ['--expose-gc', '--import', 'tsx', worker, scenario, String(n), ...(parallel ? [String(parallel)] : [])];
     const out = execFileSync(process.execPath, args, {
       encoding: 'utf8',
@@ -58,8 +73,24 @@ const inboxRuns = measure('inbox', 20_000);
 const perSecond = med(inboxRuns, 'perSecond');
 rows.push(['inbox throughput, journaled to the file store (20,000 mixed messages)', `${Math.round(perSecond).toLocaleString('en')}/s`, '>= 10,000/s', perSecond >= 10_000]);
 
+let natsRuns = 0;
+if (NATS) {
+  // 1,000 round trips each way, 40 remote spawns (after warm-ups), on a private loopback server
+  natsRuns = Math.min(RUNS, 3);
+  const nats = measure('nats', 1000, 40, natsRuns);
+  const ms = (key: string) => `${med(nats, key).toFixed(2)} ms`;
+  rows.push(['NATS hop via the Transport (request/respond, ~1 KB JSON) p50', ms('hopP50'), '', true]);
+  rows.push(['NATS hop via the Transport p99', ms('hopP99'), '', true]);
+  rows.push(['  raw NATS request/reply, bare client, same payload p50', ms('rawP50'), '', true]);
+  rows.push(['  raw NATS request/reply p99', ms('rawP99'), '', true]);
+  rows.push(['remote sub-task spawn: enqueue -> started at the owner p50', ms('spawnP50'), '', true]);
+  rows.push(['remote sub-task spawn: enqueue -> started at the owner p99 (of 40)', ms('spawnP99'), '', true]);
+}
+
 const width = Math.max(...rows.map((r) => r[0].length));
-console.log(`\na2a benchmark: median of ${RUNS} runs, each in a fresh process (node ${process.version}, ${process.arch})\n`);
+console.log(
+  `\na2a benchmark: median of ${RUNS} runs${natsRuns ? ` (NATS rows: ${natsRuns})` : ''}, each in a fresh process (node ${process.version}, ${process.arch})\n`,
+);
 console.log(`${'measure'.padEnd(width)}  ${'value'.padStart(10)}  ${'target'.padEnd(10)}  ok`);
 console.log(`${'-'.repeat(width)}  ${'-'.repeat(10)}  ${'-'.repeat(10)}  --`);
 for (const [name, value, target, ok] of rows) {

@@ -192,3 +192,121 @@ export async function inbox(n: number): Promise<{ perSecond: number; wallMs: num
   if (lines !== 2 * n) throw new Error(`journal holds ${lines} records, expected ${2 * n}`);
   return { perSecond: (n / wallMs) * 1000, wallMs };
 }
+
+const percentiles = (times: number[]) => {
+  const sorted = [...times].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+  return { p50: at(50), p99: at(99) };
+};
+
+/**
+ * NATS latencies on a private nats-server (loopback, JetStream on a temp dir), all in ms:
+ *   - `hop`: one hop through the project's Transport (request → subscribed responder → respond,
+ *     ~1 KB JSON each way; test/nats/hop.ts);
+ *   - `raw`: the same round trip with the bare client (payload encoded once, echoed as bytes): the
+ *     floor under the Transport;
+ *   - `spawn`: a remote sub-task, from its spawn enqueue (the owner's remoteSession actor starting)
+ *     to its `started` up-message reaching the owner (`subtask.placed`), with a Host on its own
+ *     connection in this process: spawn queue → host (claim in the snapshots bucket, session
+ *     started under its parent link) → up queue → the owner's new up consumer. Spawns are
+ *     sequential, each one finished (its result back at the owner) before the next.
+ * NATS modules are imported here only, so that the other scenarios do not load them.
+ */
+export async function natsLatency(hopSamples: number, spawnSamples: number): Promise<Record<string, number>> {
+  const { performance } = await import('node:perf_hooks');
+  const { createActor } = await import('xstate');
+  const { connect } = await import('@nats-io/transport-node');
+  const { startNatsServer } = await import('../nats/server.js');
+  const { measureHop, hopPayload } = await import('../nats/hop.js');
+  const { connectNats } = await import('../../adapters/transport/nats.js');
+  const { Host } = await import('../../adapters/host.js');
+  const { createRemoteSessionLogic, ensureQueues } = await import('../../actors/remote.js');
+
+  const server = await startNatsServer();
+  const closers: Array<() => Promise<unknown>> = [];
+  try {
+    // (a) one hop through the Transport
+    const transport = await connectNats({ servers: server.url, namespace: 'bench', name: 'bench-hop' });
+    closers.push(() => transport.close());
+    const hop = await measureHop(transport, hopSamples);
+
+    // (b) the same with the bare client
+    const nc = await connect({ servers: server.url, name: 'bench-raw' });
+    closers.push(() => nc.close());
+    const subject = `a2a.bench.raw.${process.pid}`;
+    nc.subscribe(subject, { callback: (error, msg) => void (error ? undefined : msg.respond(msg.data)) });
+    await nc.flush();
+    const bytes = new TextEncoder().encode(JSON.stringify(hopPayload()));
+    for (let i = 0; i < Math.min(50, hopSamples); i++) await nc.request(subject, bytes, { timeout: 10_000 });
+    const rawTimes: number[] = [];
+    for (let i = 0; i < hopSamples; i++) {
+      const t0 = performance.now();
+      await nc.request(subject, bytes, { timeout: 10_000 });
+      rawTimes.push(performance.now() - t0);
+    }
+    const raw = percentiles(rawTimes);
+
+    // (c) remote sub-task spawn → started at the owner
+    const ns = 'bench';
+    const { runtime, spec } = setup(
+      { rules: [{ agent: '*', prompt: '', turns: [{ text: '', toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'ok' } }] }], reactions: [] }] },
+      spawnSamples + 10,
+    );
+    const hostTransport = await connectNats({ servers: server.url, namespace: ns, name: 'bench-host' });
+    const ownerTransport = await connectNats({ servers: server.url, namespace: ns, name: 'bench-owner' });
+    closers.push(() => hostTransport.close(), () => ownerTransport.close());
+    const host = new Host({
+      transport: hostTransport,
+      ns,
+      hostId: 'bench-host',
+      agents: [spec.agent.agentName],
+      concurrency: 4,
+      sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
+      clock: realClock,
+      events: nullSink,
+    });
+    await host.start();
+    closers.unshift(() => host.stop());
+    await ensureQueues(ownerTransport, ns);
+    let placedAt = 0;
+    const logic = createRemoteSessionLogic({
+      transport: ownerTransport,
+      ns,
+      process: 'bench-owner',
+      clock: realClock,
+      events: { listening: true, emit: (e) => void (e.type === 'subtask.placed' && (placedAt = performance.now())) },
+    });
+    const warmup = 5;
+    const spawnTimes: number[] = [];
+    for (let i = 0; i < warmup + spawnSamples; i++) {
+      const child: SessionSpec = {
+        ...spec,
+        id: `rs-${i}`,
+        role: 'subtask',
+        depth: 1,
+        prompt: `remote ${i}`,
+        owner: { ownerType: 'agent', ownerId: spec.id },
+        lineage: [{ agentName: spec.agent.agentName, prompt: spec.prompt }],
+      };
+      placedAt = 0;
+      const actor = createActor(logic, { input: { spec: child } });
+      const finished = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`remote sub-task ${child.id} did not finish within 20 s`)), 20_000);
+        actor.subscribe({
+          complete: () => (clearTimeout(timer), resolve()),
+          error: (error) => (clearTimeout(timer), reject(error instanceof Error ? error : new Error(String(error)))),
+        });
+      });
+      const t0 = performance.now();
+      actor.start();
+      await finished;
+      if (!placedAt) throw new Error(`remote sub-task ${child.id} finished without a started message`);
+      if (i >= warmup) spawnTimes.push(placedAt - t0);
+    }
+    const remote = percentiles(spawnTimes);
+    return { hopP50: hop.p50Ms, hopP99: hop.p99Ms, rawP50: raw.p50, rawP99: raw.p99, spawnP50: remote.p50, spawnP99: remote.p99 };
+  } finally {
+    for (const close of closers) await close().catch(() => undefined);
+    await server.stop();
+  }
+}

@@ -4,7 +4,7 @@
  * The fan-out is warmed up first with a 1k run, so that JIT warm-up is not billed to the
  * measured run (both sizes get the same warm-up).
  */
-import { fanout, idle, inbox, spawnLatency } from './scenarios.js';
+import { fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
 
 const [scenario, nText, parallelText] = process.argv.slice(2);
 const n = Number(nText);
@@ -31,8 +31,12 @@ switch (scenario) {
     await inbox(1000);
     out = { ...(await inbox(n)), peakRssMb: peakRssMb() };
     break;
+  case 'nats':
+    // n: hop samples; the second argument: remote spawns
+    out = await natsLatency(n, parallel);
+    break;
   default:
-    throw new Error(`unknown scenario ${scenario}; use fanout, idle or spawn`);
+    throw new Error(`unknown scenario ${scenario}; use fanout, idle, spawn, inbox or nats`);
 }
 console.log(JSON.stringify({ scenario, n, parallel, ...out }));
 process.exit(0);

@@ -25,6 +25,8 @@ export interface NatsServer {
   kill(): Promise<void>;
   /** Stops it if it runs, then starts it again on the same port and store dir. */
   restart(): Promise<void>;
+  /** The last lines the server printed (since its last start): errors, permission violations. */
+  log(): string;
 }
 
 export interface NatsServerOptions {
@@ -32,6 +34,17 @@ export interface NatsServerOptions {
   jetstream?: boolean;
   /** Extra configuration text appended to the config file (e.g. an `authorization { … }` block). */
   config?: string;
+  /**
+   * A whole configuration (e.g. examples/nats/server.conf) placed BEFORE the fixture's own lines:
+   * its `listen` and `jetstream` settings are overridden by them (in a nats-server config the last
+   * value of a key wins), everything else (authorization, accounts, limits) applies as written.
+   */
+  base?: string;
+  /**
+   * Environment variables for the server process only (on top of this process's environment): the
+   * values a config reads with `$NAME` (passwords). They are never logged.
+   */
+  env?: Record<string, string>;
   /** Default: a free port chosen now. */
   port?: number;
 }
@@ -160,6 +173,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   dirs.add(dir);
   const configFile = join(dir, 'nats.conf');
   const config = [
+    options.base ?? '',
     `listen: "127.0.0.1:${port}"`,
     // No monitoring, cluster, gateway or leafnode ports: only the client port, on loopback.
     jetstream ? `jetstream { store_dir: ${JSON.stringify(join(dir, 'jetstream'))} }` : '',
@@ -173,12 +187,15 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const start = async () => {
     output = [];
-    const proc = spawn(binary, ['-c', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(binary, ['-c', configFile], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
+    });
     child = proc;
     live.add(proc);
     const keep = (chunk: Buffer) => {
       output.push(chunk.toString('utf8'));
-      if (output.length > 200) output = output.slice(-100);
+      if (output.length > 2000) output = output.slice(-1000);
     };
     proc.stdout?.on('data', keep);
     proc.stderr?.on('data', keep);
@@ -218,5 +235,6 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       await halt('SIGTERM');
       await start();
     },
+    log: () => output.join(''),
   };
 }

@@ -1,0 +1,380 @@
+/**
+ * The documented server configuration (examples/nats/server.conf) on a real nats-server: clients
+ * without valid credentials are refused with clear errors that hold no secret; the monitor and an
+ * external agent cannot write into the queues, nor consume them; an orchestrator and a host, with
+ * their own users, run a plan end to end (a real `a2a host` process and `a2a run --nats`). Plus
+ * token authentication. Passwords are random per run and reach the server through its environment,
+ * as the example documents.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../bin/cli.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import { connectNats } from '../../adapters/transport/nats.js';
+import { ensureQueues, subjects } from '../../actors/remote.js';
+import { isA2AError } from '../../actors/errors.js';
+import type { RunSummary } from '../../machines/orchestrator.machine.js';
+import type { Transport, TransportMessage } from '../../machines/ports.js';
+import { tempDir } from '../helpers.js';
+import { natsServerBinary, startNatsServer, type NatsServer } from './server.js';
+
+const root = resolve(import.meta.dirname, '../..');
+const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
+const exampleConfig = readFileSync(join(root, 'examples/nats/server.conf'), 'utf8');
+const s = subjects('default');
+
+/** Random per run, never all digits (see the note on passwords in the example). */
+const secret = (role: string) => `${role}-${randomBytes(18).toString('hex')}`;
+const passwords = {
+  A2A_ORCHESTRATOR_PASSWORD: secret('orch'),
+  A2A_HOST_PASSWORD: secret('host'),
+  A2A_GATEWAY_PASSWORD: secret('gateway'),
+  A2A_MONITOR_PASSWORD: secret('mon'),
+  A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
+};
+const allSecrets = Object.values(passwords);
+
+let server: NatsServer;
+const open: Transport[] = [];
+const raw: NatsConnection[] = [];
+const procs: ChildProcess[] = [];
+
+beforeAll(async () => {
+  server = await startNatsServer({ base: exampleConfig, env: passwords });
+});
+afterEach(async () => {
+  for (const child of procs.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const t of open.splice(0)) await t.close().catch(() => undefined);
+  for (const nc of raw.splice(0)) await nc.close().catch(() => undefined);
+});
+afterAll(() => server?.stop());
+
+async function as(user: 'orchestrator' | 'host' | 'gateway' | 'monitor' | 'agent-alpha'): Promise<Transport> {
+  const pass = {
+    orchestrator: passwords.A2A_ORCHESTRATOR_PASSWORD,
+    host: passwords.A2A_HOST_PASSWORD,
+    gateway: passwords.A2A_GATEWAY_PASSWORD,
+    monitor: passwords.A2A_MONITOR_PASSWORD,
+    'agent-alpha': passwords.A2A_AGENT_ALPHA_PASSWORD,
+  }[user];
+  const t = await connectNats({ servers: server.url, user, pass, name: `test-${user}` });
+  open.push(t);
+  return t;
+}
+
+/** Message counts of the three queues' streams, read by the host user (it may look at them). */
+async function counts(): Promise<Record<'spawn' | 'up' | 'down', number>> {
+  const nc = await connect({ servers: server.url, user: 'host', pass: passwords.A2A_HOST_PASSWORD });
+  raw.push(nc);
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  const of = async (q: string) => (await jsm.streams.info(`a2a_default_${q}`)).state.messages;
+  return { spawn: await of('spawn'), up: await of('up'), down: await of('down') };
+}
+
+const violations = (user: string) => server.log().split('\n').filter((l) => /(Publish|Subscription) Violation/.test(l) && l.includes(`User "${user}"`));
+
+async function waitFor(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function expectNoSecret(text: string): void {
+  for (const secretValue of allSecrets) expect(text).not.toContain(secretValue);
+}
+
+describe('examples/nats/server.conf', () => {
+  it('is a valid nats-server configuration as it stands (nats-server -t), with its passwords in the environment', () => {
+    const file = join(root, 'examples/nats/server.conf');
+    const check = (env: Record<string, string>) =>
+      spawnSync(natsServerBinary(), ['-t', '-c', file], { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
+    const ok = check(passwords);
+    expect(ok.status, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout + ok.stderr).toContain('is valid');
+    // without them the server refuses to start, naming the variable (not a value)
+    const { A2A_MONITOR_PASSWORD: _m, ...missing } = passwords;
+    const refused = check(missing);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stdout + refused.stderr).toContain('A2A_MONITOR_PASSWORD');
+    // the roles it documents are all there, and nobody gets in without credentials
+    for (const user of ['orchestrator', 'host', 'gateway', 'monitor', 'agent-alpha']) expect(exampleConfig).toMatch(new RegExp(`user: ${user}\\b`));
+    // no anonymous access: no `no_auth_user` outside comments
+    expect(exampleConfig.split('\n').filter((l) => !l.trim().startsWith('#') && l.includes('no_auth_user'))).toEqual([]);
+  });
+
+  it('refuses a client without credentials, with a wrong password or an unknown user: a clear error, no secret', async () => {
+    const none = await connectNats({ servers: server.url, reconnect: false }).catch((e: unknown) => e);
+    expect(isA2AError(none, 'CONFIGURATION_INVALID')).toBe(true);
+    expect((none as Error).message).toContain(`127.0.0.1:${server.port}`);
+    expect((none as Error).message).toMatch(/requires credentials and none were given/);
+
+    const wrong = await connectNats({ servers: server.url, user: 'host', pass: passwords.A2A_MONITOR_PASSWORD, reconnect: false }).catch((e: unknown) => e);
+    expect(isA2AError(wrong, 'CONFIGURATION_INVALID')).toBe(true);
+    expect((wrong as Error).message).toMatch(/refused the credentials \(user "host" with a password\)/);
+    expectNoSecret((wrong as Error).message);
+
+    const unknown = await connectNats({ servers: server.url, user: 'admin', pass: 'admin-guess', reconnect: false }).catch((e: unknown) => e);
+    expect(isA2AError(unknown, 'CONFIGURATION_INVALID')).toBe(true);
+    expect((unknown as Error).message).not.toContain('admin-guess');
+
+    // in a URL too: the user info is neither shown nor accepted
+    const inUrl = await connectNats({ servers: `nats://host:not-it-pw@127.0.0.1:${server.port}`, reconnect: false }).catch((e: unknown) => e);
+    expect(isA2AError(inUrl, 'CONFIGURATION_INVALID')).toBe(true);
+    expect((inUrl as Error).message).not.toContain('not-it-pw');
+    expect((inUrl as Error).message).toContain('credentials in the server URL');
+  });
+
+  it('keeps the monitor and an external agent from writing into spawn, up and down: nothing is stored', async () => {
+    const orchestrator = await as('orchestrator');
+    await ensureQueues(orchestrator, 'default');
+    const before = await counts();
+    const monitor = await as('monitor');
+    const agent = await as('agent-alpha');
+    for (const [who, t] of [['monitor', monitor], ['agent-alpha', agent]] as const) {
+      for (const subject of [s.spawn('coder'), s.up('x'), s.down('x')]) {
+        // a durable enqueue is refused outright, naming the permission (the agent may not even
+        // subscribe to the inbox the confirmation would come back on)
+        const error = await t.enqueue(subject, { spec: 'forged' }, { msgId: `${who}-${subject}` }).catch((e: unknown) => e);
+        expect(isA2AError(error), `${who} enqueue on ${subject}`).toBe(true);
+        expect((error as Error).message).toMatch(who === 'monitor' ? `Permissions Violation for Publish to "${subject}"` : /Permissions Violation for (Publish to "a2a\.default\.|Subscription to "_INBOX\.)/);
+        // a core publish is fire-and-forget: the server drops it (and logs the violation)
+        await t.publish(subject, { spec: 'forged' });
+      }
+    }
+    // a round trip on each connection: what they published has reached the server by now
+    await monitor.keyValue('hosts').catch(() => undefined);
+    await agent.publish(s.spawn('coder'), 'last').catch(() => undefined);
+    await waitFor('the violations to be logged', () => violations('agent-alpha').filter((l) => l.includes('a2a.default.spawn.coder')).length >= 3);
+    expect(await counts()).toEqual(before);
+    for (const who of ['monitor', 'agent-alpha']) {
+      for (const subject of [s.spawn('coder'), s.up('x'), s.down('x')]) {
+        expect(violations(who).some((l) => l.includes(`Publish Violation`) && l.includes(`Subject "${subject}"`)), `${who} on ${subject}`).toBe(true);
+      }
+    }
+  });
+
+  it('lets the monitor watch events and heartbeats and read the hosts bucket, and nothing more', async () => {
+    const orchestrator = await as('orchestrator');
+    const host = await as('host');
+    await ensureQueues(host, 'default');
+    const hostsBucket = await host.keyValue('hosts');
+    await hostsBucket.put('host-a', { hostId: 'host-a' });
+    await (await host.keyValue('snapshots')).put('st-secret', { prompt: 'the secret prompt' });
+    await orchestrator.enqueue(s.spawn('nobody'), { spec: 'for a host' }, { msgId: 'monitor-test-spawn' });
+    const before = await counts();
+
+    const monitor = await as('monitor');
+    const heard: TransportMessage[] = [];
+    await monitor.subscribe(s.allEvents, (m) => heard.push(m));
+    await monitor.subscribe(s.heartbeats, (m) => heard.push(m));
+    await orchestrator.publish(s.events('run-1', 'run.started'), { type: 'run.started' });
+    await host.publish(s.heartbeat('host-a'), { hostId: 'host-a' });
+    await waitFor('the event and the heartbeat', () => heard.length >= 2);
+    expect(heard.map((m) => m.subject).sort()).toEqual([s.events('run-1', 'run.started'), s.heartbeat('host-a')].sort());
+
+    const hosts = await monitor.keyValue('hosts');
+    expect((await hosts.get('host-a'))?.value).toEqual({ hostId: 'host-a' });
+    expect(await hosts.keys()).toContain('host-a');
+    await expect(hosts.put('host-a', { hostId: 'forged' })).rejects.toThrow(/Permissions Violation for Publish to "\$KV\.a2a_default_hosts\.host-a"/);
+    await expect(hosts.delete('host-a')).rejects.toThrow(/Permissions Violation/);
+    expect((await hostsBucket.get('host-a'))?.value).toEqual({ hostId: 'host-a' });
+
+    // not the snapshots (prompts, results), not the queues: neither consume nor listen in
+    await expect(monitor.keyValue('snapshots')).rejects.toThrow(/Permissions Violation/);
+    const consumed: unknown[] = [];
+    await expect(
+      monitor.consume('spawn', { consumer: 'spawn-coder', filter: s.spawn('coder'), ackWaitMs: 30_000, maxInFlight: 4 }, (m) => void consumed.push(m.data)),
+    ).rejects.toThrow(/Permissions Violation for Publish to "\$JS\.API\.CONSUMER\.CREATE\.a2a_default_spawn\./);
+    await expect(monitor.subscribe(`a2a.default.spawn.>`, (m) => consumed.push(m.data))).rejects.toThrow(/the server refused it.*Permissions Violation for Subscription/);
+    await expect(monitor.subscribe(`a2a.default.>`, (m) => consumed.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
+    await expect(monitor.publish(s.events('run-1', 'forged'), {})).resolves.toBeUndefined(); // dropped by the server
+    expect(consumed).toEqual([]);
+    expect(await counts()).toEqual(before);
+  });
+
+  it('lets an external agent hear its own subjects and all-agent messages, and write only to the gateway', async () => {
+    const gateway = await as('gateway');
+    const agent = await as('agent-alpha');
+    const toAgent: unknown[] = [];
+    const toGateway: unknown[] = [];
+    await agent.subscribe('a2a.default.swarm.agent.alpha', (m) => toAgent.push(m.data));
+    await agent.subscribe('a2a.default.swarm.agent.all', (m) => toAgent.push(m.data));
+    await gateway.subscribe('a2a.default.swarm.orchestrator.messages', (m) => toGateway.push(m.data));
+    await expect(agent.subscribe('a2a.default.swarm.agent.beta', (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
+    await expect(agent.subscribe('a2a.default.swarm.agent.>', (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
+    await expect(agent.subscribe('a2a.default.swarm.orchestrator.messages', (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
+    await expect(agent.subscribe(s.allEvents, (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
+
+    await gateway.publish('a2a.default.swarm.agent.alpha', 'to alpha');
+    await gateway.publish('a2a.default.swarm.agent.beta', 'to beta');
+    await gateway.publish('a2a.default.swarm.agent.all', 'to all');
+    await agent.publish('a2a.default.swarm.orchestrator.messages', 'from alpha');
+    await agent.publish('a2a.default.swarm.agent.beta', 'impersonating the gateway');
+    await waitFor('the messages', () => toAgent.length >= 2 && toGateway.length >= 1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(toAgent.sort()).toEqual(['to all', 'to alpha']);
+    expect(toGateway).toEqual(['from alpha']);
+    expect(violations('agent-alpha').some((l) => l.includes('Publish Violation') && l.includes('a2a.default.swarm.agent.beta'))).toBe(true);
+    // no JetStream at all: not even a request/reply inbox
+    await expect(agent.keyValue('hosts')).rejects.toThrow(/Permissions Violation/);
+    // the swarm is the gateway's: the orchestrator (`a2a run`) has no business there
+    const orchestrator = await as('orchestrator');
+    await expect(orchestrator.subscribe('a2a.default.swarm.orchestrator.messages', () => undefined)).rejects.toThrow(/Permissions Violation for Subscription/);
+  });
+
+  it('gives the gateway everything a host has (it is one), plus the swarm', async () => {
+    const block = (user: string) => {
+      const start = exampleConfig.indexOf(`user: ${user}\n`);
+      return exampleConfig.slice(start, exampleConfig.indexOf('\n    }\n', start));
+    };
+    const subjectsIn = (text: string) => [...text.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
+    const gatewaySubjects = new Set(subjectsIn(block('gateway')));
+    expect(subjectsIn(block('host')).filter((x) => !gatewaySubjects.has(x))).toEqual([]);
+    // and it works as one: queues, buckets, consumers, heartbeat
+    const gateway = await as('gateway');
+    const { Host } = await import('../../adapters/host.js');
+    const { realClock } = await import('../../adapters/clock.js');
+    const { nullSink } = await import('../../actors/events.js');
+    const host = new Host({
+      transport: gateway,
+      ns: 'default',
+      hostId: 'gateway-sec',
+      agents: ['coder'],
+      concurrency: 1,
+      sessionLogic: () => {
+        throw new Error('no session expected');
+      },
+      clock: realClock,
+      events: nullSink,
+      heartbeatMs: 100,
+    });
+    await host.start();
+    await new Promise((r) => setTimeout(r, 250));
+    await host.stop();
+    expect(violations('gateway')).toEqual([]);
+  });
+
+  it('runs a plan with the orchestrator and host users (real `a2a host` processes, `a2a run --nats`): the server refuses nothing', async () => {
+    // the worker on one host, its sub-tasks on another: a host is also an owner (spawn, down, consumes up)
+    const ws = tempDir('a2a-nats-sec-');
+    const plan = join(ws, 'plan.json');
+    const script = join(ws, 'script.json');
+    writeFileSync(plan, JSON.stringify({ id: 'secure', tasks: [{ id: 'design', agent: '@architect', prompt: 'design and build it' }] }));
+    writeFileSync(
+      script,
+      JSON.stringify({
+        rules: [
+          {
+            agent: 'architect',
+            depth: 0,
+            turns: [
+              { toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [1, 2].map((i) => ({ agentType: '@coder', prompt: `build part ${i}`, expectedOutput: 'code' })) } }] },
+              { text: 'waiting for the parts' },
+            ],
+            reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'all parts built' } }] } }],
+          },
+          {
+            agent: 'coder',
+            turns: [
+              { toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: 'started' } }] },
+              { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'part built' } }] },
+            ],
+          },
+        ],
+      }),
+    );
+    const { A2A_NATS_USER: _u, A2A_NATS_PASSWORD: _p, A2A_NATS_TOKEN: _t, ...inherited } = process.env;
+    const startHost = (id: string, agents: string) => {
+      const child = spawn(
+        process.execPath,
+        ['--import', tsx, join(root, 'bin/a2a.ts'), 'host', '--nats', server.url, '--agents', agents, '--id', id, '--script', script, '--workspace', ws, '--heartbeat', '200', '--drain', '2000'],
+        { cwd: ws, stdio: ['ignore', 'pipe', 'pipe'], env: { ...inherited, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD } },
+      );
+      procs.push(child);
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number>((r) => child.on('exit', (code, signal) => r(code ?? (signal ? 128 : -1))));
+      return { child, out: () => out, exited };
+    };
+    const hosts = [startHost('host-a', 'architect'), startHost('host-b', 'coder')];
+    await waitFor('the hosts to serve', () => hosts.every((h) => h.out().includes(' serves ') || h.child.exitCode !== null), 60_000);
+    expect(hosts[0]!.out()).toContain('host host-a serves architect');
+    expect(hosts[1]!.out()).toContain('host host-b serves coder');
+
+    const saved = { user: process.env.A2A_NATS_USER, pass: process.env.A2A_NATS_PASSWORD, token: process.env.A2A_NATS_TOKEN };
+    let out = '';
+    let err = '';
+    const io = { stdout: { write: (x: string) => ((out += x), true) }, stderr: { write: (x: string) => ((err += x), true) } } as never;
+    const run = (args: string[]) => main(['run', plan, '--nats', server.url, '--script', script, '--workspace', ws, '--no-tree', ...args], io);
+    try {
+      delete process.env.A2A_NATS_TOKEN;
+      // a wrong password first: refused, clearly, and nothing printed of it
+      process.env.A2A_NATS_USER = 'orchestrator';
+      process.env.A2A_NATS_PASSWORD = passwords.A2A_HOST_PASSWORD;
+      expect(await run(['--run-id', 'sec-0'])).not.toBe(0);
+      expect(out + err).toMatch(/refused the credentials \(user "orchestrator" with a password\)/);
+      expectNoSecret(out + err);
+      out = '';
+      err = '';
+      process.env.A2A_NATS_PASSWORD = passwords.A2A_ORCHESTRATOR_PASSWORD;
+      expect(await run(['--run-id', 'sec-1']), out + err).toBe(0);
+    } finally {
+      for (const [key, value] of [['A2A_NATS_USER', saved.user], ['A2A_NATS_PASSWORD', saved.pass], ['A2A_NATS_TOKEN', saved.token]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+    const store = new FileRunStore(ws);
+    expect((store.read('sec-1').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
+    const events = store.events('sec-1');
+    const placed = events.filter((e) => e.type === 'subtask.placed').map((e) => `${e.subTaskId}@${String(e.data.host)}`).sort();
+    expect(placed).toEqual(['st-1@host-b', 'st-2@host-b', 'w-design@host-a']);
+    // the sub-tasks' updates crossed back (up queue, host to host), the hosts' events reached the run
+    expect(events.filter((e) => e.type === 'update.queued' && e.data.message === 'started' && e.workerId === 'w-design')).toHaveLength(2);
+
+    for (const h of hosts) h.child.kill('SIGTERM');
+    for (const h of hosts) expect(await h.exited, h.out()).toBe(0);
+    expect(hosts[0]!.out()).toContain('host host-a drained');
+    expectNoSecret(out + err + hosts.map((h) => h.out()).join(''));
+    // the roles' permissions were enough: the server refused nothing to these processes (the log
+    // names a connection `"<client version>:nats.js:<name>"`; the other tests' connections are
+    // `test-<user>`, and provoke violations on purpose)
+    expect(server.log()).toContain('Server is ready');
+    const notATestConnection = (l: string) => !l.includes(':nats.js:test-');
+    expect(violations('orchestrator').filter(notATestConnection)).toEqual([]);
+    expect(violations('host').filter(notATestConnection)).toEqual([]);
+  }, 120_000);
+});
+
+describe('token authentication', () => {
+  let tokenServer: NatsServer;
+  const token = secret('token');
+  beforeAll(async () => {
+    tokenServer = await startNatsServer({ config: 'authorization { token: $A2A_TEST_TOKEN }', env: { A2A_TEST_TOKEN: token } });
+  });
+  afterAll(() => tokenServer?.stop());
+
+  it('connects with the token and is refused without it or with another one, without showing it', async () => {
+    const t = await connectNats({ servers: tokenServer.url, token });
+    open.push(t);
+    await t.ensureQueue('inbox', { subjects: ['a2a.default.inbox.>'], workQueue: true });
+    expect(await t.enqueue('a2a.default.inbox.1', 'hello', { msgId: 'one' })).toEqual({ duplicate: false });
+
+    const none = await connectNats({ servers: tokenServer.url, reconnect: false }).catch((e: unknown) => e);
+    expect(isA2AError(none, 'CONFIGURATION_INVALID')).toBe(true);
+    expect((none as Error).message).toMatch(/requires credentials and none were given/);
+    const other = await connectNats({ servers: tokenServer.url, token: `${token}x`, reconnect: false }).catch((e: unknown) => e);
+    expect(isA2AError(other, 'CONFIGURATION_INVALID')).toBe(true);
+    expect((other as Error).message).toMatch(/refused the credentials \(a token\)/);
+    expect((other as Error).message).not.toContain(token);
+  });
+});

@@ -47,6 +47,14 @@ export interface NatsTransportOptions {
   name?: string;
   /** Reconnect forever after a lost connection (default true): durable consumers resume by themselves. */
   reconnect?: boolean;
+  /**
+   * Where the replies to this connection's requests come back (core requests, JetStream API
+   * answers, pulled queue messages, KV reads and key listings): `<prefix>.<unique>…` instead of
+   * `_INBOX.<unique>…`. One prefix per user (`_INBOX_host`), with `subscribe: allow:
+   * ["<prefix>.>"]` in that user's permissions, keeps users from hearing each other's replies.
+   * Subject tokens separated by ".", no wildcards, no whitespace. Default `_INBOX`.
+   */
+  inboxPrefix?: string;
 }
 
 /** Default dedup window of a queue (JetStream's own default). */
@@ -82,6 +90,21 @@ export function bucketNameFor(bucket: string, namespace = 'default'): string {
   assertName(namespace, 'namespace');
   assertName(bucket, 'bucket name');
   return `a2a_${namespace}_${bucket}`;
+}
+
+/** Checks an inbox prefix (see NatsTransportOptions.inboxPrefix): a subject without wildcards. */
+export function assertInboxPrefix(prefix: string): void {
+  const bad = (why: string) =>
+    new A2AError(
+      'CONFIGURATION_INVALID',
+      `invalid NATS inbox prefix "${prefix}" (A2A_NATS_INBOX_PREFIX): ${why}; use subject tokens separated by ".", e.g. "_INBOX_host", matching the user's \`subscribe\` permission "<prefix>.>"`,
+      { where: 'inboxPrefix' },
+    );
+  if (typeof prefix !== 'string' || prefix.length === 0) throw bad('it is empty');
+  if (/[\s\0]/.test(prefix)) throw bad('it contains whitespace');
+  if (/[*>]/.test(prefix)) throw bad('wildcards ("*", ">") are not allowed');
+  if (prefix.split('.').some((token) => token.length === 0)) throw bad('empty token (leading, trailing or double ".")');
+  if (!/^[!-~]+$/.test(prefix)) throw bad('only printable ASCII is allowed');
 }
 
 /** Server URLs without user info, for messages. */
@@ -179,6 +202,7 @@ export async function connectNats(options: NatsTransportOptions): Promise<Transp
   const secrets = secretsOf(options);
   const namespace = options.namespace ?? 'default';
   assertName(namespace, 'namespace');
+  if (options.inboxPrefix !== undefined) assertInboxPrefix(options.inboxPrefix);
   let nc: NatsConnection;
   try {
     nc = await connect({
@@ -191,6 +215,7 @@ export async function connectNats(options: NatsTransportOptions): Promise<Transp
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       waitOnFirstConnect: false,
+      ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
     });
   } catch (error) {
     const auth = /authoriz|authentic|permission/i.test(reason(error));
@@ -209,7 +234,7 @@ export async function connectNats(options: NatsTransportOptions): Promise<Transp
   }
   // checkAPI: false, so that a server without JetStream still serves core messaging.
   const jsm = await jetstreamManager(nc, { checkAPI: false });
-  return new NatsTransport(nc, jetstream(nc), jsm, namespace, servers, secrets);
+  return new NatsTransport(nc, jetstream(nc), jsm, namespace, servers, secrets, options.inboxPrefix ?? '_INBOX');
 }
 
 class NatsTransport implements Transport {
@@ -229,8 +254,12 @@ class NatsTransport implements Transport {
   /** Called on each reconnect: pull requests made before it died with the old connection. */
   #onReconnect = new Set<() => void>();
 
-  constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, namespace: string, servers: string, secrets: string[]) {
+  /** Where replies come back (`<prefix>.…`), to explain a refused inbox subscription. */
+  readonly #inboxPrefix: string;
+
+  constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, namespace: string, servers: string, secrets: string[], inboxPrefix = '_INBOX') {
     this.#secrets = secrets;
+    this.#inboxPrefix = inboxPrefix;
     this.#nc = nc;
     this.#js = js;
     this.#jsm = jsm;
@@ -281,7 +310,12 @@ class NatsTransport implements Transport {
 
   #fail(code: 'AGENT_ERROR' | 'AGENT_TIMEOUT' | 'NOT_FOUND' | 'VALIDATION_ERROR', what: string, where: string, error?: unknown): A2AError {
     const detail = error === undefined ? '' : `: ${reason(error)}`;
-    return new A2AError(code, redact(`${what} (NATS ${this.#server})${detail}`, this.#secrets), { cause: error, where });
+    // The replies of a request come back on `<inbox prefix>.…`: a user whose permissions allow
+    // another prefix (server.conf gives each its own) cannot make requests until it uses that one.
+    const hint = detail.includes(`Permissions Violation for Subscription to "${this.#inboxPrefix}.`)
+      ? ` (replies come back on "${this.#inboxPrefix}.…", which this user may not subscribe to: set A2A_NATS_INBOX_PREFIX to the inbox prefix its permissions allow, if any)`
+      : '';
+    return new A2AError(code, redact(`${what} (NATS ${this.#server})${detail}${hint}`, this.#secrets), { cause: error, where });
   }
 
   /**

@@ -46,6 +46,8 @@ export function natsCredentials(env: NodeJS.ProcessEnv = process.env) {
     ...(env.A2A_NATS_USER ? { user: env.A2A_NATS_USER } : {}),
     ...(env.A2A_NATS_PASSWORD ? { pass: env.A2A_NATS_PASSWORD } : {}),
     ...(env.A2A_NATS_TOKEN ? { token: env.A2A_NATS_TOKEN } : {}),
+    // not a secret, but per user like the others: where this user's replies come back (server.conf)
+    ...(env.A2A_NATS_INBOX_PREFIX ? { inboxPrefix: env.A2A_NATS_INBOX_PREFIX } : {}),
   };
 }
 

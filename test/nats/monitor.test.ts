@@ -136,10 +136,12 @@ describe('a2a monitor over NATS', () => {
 
     const lines = mon.lines();
     const events = lines.filter((l) => l.kind === 'event');
-    // the run's events come from the orchestrator and from host-a (the worker's supervisor places
-    // its parts on host-b); host-b may add host events (host.joined …, run id `host`)
+    // the run's events come from the orchestrator, from host-a (the worker's supervisor places
+    // its parts on host-b) and from host-b (its sessions' states and model calls); hosts may add
+    // host events (host.joined …, run id `host`)
     const origins = (run: string) => new Set(events.filter((e) => e.runId === run).map((e) => e.origin));
-    expect(origins('m-1')).toEqual(new Set(['run-m-1', 'host-a']));
+    expect(origins('m-1')).toEqual(new Set(['run-m-1', 'host-a', 'host-b']));
+    expect(events.some((e) => e.origin === 'host-b' && e.type === 'session.state' && String(e.subTaskId).startsWith('st-'))).toBe(true);
     expect(events.every((e) => e.runId === 'm-1' || e.runId === 'host')).toBe(true);
     const all = snapshots(mon);
     const last = all.at(-1)!;

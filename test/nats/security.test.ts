@@ -2,8 +2,8 @@
  * The documented server configuration (examples/nats/server.conf) on a real nats-server: clients
  * without valid credentials are refused with clear errors that hold no secret; the monitor and an
  * external agent cannot write into the queues, nor consume them; an orchestrator and a host, with
- * their own users, run a plan end to end (a real `a2a host` process and `a2a run --nats`). Plus
- * token authentication. Passwords are random per run and reach the server through its environment,
+ * their own users, run a plan end to end (a real `a2a host` process and `a2a run --nats`); each
+ * user hears only the replies on its own inbox prefix (`_INBOX_<user>.>`). Plus token authentication. Passwords are random per run and reach the server through its environment,
  * as the example documents.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -39,6 +39,13 @@ const passwords = {
   A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
 };
 const allSecrets = Object.values(passwords);
+/** Each user's inbox prefix, as the example's permissions allow (A2A_NATS_INBOX_PREFIX). */
+const inboxPrefix = {
+  orchestrator: '_INBOX_orchestrator',
+  host: '_INBOX_host',
+  gateway: '_INBOX_gateway',
+  monitor: '_INBOX_monitor',
+} as const;
 
 let server: NatsServer;
 const open: Transport[] = [];
@@ -63,14 +70,16 @@ async function as(user: 'orchestrator' | 'host' | 'gateway' | 'monitor' | 'agent
     monitor: passwords.A2A_MONITOR_PASSWORD,
     'agent-alpha': passwords.A2A_AGENT_ALPHA_PASSWORD,
   }[user];
-  const t = await connectNats({ servers: server.url, user, pass, name: `test-${user}` });
+  // an external agent makes no requests: it has no inbox
+  const prefix = user === 'agent-alpha' ? {} : { inboxPrefix: inboxPrefix[user] };
+  const t = await connectNats({ servers: server.url, user, pass, name: `test-${user}`, ...prefix });
   open.push(t);
   return t;
 }
 
 /** Message counts of the three queues' streams, read by the host user (it may look at them). */
 async function counts(): Promise<Record<'spawn' | 'up' | 'down', number>> {
-  const nc = await connect({ servers: server.url, user: 'host', pass: passwords.A2A_HOST_PASSWORD });
+  const nc = await connect({ servers: server.url, user: 'host', pass: passwords.A2A_HOST_PASSWORD, inboxPrefix: inboxPrefix.host });
   raw.push(nc);
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const of = async (q: string) => (await jsm.streams.info(`a2a_default_${q}`)).state.messages;
@@ -200,6 +209,40 @@ describe('examples/nats/server.conf', () => {
     expect(await counts()).toEqual(before);
   });
 
+  it('gives each user its own inbox: the monitor cannot listen to the shared or the orchestrator\'s replies, its own requests work', async () => {
+    const host = await as('host');
+    await (await host.keyValue('hosts')).put('host-inbox', { hostId: 'host-inbox' });
+    const monitor = await as('monitor');
+    const overheard: unknown[] = [];
+    for (const subject of ['_INBOX.>', `${inboxPrefix.orchestrator}.>`, `${inboxPrefix.host}.>`, '>']) {
+      const error = await monitor.subscribe(subject, (m) => overheard.push(m.data)).catch((e: unknown) => e);
+      expect(isA2AError(error), subject).toBe(true);
+      expect((error as Error).message).toMatch(/the server refused it/);
+      expect((error as Error).message).toContain(`Permissions Violation for Subscription to "${subject}"`);
+    }
+    // its own requests still work: they come back on its own prefix (KV get: a direct get;
+    // keys: an ordered consumer delivering to its inbox)
+    const hosts = await monitor.keyValue('hosts');
+    expect((await hosts.get('host-inbox'))?.value).toEqual({ hostId: 'host-inbox' });
+    expect(await hosts.keys()).toContain('host-inbox');
+    expect(overheard).toEqual([]);
+    expect(violations('monitor').filter((l) => l.includes('Subscription Violation') && l.includes(inboxPrefix.monitor))).toEqual([]);
+
+    // without its prefix (the client's default `_INBOX`) its requests are refused, with a hint
+    const unprefixed = await connectNats({ servers: server.url, user: 'monitor', pass: passwords.A2A_MONITOR_PASSWORD, name: 'test-monitor' });
+    open.push(unprefixed);
+    const refused = await unprefixed.keyValue('hosts').catch((e: unknown) => e);
+    expect(isA2AError(refused), String(refused)).toBe(true);
+    expect((refused as Error).message).toMatch(/Permissions Violation for Subscription to "_INBOX\./);
+    expect((refused as Error).message).toContain('A2A_NATS_INBOX_PREFIX');
+    // and an invalid prefix is refused before connecting
+    for (const bad of ['', '_INBOX.>', '_INBOX_*', 'a..b', '_INBOX mon', '.x']) {
+      const error = await connectNats({ servers: server.url, user: 'monitor', pass: passwords.A2A_MONITOR_PASSWORD, inboxPrefix: bad, reconnect: false }).catch((e: unknown) => e);
+      expect(isA2AError(error, 'CONFIGURATION_INVALID'), bad).toBe(true);
+      expect((error as Error).message).toContain(`invalid NATS inbox prefix "${bad}"`);
+    }
+  });
+
   it('lets an external agent hear its own subjects and all-agent messages, and write only to the gateway', async () => {
     const gateway = await as('gateway');
     const agent = await as('agent-alpha');
@@ -237,7 +280,8 @@ describe('examples/nats/server.conf', () => {
     };
     const subjectsIn = (text: string) => [...text.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
     const gatewaySubjects = new Set(subjectsIn(block('gateway')));
-    expect(subjectsIn(block('host')).filter((x) => !gatewaySubjects.has(x))).toEqual([]);
+    // each its own inbox: the host's is the gateway's own
+    expect(subjectsIn(block('host')).map((x) => x.replace(`${inboxPrefix.host}.`, `${inboxPrefix.gateway}.`)).filter((x) => !gatewaySubjects.has(x))).toEqual([]);
     // and it works as one: queues, buckets, consumers, heartbeat
     const gateway = await as('gateway');
     const { Host } = await import('../../adapters/host.js');
@@ -291,12 +335,12 @@ describe('examples/nats/server.conf', () => {
         ],
       }),
     );
-    const { A2A_NATS_USER: _u, A2A_NATS_PASSWORD: _p, A2A_NATS_TOKEN: _t, ...inherited } = process.env;
+    const { A2A_NATS_USER: _u, A2A_NATS_PASSWORD: _p, A2A_NATS_TOKEN: _t, A2A_NATS_INBOX_PREFIX: _i, ...inherited } = process.env;
     const startHost = (id: string, agents: string) => {
       const child = spawn(
         process.execPath,
         ['--import', tsx, join(root, 'bin/a2a.ts'), 'host', '--nats', server.url, '--agents', agents, '--id', id, '--script', script, '--workspace', ws, '--heartbeat', '200', '--drain', '2000'],
-        { cwd: ws, stdio: ['ignore', 'pipe', 'pipe'], env: { ...inherited, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD } },
+        { cwd: ws, stdio: ['ignore', 'pipe', 'pipe'], env: { ...inherited, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD, A2A_NATS_INBOX_PREFIX: inboxPrefix.host } },
       );
       procs.push(child);
       let out = '';
@@ -310,13 +354,14 @@ describe('examples/nats/server.conf', () => {
     expect(hosts[0]!.out()).toContain('host host-a serves architect');
     expect(hosts[1]!.out()).toContain('host host-b serves coder');
 
-    const saved = { user: process.env.A2A_NATS_USER, pass: process.env.A2A_NATS_PASSWORD, token: process.env.A2A_NATS_TOKEN };
+    const saved = { user: process.env.A2A_NATS_USER, pass: process.env.A2A_NATS_PASSWORD, token: process.env.A2A_NATS_TOKEN, inbox: process.env.A2A_NATS_INBOX_PREFIX };
     let out = '';
     let err = '';
     const io = { stdout: { write: (x: string) => ((out += x), true) }, stderr: { write: (x: string) => ((err += x), true) } } as never;
     const run = (args: string[]) => main(['run', plan, '--nats', server.url, '--script', script, '--workspace', ws, '--no-tree', ...args], io);
     try {
       delete process.env.A2A_NATS_TOKEN;
+      process.env.A2A_NATS_INBOX_PREFIX = inboxPrefix.orchestrator;
       // a wrong password first: refused, clearly, and nothing printed of it
       process.env.A2A_NATS_USER = 'orchestrator';
       process.env.A2A_NATS_PASSWORD = passwords.A2A_HOST_PASSWORD;
@@ -328,7 +373,7 @@ describe('examples/nats/server.conf', () => {
       process.env.A2A_NATS_PASSWORD = passwords.A2A_ORCHESTRATOR_PASSWORD;
       expect(await run(['--run-id', 'sec-1']), out + err).toBe(0);
     } finally {
-      for (const [key, value] of [['A2A_NATS_USER', saved.user], ['A2A_NATS_PASSWORD', saved.pass], ['A2A_NATS_TOKEN', saved.token]] as const) {
+      for (const [key, value] of [['A2A_NATS_USER', saved.user], ['A2A_NATS_PASSWORD', saved.pass], ['A2A_NATS_TOKEN', saved.token], ['A2A_NATS_INBOX_PREFIX', saved.inbox]] as const) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }

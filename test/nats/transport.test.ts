@@ -165,7 +165,13 @@ describe('nats transport specifics', () => {
   const open: Transport[] = [];
 
   beforeAll(async () => {
-    server = await startNatsServer({ config: 'authorization { users: [ { user: "agent", password: "s3cret-pw" } ] }' });
+    server = await startNatsServer({
+      config: `authorization { users: [
+        { user: "agent", password: "s3cret-pw" }
+        # replies only on its own inbox prefix (as examples/nats/server.conf gives each role)
+        { user: "boxed", password: "boxed-pw", permissions: { subscribe: { allow: [ "_INBOX_boxed.>", "svc.>" ], deny: [ "_INBOX.>" ] } } }
+      ] }`,
+    });
   });
   afterEach(async () => {
     for (const t of open.splice(0)) await t.close();
@@ -204,6 +210,52 @@ describe('nats transport specifics', () => {
     await b.ensureQueue('inbox', { subjects: ['a2a.ns-b.inbox.>'], workQueue: true });
     expect(await a.enqueue('a2a.ns-a.inbox.1', 1, { msgId: 'same' })).toEqual({ duplicate: false });
     expect(await b.enqueue('a2a.ns-b.inbox.1', 1, { msgId: 'same' })).toEqual({ duplicate: false });
+  });
+
+  it('should bring every reply back on its own inbox prefix: requests, enqueue, pull consumers, KV get and keys', async () => {
+    const t = await connectNats({ servers: server.url, user: 'boxed', pass: 'boxed-pw', namespace: 'boxed', inboxPrefix: '_INBOX_boxed' });
+    open.push(t);
+    // core request/reply, from another connection of the same user
+    const responder = await connectNats({ servers: server.url, user: 'boxed', pass: 'boxed-pw', namespace: 'boxed', inboxPrefix: '_INBOX_boxed' });
+    open.push(responder);
+    await responder.subscribe('svc.boxed', (m) => void responder.respond(m, { pong: m.data }));
+    expect((await t.request('svc.boxed', 'ping', { timeoutMs: 10_000 })).data).toEqual({ pong: 'ping' });
+    // JetStream: stream API, publish acks, a durable pull consumer
+    await t.ensureQueue('inbox', { subjects: ['a2a.boxed.inbox.>'], workQueue: true });
+    for (const i of [1, 2, 3]) expect(await t.enqueue(`a2a.boxed.inbox.${i}`, i, { msgId: `m-${i}` })).toEqual({ duplicate: false });
+    const got: unknown[] = [];
+    const consumer = await t.consume('inbox', { consumer: 'boxed', ackWaitMs: 30_000, maxInFlight: 10 }, async (m) => {
+      got.push(m.data);
+      await m.ack();
+    });
+    await waitFor(() => got.length >= 3, 'the three queued messages');
+    await consumer.stop();
+    expect(got.sort()).toEqual([1, 2, 3]);
+    // KV: create, put, get (direct get), keys (an ordered consumer that delivers to the inbox)
+    const kv = await t.keyValue('snapshots');
+    await kv.put('k1', { v: 1 });
+    await kv.put('k2', { v: 2 });
+    expect((await kv.get('k1'))?.value).toEqual({ v: 1 });
+    expect((await kv.keys()).sort()).toEqual(['k1', 'k2']);
+    expect(server.log()).not.toMatch(/Subscription Violation/);
+
+    // the client's default prefix (`_INBOX`) is refused to this user: the error says what to set
+    const unboxed = await connectNats({ servers: server.url, user: 'boxed', pass: 'boxed-pw', namespace: 'boxed' });
+    open.push(unboxed);
+    const error = await unboxed.request('svc.boxed', 'ping', { timeoutMs: 2_000 }).catch((e: unknown) => e);
+    expect(isA2AError(error), String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/Permissions Violation for Subscription to "_INBOX\./);
+    expect((error as Error).message).toContain('A2A_NATS_INBOX_PREFIX');
+  });
+
+  it('should refuse an inbox prefix that is not a subject without wildcards, before connecting', async () => {
+    for (const bad of ['', '>', '_INBOX.>', '_INBOX.*', 'a*b', 'a..b', '.x', 'x.', 'with space', 'tab\tx']) {
+      const error = await connectNats({ servers: server.url, user: 'agent', pass: 's3cret-pw', inboxPrefix: bad, reconnect: false }).catch((e: unknown) => e);
+      expect(isA2AError(error, 'CONFIGURATION_INVALID'), JSON.stringify(bad)).toBe(true);
+      expect((error as Error).message).toContain(`invalid NATS inbox prefix "${bad}"`);
+    }
+    const ok = await connectNats({ servers: server.url, user: 'agent', pass: 's3cret-pw', inboxPrefix: '_INBOX_a.b-c' });
+    open.push(ok);
   });
 
   it('should deliver between two connections (two actor systems)', async () => {

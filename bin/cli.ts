@@ -35,7 +35,7 @@ export async function main(argv: string[], io: RunIo = { stdout: process.stdout,
     .argument('[target]', 'plan.json, a directory holding plan.json, or "a task in quotes"')
     .option('--resume <runId>', 'continue a run that was killed, from its checkpoint and inbox journal')
     .option('--model <profile>', 'model profile (or model name) for workers whose task names none')
-    .option('--nats <url>', 'deploy workers to hosts (a2a host) over this NATS server; credentials from A2A_NATS_USER/PASSWORD/TOKEN')
+    .option('--nats <url>', 'deploy workers to hosts (a2a host) over this NATS server; credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX')
     .option('--namespace <ns>', 'NATS namespace shared with the hosts (default: default)')
     .addOption(new Option('--questions <who>', 'who answers worker questions').choices(['policy', 'model', 'human']))
     .addOption(new Option('--on-complete <action>', "what happens to a finished worker's branch").choices(['merge', 'pr', 'review', 'keep']))
@@ -66,7 +66,7 @@ export async function main(argv: string[], io: RunIo = { stdout: process.stdout,
   program
     .command('host')
     .description('A headless actor host: serves agent types for every run of a NATS namespace, drains on SIGTERM')
-    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN)')
+    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX)')
     .requiredOption('--agents <types>', 'agent types to serve, comma-separated (e.g. coder,reviewer)')
     .addOption(new Option('--concurrency <n>', 'sessions taken from the queue at once').argParser(int('--concurrency', 1)))
     .option('--namespace <ns>', 'namespace (default: default)')
@@ -83,7 +83,7 @@ export async function main(argv: string[], io: RunIo = { stdout: process.stdout,
   program
     .command('gateway')
     .description('Serve agent types with external seed 004 agents (register, take tasks, report) over NATS; drains on SIGTERM')
-    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN)')
+    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX)')
     .requiredOption('--serve <map>', 'a2a agent = seed 004 agent_type, comma-separated (e.g. coder=coding_agent,reviewer=review_agent)')
     .option('--namespace <ns>', 'namespace (default: default)')
     .option('--prefix <subject>', 'subject prefix of the seed 004 routing (default: a2a.<ns>.swarm)')
@@ -107,7 +107,7 @@ export async function main(argv: string[], io: RunIo = { stdout: process.stdout,
   program
     .command('monitor')
     .description('Watch runs across hosts live over NATS: the tree with the host of each session, host liveness and load, metrics')
-    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN)')
+    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX)')
     .addOption(new Option('--namespace <ns>', 'namespace (default: default)').argParser(token('--namespace')))
     .addOption(new Option('--run <runId>', 'watch this run only (default: every run of the namespace)').argParser(token('--run')))
     .option('--json', 'print NDJSON: one line per event ("kind":"event"), per host change ("kind":"host") and periodic snapshots ("kind":"snapshot")')

@@ -12,7 +12,7 @@
  *
  * `--until-done` ends (0) after the watched run's `run.finished` and a last snapshot; `--for <ms>`
  * ends after that long (1 with `--until-done` if the run did not finish). Otherwise it runs until
- * SIGINT/SIGTERM. Credentials come from the environment (A2A_NATS_USER/PASSWORD/TOKEN) and are
+ * SIGINT/SIGTERM. Credentials come from the environment (A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX) and are
  * never printed.
  */
 import { A2AError } from '../../actors/errors.js';

@@ -20,13 +20,27 @@ import type { Clock, DurableConsumer, DurableMessage, EventSink, Transport } fro
 import { DownMessage, PermissionRequest, SubTaskResult, TaskUpdate, UpMessage, type RemoteSpawn, type SessionSpec } from '../machines/protocol.js';
 import { correlationOf } from './events.js';
 
+/**
+ * A session's name on the wire: session ids (`w-api`, `st-1`) repeat from run to run, so every
+ * subject, consumer, message id and key of a remote session is qualified by its run.
+ */
+export function wireId(spec: Pick<SessionSpec, 'id' | 'correlation'>): string {
+  return `${spec.correlation.runId}.${spec.id}`;
+}
+
+/** The same as one token (consumer names allow no dots). */
+export function wireToken(spec: Pick<SessionSpec, 'id' | 'correlation'>): string {
+  return wireId(spec).replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
 /** The subjects and queues of one namespace. */
 export function subjects(ns: string) {
   const root = `a2a.${ns}`;
   return {
     spawn: (agentName: string) => `${root}.spawn.${agentName}`,
-    up: (sessionId: string) => `${root}.up.${sessionId}`,
-    down: (sessionId: string) => `${root}.down.${sessionId}`,
+    /** `wire`: the session's wireId (`<runId>.<sessionId>`). */
+    up: (wire: string) => `${root}.up.${wire}`,
+    down: (wire: string) => `${root}.down.${wire}`,
     heartbeat: (hostId: string) => `${root}.hosts.${hostId}.heartbeat`,
     heartbeats: `${root}.hosts.*.heartbeat`,
     events: (runId: string, type: string) => `${root}.events.${runId}.${type}`,
@@ -162,7 +176,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
     state.consumer = await deps.transport.consume(
       s.queues.up.name,
       // acked as soon as handed over: a short ack wait makes a dead owner's messages come back soon
-      { consumer: `up-${spec.id}`, filter: s.up(spec.id), ackWaitMs: 5_000, maxInFlight: 64 },
+      { consumer: `up-${wireToken(spec)}`, filter: s.up(wireId(spec)), ackWaitMs: 5_000, maxInFlight: 64 },
       (message) => handleUp(state, self, message),
     );
     if (state.stopped) await state.consumer.stop();
@@ -198,7 +212,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
         if (!state.stopped) self.send({ type: 'REMOTE_ERROR', error: up.error });
         break;
     }
-    if (deps.deferAck) deps.deferAck(state.spec.owner.ownerId, () => message.ack());
+    if (deps.deferAck) deps.deferAck(`${state.spec.correlation.runId}.${state.spec.owner.ownerId}`, () => message.ack());
     else await message.ack();
   }
 
@@ -228,8 +242,8 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
           // what a parent sends its child goes down to the session, wherever it runs
           const down = DownMessage.safeParse({ event });
           if (!down.success) return snapshot;
-          const id = downId(state.spec.id);
-          enqueueSurely(deps.transport, s.down(state.spec.id), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`)).catch((error: unknown) => {
+          const id = downId(wireId(state.spec));
+          enqueueSurely(deps.transport, s.down(wireId(state.spec)), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`)).catch((error: unknown) => {
             warn(state.spec, `could not send ${event.type} to ${state.spec.id}: ${error instanceof Error ? error.message : String(error)}`);
           });
           void scope;
@@ -249,7 +263,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       if (!state.spawned) {
         state.spawned = true;
         const spawn: RemoteSpawn = { spec: state.spec, ownerProcess: deps.process, requestedAt: deps.clock.now() };
-        enqueueSurely(deps.transport, s.spawn(state.spec.agent.agentName), spawn, `${state.spec.id}:spawn`, (error) => warn(state.spec, `retrying the spawn request of ${state.spec.id}: ${String(error)}`))
+        enqueueSurely(deps.transport, s.spawn(state.spec.agent.agentName), spawn, `${wireId(state.spec)}:spawn`, (error) => warn(state.spec, `retrying the spawn request of ${state.spec.id}: ${String(error)}`))
           .catch((error: unknown) => self.send({ type: 'REMOTE_ERROR', error: `cannot request a host for ${state.spec.id}: ${String(error)}` }));
         const waitMs = deps.startWarningMs ?? 30_000;
         state.warning = deps.clock.setTimeout(() => {
@@ -336,7 +350,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
   const up = (state: LinkState, message: UpMessage, msgId: string) => {
     state.chain = state.chain
       .then(() =>
-        enqueueSurely(deps.transport, s.up(state.spec.id), message, msgId, (error) =>
+        enqueueSurely(deps.transport, s.up(wireId(state.spec)), message, `${state.spec.correlation.runId}.${msgId}`, (error) =>
           deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying a report to the owner of ${state.spec.id}: ${String(error)}` } }),
         ),
       )
@@ -354,7 +368,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
     state.consumer = await deps.transport.consume(
       s.queues.down.name,
       // acknowledged after the next snapshot (ms later); a dead host's messages come back to its successor
-      { consumer: `down-${state.spec.id}`, filter: s.down(state.spec.id), ackWaitMs: 10_000, maxInFlight: 64 },
+      { consumer: `down-${wireToken(state.spec)}`, filter: s.down(wireId(state.spec)), ackWaitMs: 10_000, maxInFlight: 64 },
       async (message) => {
         const parsed = DownMessage.safeParse(message.data);
         if (!parsed.success) {
@@ -363,7 +377,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
           return;
         }
         if (!state.finished) self.send({ type: 'DOWN', event: parsed.data.event as { type: string } });
-        if (deps.ackAfterSnapshot) deps.ackAfterSnapshot(state.spec.id, () => message.ack());
+        if (deps.ackAfterSnapshot) deps.ackAfterSnapshot(wireId(state.spec), () => message.ack());
         else await message.ack();
       },
     );
@@ -392,7 +406,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         const output = (event as { output: SubTaskResult }).output;
         void up(state, { kind: 'done', output }, `${state.spec.id}:done`).then(async () => {
           await state.consumer?.stop();
-          deps.onFinished?.(state.spec.id);
+          deps.onFinished?.(wireId(state.spec));
         });
         return { ...snapshot, status: 'done', output };
       } else if (event.type.startsWith('xstate.error.actor.')) {
@@ -400,7 +414,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         const error = (event as { error: unknown }).error;
         void up(state, { kind: 'error', error: error instanceof Error ? error.message : String(error) }, `${state.spec.id}:error`).then(async () => {
           await state.consumer?.stop();
-          deps.onFinished?.(state.spec.id);
+          deps.onFinished?.(wireId(state.spec));
         });
         return { ...snapshot, status: 'done', output: { taskId: state.spec.id, status: 'failed', output: '', error: String(error), fallback: true } };
       } else if (event.type === 'xstate.stop') {

@@ -19,7 +19,7 @@ import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
 import { HostHeartbeat, RemoteSpawn, type SessionSpec } from '../machines/protocol.js';
 import { actorAt, restoreTimers, takeCheckpoint, walkActors, type Checkpoint } from '../actors/checkpoint.js';
-import { createParentLinkLogic, ensureQueues, subjects, type LinkDeps } from '../actors/remote.js';
+import { createParentLinkLogic, ensureQueues, subjects, wireId, type LinkDeps } from '../actors/remote.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
 import { observeSessions } from '../actors/observe.js';
@@ -33,6 +33,9 @@ export interface SessionRecord {
   checkpoint: Checkpoint | null;
   at: number;
 }
+
+/** How long a finished session's record stays in the snapshots bucket (the spawn dedup window). */
+const FINISHED_KEPT_MS = 600_000;
 
 export interface HostOptions {
   transport: Transport;
@@ -148,12 +151,13 @@ export class Host {
     const { spec } = parsed.data;
     // claim it: a session runs on one host, whatever the queue redelivers
     const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now() };
-    const claimed = await this.#snapshots!.update(spec.id, record, 0);
+    const key = wireId(spec);
+    const claimed = await this.#snapshots!.update(key, record, 0);
     if (!claimed) {
       await message.ack();
       return;
     }
-    const revision = (await this.#snapshots!.get(spec.id))?.revision ?? 0;
+    const revision = (await this.#snapshots!.get(key))?.revision ?? 0;
     this.#run(spec, null, revision);
     await message.ack();
   }
@@ -173,12 +177,12 @@ export class Host {
     };
     const logic = createParentLinkLogic(linkDeps);
     const root = createRootActor(logic, {
-      id: `host-${spec.id}`,
+      id: `host-${wireId(spec)}`,
       clock: this.#o.clock,
       ...(checkpoint ? { snapshot: checkpoint.snapshot as never } : { input: { spec } }),
     });
     const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, unsubscribe: () => {} };
-    this.#running.set(spec.id, running);
+    this.#running.set(wireId(spec), running);
     const sub = root.system.inspect((e) => {
       if (e.type === '@xstate.snapshot') this.#mark(running);
     });
@@ -209,21 +213,22 @@ export class Host {
   /** Writes the session's checkpoint (compare-and-set on its revision), then acknowledges what it holds. */
   async #snapshot(running: Running, state: SessionRecord['state'] = 'running'): Promise<void> {
     if (!running.dirty && state === 'running') return;
-    if (!this.#running.has(running.spec.id)) return;
+    const key = wireId(running.spec);
+    if (!this.#running.has(key)) return;
     const started = performance.now();
     running.dirty = false;
     // what reached any session of this tree is acknowledged once this snapshot holds it
     const acks = running.pendingAcks.splice(0);
     if (this.#o.deferredAcks) {
       walkActors(running.root, (ref) => {
-        const id = (ref.getSnapshot() as { context?: { spec?: { id?: string } } }).context?.spec?.id;
-        if (id) acks.push(...this.#o.deferredAcks!.take(id));
+        const spec = (ref.getSnapshot() as { context?: { spec?: SessionSpec } }).context?.spec;
+        if (spec?.id && spec.correlation) acks.push(...this.#o.deferredAcks!.take(wireId(spec)));
       });
     }
     const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now() };
     let written: boolean;
     try {
-      written = await this.#snapshots!.update(running.spec.id, record, running.revision);
+      written = await this.#snapshots!.update(key, record, running.revision);
     } catch (error) {
       // not written (the server is away): nothing is lost, the next attempt writes it
       running.pendingAcks.unshift(...acks);
@@ -235,13 +240,13 @@ export class Host {
       }, 1_000);
       return;
     }
-    const now = written ? null : await this.#snapshots!.get(running.spec.id).catch(() => null);
+    const now = written ? null : await this.#snapshots!.get(key).catch(() => null);
     const mine = now && (now.value as SessionRecord).host === this.#o.hostId && (now.value as SessionRecord).state !== 'finished';
-    if (!written && !this.#running.has(running.spec.id)) return; // it finished meanwhile
+    if (!written && !this.#running.has(key)) return; // it finished meanwhile
     if (!written && !mine) {
       // another host took it over (this one was thought dead): stop here, it runs there
       this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} lost ${running.spec.id} to another host; stopping its copy here` } });
-      this.#drop(running.spec.id);
+      this.#drop(key);
       return;
     }
     if (!written) {
@@ -251,7 +256,7 @@ export class Host {
       running.dirty = true;
       return this.#snapshot(running, state);
     }
-    running.revision = (await this.#snapshots!.get(running.spec.id).catch(() => null))?.revision ?? running.revision + 1;
+    running.revision = (await this.#snapshots!.get(key).catch(() => null))?.revision ?? running.revision + 1;
     for (const ack of acks) await ack().catch(() => undefined);
     running.lastCostMs = performance.now() - started;
   }
@@ -338,7 +343,12 @@ export class Host {
       const entry = await this.#snapshots!.get(key);
       const record = entry?.value as SessionRecord | undefined;
       if (!entry || !record?.spec) continue;
-      if (record.state === 'finished' || !this.#o.agents.includes(record.spec.agent.agentName)) continue;
+      if (record.state === 'finished') {
+        // kept while a redelivered spawn of it could still come (the spawn queue's dedup window)
+        if (now - record.at > FINISHED_KEPT_MS) await this.#snapshots!.delete(key).catch(() => undefined);
+        continue;
+      }
+      if (!this.#o.agents.includes(record.spec.agent.agentName)) continue;
       if (record.state !== 'released' && alive.has(record.host)) continue;
       const claimed: SessionRecord = { ...record, host: this.#o.hostId, state: 'running', at: now };
       if (!(await this.#snapshots!.update(key, claimed, entry.revision))) continue;
@@ -361,7 +371,7 @@ export class Host {
       running.dirty = true;
       await this.#snapshot(running, 'released');
       released.push(running.spec.id);
-      this.#drop(running.spec.id);
+      this.#drop(wireId(running.spec));
     }
     return { finished: before - released.length, released };
   }

@@ -433,7 +433,8 @@ export function taskFromSpec(spec: SessionSpec, options: { agentId: string; type
   const title = firstLine.trim().length > 80 ? `${firstLine.trim().slice(0, 77)}...` : firstLine.trim();
   const expected = lines(spec.expectedOutput);
   return {
-    task_id: spec.id,
+    // session ids repeat from run to run: the task id is qualified by the run
+    task_id: `${spec.correlation.runId}.${spec.id}`,
     type: options.type,
     priority: options.priority ?? 3,
     title: title || spec.id,
@@ -458,7 +459,7 @@ export function taskFromSpec(spec: SessionSpec, options: { agentId: string; type
     },
     ...(options.deadlineAt !== null ? { deadline: new Date(options.deadlineAt).toISOString() } : {}),
     assigned_to: options.agentId,
-    ...(spec.role === 'subtask' ? { parent_task_id: spec.owner.ownerId } : {}),
+    ...(spec.role === 'subtask' ? { parent_task_id: `${spec.correlation.runId}.${spec.owner.ownerId}` } : {}),
     subtask_ids: [],
   };
 }

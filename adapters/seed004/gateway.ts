@@ -54,6 +54,7 @@ import {
   type TaskType,
 } from '../../machines/seed004.js';
 import { correlationOf } from '../../actors/events.js';
+import { wireId } from '../../actors/remote.js';
 
 export const DEFAULT_AGENT_HEARTBEAT_MS = 30_000;
 
@@ -241,21 +242,21 @@ export class Seed004Gateway {
         sendBack: (event) => sendBack(event),
         agentId: null,
       };
-      this.#routes.set(spec.id, route);
+      this.#routes.set(wireId(spec), route);
       receive((command) => this.#onCommand(route, command));
       sendBack({ type: 'WIRE_READY', at: this.#now() });
       return () => {
         // the session ended (or stopped here, to be restored elsewhere): nothing more is routed to it
-        if (this.#routes.get(spec.id) === route) this.#routes.delete(spec.id);
-        this.#waiters.delete(spec.id);
-        this.#release(spec.id);
+        if (this.#routes.get(wireId(spec)) === route) this.#routes.delete(wireId(spec));
+        this.#waiters.delete(wireId(spec));
+        this.#release(wireId(spec));
         this.#dispatch();
       };
     });
   }
 
   #onCommand(route: Route, command: WireCommand): void {
-    const taskId = route.spec.id;
+    const taskId = wireId(route.spec);
     switch (command.type) {
       case 'FIND_AGENT':
         this.#waiters.delete(taskId);

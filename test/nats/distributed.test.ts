@@ -137,6 +137,13 @@ describe('runs across processes over NATS', () => {
     expect(placed).toEqual(['st-1@host-b', 'st-2@host-b', 'st-3@host-b', 'w-design@host-a']);
     expect(events.filter((e) => e.type === 'update.queued' && e.data.message === 'started' && e.workerId === 'w-design')).toHaveLength(3);
     expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+    // the same plan again on the same hosts: session ids repeat, so everything on the wire is per run
+    const again = capture();
+    expect(await main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-1b', '--no-tree'], again.io), again.out() + again.err()).toBe(0);
+    const second = new FileRunStore(ws).events('n-1b');
+    const parts = second.filter((e) => e.type === 'subtask.spawned').map((e) => e.subTaskId!);
+    expect(parts).toHaveLength(3);
+    expectOneResultEach(second, ['w-design', ...parts]);
     a.child.kill('SIGTERM');
     b.child.kill('SIGTERM');
     expect(await a.exited).toBe(0);

@@ -163,7 +163,7 @@ describe('a2a monitor over NATS', () => {
     expect(hostIn(last, 'host-b')).toMatchObject({ agents: ['coder'], capacity: 4 });
     const busy = (s: Snapshot, id: string) => hostIn(s, id)?.alive === true && hostIn(s, id)!.load > 0 && hostIn(s, id)!.running > 0;
     const hostLines = () => JSON.stringify(all.map((s) => s.hosts.map((h) => `${h.id}:${h.state}:${h.running}:${h.lastSeenMs}`).join(' ')));
-    expect(all.some((s) => busy(s, 'host-a') && hostIn(s, 'host-a')!.sessions.includes('w-design')), hostLines()).toBe(true);
+    expect(all.some((s) => busy(s, 'host-a') && hostIn(s, 'host-a')!.sessions.includes('m-1.w-design')), hostLines()).toBe(true);
     expect(all.some((s) => busy(s, 'host-b')), hostLines()).toBe(true);
     expect(all.some((s) => busy(s, 'host-a') && busy(s, 'host-b')), hostLines()).toBe(true);
 

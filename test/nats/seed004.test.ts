@@ -328,7 +328,7 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     expect(task.message_type).toBe('task');
     if (task.message_type !== 'task') throw new Error('not a task');
     expect(task.payload).toMatchObject({
-      task_id: 'w-api',
+      task_id: `${ns}.w-api`,
       type: 'implementation',
       priority: 3,
       description: 'Add a GET /data endpoint to api/views.py',
@@ -339,7 +339,7 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     // the clarification was answered by the orchestrator's policy, correlated to the query
     const answer = agent.received('response', (m) => m.correlation_id === queryId)[0]!;
     expectValid(answer);
-    expect(answer.payload).toMatchObject({ query_type: 'clarification', task_id: 'w-api', answer: 'JSON, following REST conventions' });
+    expect(answer.payload).toMatchObject({ query_type: 'clarification', task_id: `${ns}.w-api`, answer: 'JSON, following REST conventions' });
 
     const store = new FileRunStore(ws);
     const summary = store.read('seed-a').summary as RunSummary;
@@ -408,7 +408,7 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     const offered = silent.inbox.find((r) => r.message.message_type === 'task')!;
     const cancel = await silent.waitFor('a cancel', 'cancel');
     expectValid(cancel);
-    expect(cancel.payload).toMatchObject({ task_id: 'st-c1', reason: 'reassigned: no acknowledgment' });
+    expect(cancel.payload).toMatchObject({ task_id: `run-${ns}.st-c1`, reason: 'reassigned: no acknowledgment' });
     const reoffered = b.inbox.find((r) => r.message.message_type === 'task')!;
     expect(reoffered.at - offered.at).toBeGreaterThanOrEqual(ACK_MS - 20);
     expect(result.metadata).toMatchObject({ history: [{ agentId: 'agent_a', outcome: 'no_ack' }, { agentId: 'agent_b', outcome: 'completed' }] });
@@ -446,7 +446,7 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     const result = await owner.result();
     expect(result.status).toBe('success');
     expect(result.metadata).toMatchObject({ history: [{ agentId: 'agent_a', outcome: 'lost' }, { agentId: 'agent_b', outcome: 'completed' }] });
-    expect((await a.waitFor('a cancel', 'cancel')).payload).toMatchObject({ task_id: 'st-c2', reason: 'reassigned: unresponsive' });
+    expect((await a.waitFor('a cancel', 'cancel')).payload).toMatchObject({ task_id: `run-${ns}.st-c2`, reason: 'reassigned: unresponsive' });
     expect(owner.updates().some((u) => u.message === 'agent_a: 10% cloning')).toBe(true);
     expect(out()).toMatch(/agent agent_a is unresponsive \(silent for \d+ ms\): reassigning st-c2/);
     expect(gateway.agents().find((x) => x.id === 'agent_a')!.responsive).toBe(false);
@@ -477,7 +477,7 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     // the task told the agent its deadline
     if (task.message_type !== 'task') throw new Error('not a task');
     expect(Date.parse(task.payload.deadline!)).toBeGreaterThan(Date.now() - 10_000);
-    expect((await slow.waitFor('a cancel', 'cancel')).payload).toMatchObject({ task_id: 'st-c3', reason: 'reassigned: task timeout' });
+    expect((await slow.waitFor('a cancel', 'cancel')).payload).toMatchObject({ task_id: `run-${ns}.st-c3`, reason: 'reassigned: task timeout' });
   }, 20_000);
 
   it('sends a cancel to the agent when the owner cancels; only the assigned agent may report on a task', async () => {
@@ -501,20 +501,20 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     await waitFor('the progress to reach the owner', () => owner.updates().some((u) => u.message === 'agent_a: 25% started'));
 
     // another agent reports on agent_a's task: refused, and the owner hears nothing of it
-    const intrusion = other.send(other.envelope('progress', { task_id: 'st-d1', progress: 1, message: 'done, trust me' })) as Wire;
+    const intrusion = other.send(other.envelope('progress', { task_id: `run-${ns}.st-d1`, progress: 1, message: 'done, trust me' })) as Wire;
     const refused = await other.waitFor('an error', 'error', (m) => m.correlation_id === intrusion.message_id);
-    expect(refused.payload).toMatchObject({ error_type: 'system_error', error_code: 'E_NOT_ASSIGNED', task_id: 'st-d1' });
+    expect(refused.payload).toMatchObject({ error_type: 'system_error', error_code: 'E_NOT_ASSIGNED', task_id: `run-${ns}.st-d1` });
 
     owner.session.send({ type: 'CANCEL', reason: 'Priority change' });
     const cancel = await a.waitFor('a cancel', 'cancel');
     expectValid(cancel);
-    expect(cancel.payload).toEqual({ task_id: 'st-d1', reason: 'Priority change' });
+    expect(cancel.payload).toEqual({ task_id: `run-${ns}.st-d1`, reason: 'Priority change' });
     const result = await owner.result();
     expect(result).toMatchObject({ taskId: 'st-d1', status: 'cancelled', error: 'Priority change' });
     expect(owner.updates().some((u) => u.message?.includes('trust me'))).toBe(false);
 
     // the task is over: a late report about it is refused
-    const late = a.send(a.envelope('progress', { task_id: 'st-d1', progress: 0.5, message: 'still going' })) as Wire;
+    const late = a.send(a.envelope('progress', { task_id: `run-${ns}.st-d1`, progress: 0.5, message: 'still going' })) as Wire;
     const unknown = await a.waitFor('an error', 'error', (m) => m.correlation_id === late.message_id);
     expect(unknown.payload).toMatchObject({ error_code: 'E_UNKNOWN_TASK' });
     await waitFor('agent_a to be free', () => gateway.agents().find((x) => x.id === 'agent_a')!.assigned.length === 0);

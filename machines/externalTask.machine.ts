@@ -165,7 +165,7 @@ function withLast(history: Attempt[], outcome: Attempt['outcome'], reason?: stri
 }
 
 export function createExternalTaskMachine(defaults: ExternalTaskConfig = DEFAULT_EXTERNAL_TASK_CONFIG) {
-  return setup({
+  const configured = setup({
     types: {
       input: {} as ExternalTaskInput,
       context: {} as ExternalTaskContext,
@@ -312,7 +312,17 @@ export function createExternalTaskMachine(defaults: ExternalTaskConfig = DEFAULT
         result: ended(context, 'failed', `the gateway failed: ${event.type === 'xstate.error.actor.wire' ? String((event.error as Error)?.message ?? event.error) : 'unknown'}`),
       })),
     },
-  }).createMachine({
+  });
+  /** How the agent holding the task can end its part, once offered or working. */
+  const endsOfTheAgentsWork = {
+    AGENT_RESULT: { guard: 'fromAgent', target: 'completed', actions: 'recordResult' },
+    AGENT_ERROR: [
+      { guard: 'recoverableFromAgent', target: 'reassigning', actions: 'markRecoverable' },
+      { guard: 'fromAgent', target: 'failed', actions: ['cancelAgent', 'recordAgentFailure'] },
+    ],
+    AGENT_LOST: { guard: 'fromAgent', target: 'reassigning', actions: 'markLost' },
+  } as const;
+  return configured.createMachine({
     id: 'externalTask',
     context: ({ input }) => ({
       spec: input.spec,
@@ -363,12 +373,7 @@ export function createExternalTaskMachine(defaults: ExternalTaskConfig = DEFAULT
             { guard: 'rejectedByAgent', target: 'rejected', actions: 'noteTime' },
           ],
           // an agent may skip the acknowledgment and answer at once
-          AGENT_RESULT: { guard: 'fromAgent', target: 'completed', actions: 'recordResult' },
-          AGENT_ERROR: [
-            { guard: 'recoverableFromAgent', target: 'reassigning', actions: 'markRecoverable' },
-            { guard: 'fromAgent', target: 'failed', actions: ['cancelAgent', 'recordAgentFailure'] },
-          ],
-          AGENT_LOST: { guard: 'fromAgent', target: 'reassigning', actions: 'markLost' },
+          ...endsOfTheAgentsWork,
         },
       },
       /** The agent said no: the next agent, at once (it is not offered to this one again). */
@@ -384,12 +389,7 @@ export function createExternalTaskMachine(defaults: ExternalTaskConfig = DEFAULT
           AGENT_PROGRESS: { guard: 'fromAgent', actions: 'forwardProgress' },
           AGENT_QUERY: { guard: 'fromAgent', actions: 'askOwner' },
           MESSAGE: { actions: 'answerAgent' },
-          AGENT_RESULT: { guard: 'fromAgent', target: 'completed', actions: 'recordResult' },
-          AGENT_ERROR: [
-            { guard: 'recoverableFromAgent', target: 'reassigning', actions: 'markRecoverable' },
-            { guard: 'fromAgent', target: 'failed', actions: ['cancelAgent', 'recordAgentFailure'] },
-          ],
-          AGENT_LOST: { guard: 'fromAgent', target: 'reassigning', actions: 'markLost' },
+          ...endsOfTheAgentsWork,
         },
       },
       /** The current agent is cancelled; the task goes to another agent after a backoff, or fails. */

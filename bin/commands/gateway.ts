@@ -8,16 +8,12 @@
  * and are sent to on `<prefix>.agent.<agent_id>`. Drains on SIGTERM or Ctrl-C like a host.
  */
 import { hostname } from 'node:os';
-import type { EventSink } from '../../machines/ports.js';
-import type { RunEvent } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../../adapters/clock.js';
 import { Host } from '../../adapters/host.js';
 import { Seed004Gateway } from '../../adapters/seed004/gateway.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { transportSink } from '../../adapters/transport/events.js';
-import { describeEvent } from '../../adapters/terminal.js';
-import { natsCredentials, type HostIo } from './host.js';
+import { drainOnSignal, natsCredentials, publishingSink, type HostIo } from './host.js';
 
 export interface GatewayCommandOptions {
   nats: string;
@@ -65,18 +61,7 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
   }
   const hostId = options.id ?? `gateway-${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-gateway-${hostId}`, ...natsCredentials() });
-  const sink = transportSink(transport, ns, hostId, realClock);
-  const logged = new Set<string>(['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'warning']);
-  let seq = 0;
-  const bus: EventSink = {
-    listening: true,
-    emit(event) {
-      sink.emit(event);
-      if (!logged.has(event.type)) return;
-      const line = describeEvent({ ...event, data: event.data ?? {}, runId: (event as { runId?: string }).runId ?? 'gateway', seq: seq++, ts: Date.now() } as RunEvent);
-      if (line) io.stdout.write(`${line}\n`);
-    },
-  };
+  const bus = publishingSink(transport, ns, hostId, io, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'warning']);
   const gateway = new Seed004Gateway({
     transport,
     ns,
@@ -112,15 +97,7 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
   io.stdout.write(`gateway ${hostId} serves ${mapping} (concurrency ${concurrency}) in namespace ${ns}; agents talk on ${gateway.subjects.inbound}\n`);
   io.onStarted?.(gateway);
 
-  await (io.until ??
-    new Promise<void>((done) => {
-      const stop = () => done();
-      process.once('SIGTERM', stop);
-      process.once('SIGINT', stop);
-    }));
-  io.stdout.write(`gateway ${hostId} draining: no new tasks; ${host.running} task(s) running\n`);
-  const { finished, released } = await host.drain(options.drain ?? 30_000);
-  io.stdout.write(`gateway ${hostId} drained: ${finished} finished, ${released.length} handed back${released.length ? ` (${released.join(', ')})` : ''}\n`);
+  await drainOnSignal(host, io, { label: `gateway ${hostId}`, work: 'tasks', units: 'task(s)', drainMs: options.drain ?? 30_000 });
   await host.stop();
   await gateway.stop();
   await transport.close();

@@ -6,7 +6,7 @@
  */
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import type { EventSink } from '../../machines/ports.js';
+import type { EventSink, Transport } from '../../machines/ports.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { createRuntime } from '../../actors/runtime.js';
@@ -68,19 +68,8 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
   const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
 
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials() });
-  const sink = transportSink(transport, ns, hostId, realClock);
   // events are published under their own run (for its orchestrator and monitors) and logged here
-  const logged = new Set<string>(['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning']);
-  let seq = 0;
-  const bus: EventSink = {
-    listening: true,
-    emit(event) {
-      sink.emit(event);
-      if (!logged.has(event.type)) return;
-      const line = describeEvent({ ...event, data: event.data ?? {}, runId: (event as { runId?: string }).runId ?? 'host', seq: seq++, ts: Date.now() } as RunEvent);
-      if (line) io.stdout.write(`${line}\n`);
-    },
-  };
+  const bus = publishingSink(transport, ns, hostId, io, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning']);
   const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace);
   const deferredAcks = new DeferredAcks();
   const runtime = createRuntime({
@@ -112,16 +101,43 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
   await host.start();
   io.stdout.write(`host ${hostId} serves ${agents.join(', ')} (concurrency ${options.concurrency ?? 4}) in namespace ${ns}\n`);
 
+  await drainOnSignal(host, io, { label: `host ${hostId}`, work: 'work', units: 'session(s)', drainMs: options.drain ?? 30_000 });
+  await host.stop();
+  await transport.close();
+  return 0;
+}
+
+/**
+ * Waits for SIGTERM or SIGINT (or `io.until`), then drains the host: no new work, running
+ * sessions get `drainMs` to finish, the rest are handed back. Says so on stdout.
+ */
+export async function drainOnSignal(host: Host, io: HostIo, o: { label: string; work: string; units: string; drainMs: number }): Promise<void> {
   await (io.until ??
     new Promise<void>((done) => {
       const stop = () => done();
       process.once('SIGTERM', stop);
       process.once('SIGINT', stop);
     }));
-  io.stdout.write(`host ${hostId} draining: no new work; ${host.running} session(s) running\n`);
-  const { finished, released } = await host.drain(options.drain ?? 30_000);
-  io.stdout.write(`host ${hostId} drained: ${finished} finished, ${released.length} handed back${released.length ? ` (${released.join(', ')})` : ''}\n`);
-  await host.stop();
-  await transport.close();
-  return 0;
+  io.stdout.write(`${o.label} draining: no new ${o.work}; ${host.running} ${o.units} running\n`);
+  const { finished, released } = await host.drain(o.drainMs);
+  io.stdout.write(`${o.label} drained: ${finished} finished, ${released.length} handed back${released.length ? ` (${released.join(', ')})` : ''}\n`);
+}
+
+/**
+ * The event sink of a host process: every event is published (stamped with its run, for the run's
+ * orchestrator and monitors), and those of the `logged` types are also written to stdout.
+ */
+export function publishingSink(transport: Transport, ns: string, hostId: string, io: Pick<HostIo, 'stdout'>, logged: RunEvent['type'][]): EventSink {
+  const sink = transportSink(transport, ns, hostId, realClock);
+  const shown = new Set<string>(logged);
+  let seq = 0;
+  return {
+    listening: true,
+    emit(event) {
+      sink.emit(event);
+      if (!shown.has(event.type)) return;
+      const line = describeEvent({ ...event, data: event.data ?? {}, runId: (event as { runId?: string }).runId ?? hostId, seq: seq++, ts: Date.now() } as RunEvent);
+      if (line) io.stdout.write(`${line}\n`);
+    },
+  };
 }

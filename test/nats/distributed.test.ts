@@ -4,100 +4,26 @@
  * server restarted in the middle; the orchestrator killed and resumed. Every run completes, and no
  * session's result is delivered twice.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { RunEvent } from '../../machines/protocol.js';
-import { tempDir } from '../helpers.js';
+import { a2aHost, a2aProcess, capture, killAll, served, splitWorkspace, waitFor } from './cluster.js';
 import { startNatsServer, type NatsServer } from './server.js';
 
-const root = resolve(import.meta.dirname, '../..');
-const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
-
-interface Proc {
-  child: ChildProcess;
-  out: () => string;
-  exited: Promise<number>;
-}
-
-const procs: Proc[] = [];
 let server: NatsServer | null = null;
 
 afterEach(async () => {
-  for (const p of procs.splice(0)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+  killAll();
   await server?.stop();
   server = null;
 });
 
-function a2a(args: string[], cwd: string): Proc {
-  const child = spawn(process.execPath, ['--import', tsx, join(root, 'bin/a2a.ts'), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const p: Proc = { child, out: () => out, exited: new Promise((r) => child.on('exit', (code, signal) => r(code ?? (signal ? 128 : -1)))) };
-  procs.push(p);
-  return p;
-}
-
-async function waitFor(what: string, ok: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
-    out: () => out,
-    err: () => err,
-  };
-}
-
-/** A workspace with the plan and the script every process uses (parts take `partMs` each). */
-function workspace(partMs: number): string {
-  const ws = tempDir('a2a-nats-ws-');
-  writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'dist', tasks: [{ id: 'design', agent: '@architect', prompt: 'design and build it' }] }));
-  writeFileSync(
-    join(ws, 'script.json'),
-    JSON.stringify({
-      rules: [
-        {
-          agent: 'architect',
-          depth: 0,
-          turns: [
-            { toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [1, 2, 3].map((i) => ({ agentType: '@coder', prompt: `build part ${i}`, expectedOutput: 'code' })) } }] },
-            { text: 'waiting for the parts' },
-          ],
-          reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'all parts built' } }] } }],
-        },
-        {
-          agent: 'coder',
-          turns: [
-            { toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: 'started' } }] },
-            { delayMs: partMs, toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'part built' } }] },
-          ],
-        },
-      ],
-    }),
-  );
-  return ws;
-}
-
-function host(ws: string, id: string, agents: string): Proc {
-  const p = a2a(['host', '--nats', server!.url, '--agents', agents, '--id', id, '--script', join(ws, 'script.json'), '--workspace', ws, '--heartbeat', '200', '--drain', '2000'], ws);
-  return p;
-}
-
-const served = (p: Proc) => waitFor('the host to serve', () => p.out().includes(' serves '));
+const workspace = (partMs: number) => splitWorkspace({ partMs });
+const host = (ws: string, id: string, agents: string) => a2aHost(server!.url, ws, id, agents);
+const a2a = a2aProcess;
 
 /** Waits until the parts run on their host: their "started" updates reached the run's event log. */
 function partsStarted(ws: string, runId: string) {

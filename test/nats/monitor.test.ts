@@ -4,70 +4,33 @@
  * tree across both hosts, the hosts alive with their load, the metrics; then host-a is killed with
  * SIGKILL and must show as lost (in --json and in the human view).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import type { MonitorSnapshot, TreeNode } from '../../adapters/monitor.js';
-import { tempDir } from '../helpers.js';
+import { a2aHost as startHost, capture as captureIo, killAll, splitWorkspace, waitFor } from './cluster.js';
 import { startNatsServer, type NatsServer } from './server.js';
 
-const root = resolve(import.meta.dirname, '../..');
-const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
-
-interface Proc {
-  child: ChildProcess;
-  out: () => string;
-  exited: Promise<number>;
-}
-
-const procs: Proc[] = [];
 /** The hosts' heartbeat: a host is lost after 3 missed ones. */
 const HEARTBEAT_MS = 300;
 let server: NatsServer | null = null;
 
 afterEach(async () => {
-  for (const p of procs.splice(0)) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+  killAll();
   await server?.stop();
   server = null;
 });
 
-function a2aHost(ws: string, id: string, agents: string): Proc {
-  const args = ['host', '--nats', server!.url, '--agents', agents, '--id', id, '--script', join(ws, 'script.json'), '--workspace', ws, '--heartbeat', String(HEARTBEAT_MS), '--drain', '1000'];
-  const child = spawn(process.execPath, ['--import', tsx, join(root, 'bin/a2a.ts'), ...args], { cwd: ws, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const p: Proc = { child, out: () => out, exited: new Promise((r) => child.on('exit', (code, signal) => r(code ?? (signal ? 128 : -1)))) };
-  procs.push(p);
-  return p;
-}
+const a2aHost = (ws: string, id: string, agents: string) => startHost(server!.url, ws, id, agents, { heartbeatMs: HEARTBEAT_MS, drainMs: 1_000 });
 
-async function waitFor(what: string, ok: () => boolean, ms = 20_000, context: () => string = () => ''): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${context()}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/** A capturing io (a terminal with `tty`); `stop()` resolves its `until` (the monitor then ends). */
+/** A capturing io whose NDJSON lines can be read back. */
 function capture(tty = false) {
-  let out = '';
-  let err = '';
-  let stop: () => void = () => {};
-  const until = new Promise<void>((r) => (stop = r));
-  const terminal = tty ? { isTTY: true, columns: 140 } : {};
+  const c = captureIo(tty);
   return {
-    io: { stdout: { write: (s: string) => ((out += s), true), ...terminal }, stderr: { write: (s: string) => ((err += s), true) }, until } as never,
-    out: () => out,
-    err: () => err,
-    stop: () => stop(),
-    /** The NDJSON lines written so far. */
+    ...c,
     lines: () =>
-      out
+      c
+        .out()
         .split('\n')
         .filter((l) => l.startsWith('{'))
         .map((l) => JSON.parse(l) as { kind: string; [k: string]: unknown }),
@@ -78,28 +41,7 @@ type Snapshot = MonitorSnapshot & { kind: 'snapshot'; final?: boolean };
 const snapshots = (c: ReturnType<typeof capture>) => c.lines().filter((l): l is Snapshot & { [k: string]: unknown } => l.kind === 'snapshot');
 const hostIn = (s: Snapshot, id: string) => s.hosts.find((h) => h.id === id);
 
-function workspace(partMs: number): string {
-  const ws = tempDir('a2a-monitor-ws-');
-  writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'mon', tasks: [{ id: 'design', agent: '@architect', prompt: 'design and build it' }] }));
-  writeFileSync(
-    join(ws, 'script.json'),
-    JSON.stringify({
-      rules: [
-        {
-          agent: 'architect',
-          depth: 0,
-          turns: [
-            { toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [1, 2, 3].map((i) => ({ agentType: '@coder', prompt: `build part ${i}`, expectedOutput: 'code' })) } }] },
-            { text: 'waiting for the parts' },
-          ],
-          reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'all parts built' } }] } }],
-        },
-        { agent: 'coder', turns: [{ delayMs: partMs, toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'part built' } }] }] },
-      ],
-    }),
-  );
-  return ws;
-}
+const workspace = (partMs: number) => splitWorkspace({ partMs, notify: false, planId: 'mon', prefix: 'a2a-monitor-ws-' });
 
 describe('a2a monitor over NATS', () => {
   it('shows a run across two hosts (tree with hosts, load, metrics), then a host killed with SIGKILL as lost', async () => {

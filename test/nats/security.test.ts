@@ -6,11 +6,10 @@
  * user hears only the replies on its own inbox prefix (`_INBOX_<user>.>`). Plus token authentication. Passwords are random per run and reach the server through its environment,
  * as the example documents.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -21,11 +20,10 @@ import { ensureQueues, subjects } from '../../actors/remote.js';
 import { isA2AError } from '../../actors/errors.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Transport, TransportMessage } from '../../machines/ports.js';
-import { tempDir } from '../helpers.js';
 import { natsServerBinary, startNatsServer, type NatsServer } from './server.js';
+import { a2aHost, killAll, splitWorkspace, waitFor } from './cluster.js';
 
 const root = resolve(import.meta.dirname, '../..');
-const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
 const exampleConfig = readFileSync(join(root, 'examples/nats/server.conf'), 'utf8');
 const s = subjects('default');
 
@@ -50,13 +48,12 @@ const inboxPrefix = {
 let server: NatsServer;
 const open: Transport[] = [];
 const raw: NatsConnection[] = [];
-const procs: ChildProcess[] = [];
 
 beforeAll(async () => {
   server = await startNatsServer({ base: exampleConfig, env: passwords });
 });
 afterEach(async () => {
-  for (const child of procs.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  killAll();
   for (const t of open.splice(0)) await t.close().catch(() => undefined);
   for (const nc of raw.splice(0)) await nc.close().catch(() => undefined);
 });
@@ -88,13 +85,6 @@ async function counts(): Promise<Record<'spawn' | 'up' | 'down', number>> {
 
 const violations = (user: string) => server.log().split('\n').filter((l) => /(Publish|Subscription) Violation/.test(l) && l.includes(`User "${user}"`));
 
-async function waitFor(what: string, ok: () => boolean, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function expectNoSecret(text: string): void {
   for (const secretValue of allSecrets) expect(text).not.toContain(secretValue);
@@ -308,47 +298,12 @@ describe('examples/nats/server.conf', () => {
 
   it('runs a plan with the orchestrator and host users (real `a2a host` processes, `a2a run --nats`): the server refuses nothing', async () => {
     // the worker on one host, its sub-tasks on another: a host is also an owner (spawn, down, consumes up)
-    const ws = tempDir('a2a-nats-sec-');
+    const ws = splitWorkspace({ partMs: 0, parts: 2, planId: 'secure', prefix: 'a2a-nats-sec-' });
     const plan = join(ws, 'plan.json');
     const script = join(ws, 'script.json');
-    writeFileSync(plan, JSON.stringify({ id: 'secure', tasks: [{ id: 'design', agent: '@architect', prompt: 'design and build it' }] }));
-    writeFileSync(
-      script,
-      JSON.stringify({
-        rules: [
-          {
-            agent: 'architect',
-            depth: 0,
-            turns: [
-              { toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [1, 2].map((i) => ({ agentType: '@coder', prompt: `build part ${i}`, expectedOutput: 'code' })) } }] },
-              { text: 'waiting for the parts' },
-            ],
-            reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'all parts built' } }] } }],
-          },
-          {
-            agent: 'coder',
-            turns: [
-              { toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: 'started' } }] },
-              { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'part built' } }] },
-            ],
-          },
-        ],
-      }),
-    );
     const { A2A_NATS_USER: _u, A2A_NATS_PASSWORD: _p, A2A_NATS_TOKEN: _t, A2A_NATS_INBOX_PREFIX: _i, ...inherited } = process.env;
-    const startHost = (id: string, agents: string) => {
-      const child = spawn(
-        process.execPath,
-        ['--import', tsx, join(root, 'bin/a2a.ts'), 'host', '--nats', server.url, '--agents', agents, '--id', id, '--script', script, '--workspace', ws, '--heartbeat', '200', '--drain', '2000'],
-        { cwd: ws, stdio: ['ignore', 'pipe', 'pipe'], env: { ...inherited, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD, A2A_NATS_INBOX_PREFIX: inboxPrefix.host } },
-      );
-      procs.push(child);
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-      const exited = new Promise<number>((r) => child.on('exit', (code, signal) => r(code ?? (signal ? 128 : -1))));
-      return { child, out: () => out, exited };
-    };
+    const env = { ...inherited, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD, A2A_NATS_INBOX_PREFIX: inboxPrefix.host };
+    const startHost = (id: string, agents: string) => a2aHost(server.url, ws, id, agents, { env });
     const hosts = [startHost('host-a', 'architect'), startHost('host-b', 'coder')];
     await waitFor('the hosts to serve', () => hosts.every((h) => h.out().includes(' serves ') || h.child.exitCode !== null), 60_000);
     expect(hosts[0]!.out()).toContain('host host-a serves architect');

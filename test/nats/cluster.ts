@@ -1,0 +1,99 @@
+/**
+ * What the cross-process NATS tests share: `a2a` processes started from the sources (tsx), a
+ * workspace whose architect splits its task into coder parts, waiting on conditions, and
+ * capturing an in-process command's output.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { tempDir } from '../helpers.js';
+
+const root = resolve(import.meta.dirname, '../..');
+const tsx = pathToFileURL(join(root, 'node_modules/tsx/dist/loader.mjs')).href;
+
+export interface Proc {
+  child: ChildProcess;
+  out: () => string;
+  exited: Promise<number>;
+}
+
+const started: Proc[] = [];
+
+/** Starts `a2a <args>` in `cwd` (from the sources, as a user would run the built binary). */
+export function a2aProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Proc {
+  const child = spawn(process.execPath, ['--import', tsx, join(root, 'bin/a2a.ts'), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const p: Proc = { child, out: () => out, exited: new Promise((r) => child.on('exit', (code, signal) => r(code ?? (signal ? 128 : -1)))) };
+  started.push(p);
+  return p;
+}
+
+/** `a2a host` serving `agents` for the workspace's script. */
+export function a2aHost(url: string, ws: string, id: string, agents: string, options: { heartbeatMs?: number; drainMs?: number; env?: NodeJS.ProcessEnv } = {}): Proc {
+  const args = ['host', '--nats', url, '--agents', agents, '--id', id, '--script', join(ws, 'script.json'), '--workspace', ws];
+  args.push('--heartbeat', String(options.heartbeatMs ?? 200), '--drain', String(options.drainMs ?? 2_000));
+  return a2aProcess(args, ws, options.env);
+}
+
+/** SIGKILLs every process started here that is still running (afterEach). */
+export function killAll(): void {
+  for (const p of started.splice(0)) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+}
+
+export const served = (p: Proc) => waitFor('the host to serve', () => p.out().includes(' serves ') || p.child.exitCode !== null, 60_000, p.out);
+
+export async function waitFor(what: string, ok: () => boolean, ms = 30_000, context: () => string = () => ''): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${context()}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * A workspace with `plan.json` (one @architect task) and `script.json`: the architect spawns
+ * `parts` @coder sub-tasks in parallel and completes when they have; each coder reports
+ * `started` (unless `notify` is false), works `partMs`, and completes.
+ */
+export function splitWorkspace(options: { partMs: number; parts?: number; notify?: boolean; planId?: string; prefix?: string }): string {
+  const ws = tempDir(options.prefix ?? 'a2a-nats-ws-');
+  const parts = Array.from({ length: options.parts ?? 3 }, (_, i) => i + 1);
+  writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: options.planId ?? 'dist', tasks: [{ id: 'design', agent: '@architect', prompt: 'design and build it' }] }));
+  const started = options.notify === false ? [] : [{ toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: 'started' } }] }];
+  writeFileSync(
+    join(ws, 'script.json'),
+    JSON.stringify({
+      rules: [
+        {
+          agent: 'architect',
+          depth: 0,
+          turns: [
+            { toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: parts.map((i) => ({ agentType: '@coder', prompt: `build part ${i}`, expectedOutput: 'code' })) } }] },
+            { text: 'waiting for the parts' },
+          ],
+          reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'all parts built' } }] } }],
+        },
+        { agent: 'coder', turns: [...started, { delayMs: options.partMs, toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'part built' } }] }] },
+      ],
+    }),
+  );
+  return ws;
+}
+
+/** An io for `main([...])` that keeps what it writes (a terminal with `tty`); `stop()` resolves its `until`. */
+export function capture(tty = false) {
+  let out = '';
+  let err = '';
+  let stop: () => void = () => {};
+  const until = new Promise<void>((r) => (stop = r));
+  const terminal = tty ? { isTTY: true, columns: 140 } : {};
+  return {
+    io: { stdout: { write: (s: string) => ((out += s), true), ...terminal }, stderr: { write: (s: string) => ((err += s), true) }, until } as never,
+    out: () => out,
+    err: () => err,
+    stop: () => stop(),
+  };
+}

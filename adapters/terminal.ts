@@ -154,19 +154,38 @@ export interface RunDisplay {
   resume?(): void;
 }
 
+/**
+ * Where each session runs, from the placement events of a run across hosts (`--nats`): shown
+ * after each node's status. A run in one process has none and shows none.
+ */
+function placements() {
+  const hosts = new Map<string, string>();
+  return {
+    note(event: RunEvent) {
+      if ((event.type === 'subtask.placed' || event.type === 'session.restored') && event.subTaskId && typeof event.data.host === 'string') hosts.set(event.subTaskId, event.data.host);
+    },
+    column: (node: NodeView) => {
+      const host = hosts.get(node.id);
+      return host ? `@${host}` : '';
+    },
+  };
+}
+
 /** Log lines as they happen; the tree once at the end. */
 export function logDisplay(out: Output, options: { colour?: boolean } = {}): RunDisplay & { view: RunView } {
   const p = palette(options.colour ?? false);
   const view = new RunView();
+  const placed = placements();
   return {
     view,
     onEvent(event) {
       view.apply(event);
+      placed.note(event);
       const line = describeEvent(event, p);
       if (line) out.write(`${line}\n`);
     },
     finish() {
-      out.write(`\n${renderTree(view, Date.now(), p).join('\n')}\n`);
+      out.write(`\n${renderTree(view, Date.now(), p, placed.column).join('\n')}\n`);
     },
   };
 }
@@ -175,12 +194,13 @@ export function logDisplay(out: Output, options: { colour?: boolean } = {}): Run
 export function liveDisplay(out: Output, options: { colour?: boolean } = {}): RunDisplay & { view: RunView } {
   const p = palette(options.colour ?? true);
   const view = new RunView();
+  const placed = placements();
   let pending: string[] = [];
   let height = 0;
   const draw = () => {
     const width = out.columns ?? 120;
     const clip = (s: string) => (s.length > width + 40 ? s.slice(0, width + 40) : s);
-    const tree = renderTree(view, Date.now(), p).map(clip);
+    const tree = renderTree(view, Date.now(), p, placed.column).map(clip);
     const clear = height > 0 ? `\x1b[${height}F\x1b[J` : '';
     out.write(`${clear}${pending.map((l) => `${l}\n`).join('')}${tree.join('\n')}\n`);
     pending = [];
@@ -193,6 +213,7 @@ export function liveDisplay(out: Output, options: { colour?: boolean } = {}): Ru
     view,
     onEvent(event) {
       view.apply(event);
+      placed.note(event);
       const line = describeEvent(event, p);
       if (line) pending.push(line);
     },

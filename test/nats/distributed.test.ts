@@ -61,6 +61,9 @@ describe('runs across processes over NATS', () => {
     // the tree spans three processes: the worker on host-a, its parts on host-b
     const placed = events.filter((e) => e.type === 'subtask.placed').map((e) => `${e.subTaskId}@${String(e.data.host)}`).sort();
     expect(placed).toEqual(['st-1@host-b', 'st-2@host-b', 'st-3@host-b', 'w-design@host-a']);
+    // and the run's own tree says where each session ran
+    expect(c.out()).toMatch(/design \(w-design\)\s+@architect\s+success\s+@host-a/);
+    expect(c.out()).toMatch(/st-3\s+@coder\s+success\s+@host-b/);
     expect(events.filter((e) => e.type === 'update.queued' && e.data.message === 'started' && e.workerId === 'w-design')).toHaveLength(3);
     expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
     // the same plan again on the same hosts: session ids repeat, so everything on the wire is per run

@@ -88,17 +88,34 @@ export interface RemoteDeps {
  * nothing is lost to a server restart and nothing arrives twice. Gives up only when the
  * connection is closed for good (the process is ending). `onRetry` hears each failure.
  */
-export async function enqueueSurely(transport: Transport, subject: string, data: unknown, msgId: string, onRetry: (error: unknown) => void): Promise<void> {
+export async function enqueueSurely(
+  transport: Transport,
+  subject: string,
+  data: unknown,
+  msgId: string,
+  onRetry: (error: unknown) => void,
+  stopped: () => boolean = () => false,
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
       await transport.enqueue(subject, data, { msgId });
       return;
     } catch (error) {
-      if (/connection is closed|NOT_FOUND|no durable queue/.test(error instanceof Error ? `${error.message} ${(error as { code?: string }).code ?? ''}` : String(error))) throw error;
+      if (!worthRetrying(error) || stopped()) throw error;
       onRetry(error);
       await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
     }
   }
+}
+
+/**
+ * A failure that may go away (the server restarting, a lost confirmation): retried. Bad input,
+ * a missing queue, an oversized payload or a closed transport will not: they are reported.
+ */
+function worthRetrying(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'VALIDATION_ERROR' || code === 'NOT_FOUND' || code === 'CONFIGURATION_INVALID') return false;
+  return !/closed|max_payload|payload too large|not JSON-serializable/i.test(error instanceof Error ? error.message : String(error));
 }
 
 /** Attaches a consumer, again after failures (the server is away), until attached or `stopped()`. */
@@ -108,12 +125,19 @@ async function attachSurely(attach: () => Promise<void>, stopped: () => boolean,
       await attach();
       return;
     } catch (error) {
-      if (/connection is closed/.test(String(error))) throw error;
+      if (!worthRetrying(error)) throw error;
       onRetry(error);
       await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
     }
   }
 }
+
+/**
+ * Per-session consumers (one per remote session and direction) are removed by the server after
+ * an hour without a reader: each run would otherwise leave two behind per session. Their
+ * messages stay in the queue; a resumed owner attaches a new consumer and gets them.
+ */
+const CONSUMER_IDLE_MS = 3_600_000;
 
 let downCounter = 0;
 const downId = (sessionId: string) => `${sessionId}:down:${Date.now().toString(36)}:${process.pid}:${(downCounter++).toString(36)}`;
@@ -176,7 +200,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
     state.consumer = await deps.transport.consume(
       s.queues.up.name,
       // acked as soon as handed over: a short ack wait makes a dead owner's messages come back soon
-      { consumer: `up-${wireToken(spec)}`, filter: s.up(wireId(spec)), ackWaitMs: 5_000, maxInFlight: 64 },
+      { consumer: `up-${wireToken(spec)}`, filter: s.up(wireId(spec)), ackWaitMs: 5_000, maxInFlight: 64, inactiveMs: CONSUMER_IDLE_MS },
       (message) => handleUp(state, self, message),
     );
     if (state.stopped) await state.consumer.stop();
@@ -263,7 +287,14 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       if (!state.spawned) {
         state.spawned = true;
         const spawn: RemoteSpawn = { spec: state.spec, ownerProcess: deps.process, requestedAt: deps.clock.now() };
-        enqueueSurely(deps.transport, s.spawn(state.spec.agent.agentName), spawn, `${wireId(state.spec)}:spawn`, (error) => warn(state.spec, `retrying the spawn request of ${state.spec.id}: ${String(error)}`))
+        enqueueSurely(
+          deps.transport,
+          s.spawn(state.spec.agent.agentName),
+          spawn,
+          `${wireId(state.spec)}:spawn`,
+          (error) => warn(state.spec, `retrying the spawn request of ${state.spec.id}: ${String(error)}`),
+          () => state.stopped,
+        )
           .catch((error: unknown) => self.send({ type: 'REMOTE_ERROR', error: `cannot request a host for ${state.spec.id}: ${String(error)}` }));
         const waitMs = deps.startWarningMs ?? 30_000;
         state.warning = deps.clock.setTimeout(() => {
@@ -316,6 +347,8 @@ interface LinkState {
   chain: Promise<unknown>;
   restored: boolean;
   finished: boolean;
+  /** Stopped by its host (dropped, drained, shut down): it sends and takes nothing more. */
+  stopped: boolean;
 }
 
 type LinkSnapshot = Snapshot<SubTaskResult> & { link: LinkState };
@@ -348,14 +381,23 @@ export interface LinkDeps extends RemoteDeps {
 export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, LinkEvent, { spec: SessionSpec }> {
   const s = subjects(deps.ns);
   const up = (state: LinkState, message: UpMessage, msgId: string) => {
+    const send = (m: UpMessage, id: string) =>
+      enqueueSurely(
+        deps.transport,
+        s.up(wireId(state.spec)),
+        m,
+        `${state.spec.correlation.runId}.${id}`,
+        (error) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying a report to the owner of ${state.spec.id}: ${String(error)}` } }),
+        () => state.stopped,
+      );
     state.chain = state.chain
-      .then(() =>
-        enqueueSurely(deps.transport, s.up(wireId(state.spec)), message, `${state.spec.correlation.runId}.${msgId}`, (error) =>
-          deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying a report to the owner of ${state.spec.id}: ${String(error)}` } }),
-        ),
-      )
-      .catch((error: unknown) => {
+      .then(() => send(message, msgId))
+      .catch(async (error: unknown) => {
         deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `could not report to the owner of ${state.spec.id}: ${String(error)}` } });
+        // a result that cannot be sent (too large, say) must not leave its owner waiting for ever
+        if (message.kind === 'done' && !state.stopped) {
+          await send({ kind: 'error', error: `the result of ${state.spec.id} could not be sent: ${error instanceof Error ? error.message : String(error)}` }, `${state.spec.id}:error`).catch(() => undefined);
+        }
       });
     return state.chain;
   };
@@ -368,7 +410,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
     state.consumer = await deps.transport.consume(
       s.queues.down.name,
       // acknowledged after the next snapshot (ms later); a dead host's messages come back to its successor
-      { consumer: `down-${wireToken(state.spec)}`, filter: s.down(wireId(state.spec)), ackWaitMs: 10_000, maxInFlight: 64 },
+      { consumer: `down-${wireToken(state.spec)}`, filter: s.down(wireId(state.spec)), ackWaitMs: 10_000, maxInFlight: 64, inactiveMs: CONSUMER_IDLE_MS },
       async (message) => {
         const parsed = DownMessage.safeParse(message.data);
         if (!parsed.success) {
@@ -376,12 +418,12 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
           await message.ack();
           return;
         }
-        if (!state.finished) self.send({ type: 'DOWN', event: parsed.data.event as { type: string } });
+        if (!state.finished && !state.stopped) self.send({ type: 'DOWN', event: parsed.data.event as { type: string } });
         if (deps.ackAfterSnapshot) deps.ackAfterSnapshot(wireId(state.spec), () => message.ack());
         else await message.ack();
       },
     );
-    if (state.finished) await state.consumer.stop();
+    if (state.finished || state.stopped) await state.consumer.stop();
   }
 
   return {
@@ -390,7 +432,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       status: 'active',
       output: undefined,
       error: undefined,
-      link: { spec: input.spec, session: createSession(input.spec, scope), consumer: null, chain: Promise.resolve(), restored: false, finished: false },
+      link: { spec: input.spec, session: createSession(input.spec, scope), consumer: null, chain: Promise.resolve(), restored: false, finished: false, stopped: false },
     }),
     transition: (snapshot, event, scope) => {
       const state = snapshot.link;
@@ -418,6 +460,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         });
         return { ...snapshot, status: 'done', output: { taskId: state.spec.id, status: 'failed', output: '', error: String(error), fallback: true } };
       } else if (event.type === 'xstate.stop') {
+        state.stopped = true;
         void state.consumer?.stop();
       }
       return snapshot;
@@ -428,7 +471,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       void up(state, { kind: 'started', host: deps.hostId, restored: state.restored }, `${state.spec.id}:started:${deps.hostId}:${deps.clock.now()}`);
       void attachSurely(
         () => attach(state, scope.self),
-        () => state.finished,
+        () => state.finished || state.stopped,
         (error) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying to receive messages for ${state.spec.id}: ${String(error)}` } }),
       ).catch((error: unknown) => {
         deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `cannot receive messages for ${state.spec.id}: ${String(error)}` } });
@@ -450,7 +493,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         status: 'active',
         output: undefined,
         error: undefined,
-        link: { spec: p.spec, session: createSession(p.spec, scope as ActorScope<LinkSnapshot, LinkEvent>, p.session), consumer: null, chain: Promise.resolve(), restored: true, finished: false },
+        link: { spec: p.spec, session: createSession(p.spec, scope as ActorScope<LinkSnapshot, LinkEvent>, p.session), consumer: null, chain: Promise.resolve(), restored: true, finished: false, stopped: false },
       };
     },
   };

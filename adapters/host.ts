@@ -102,6 +102,8 @@ export class Host {
   readonly #seen = new Map<string, { at: number; changedAt: number }>();
   /** Until then, this host does not judge others dead: it was cut off itself and saw nobody. */
   #blindUntil = 0;
+  /** Keys being claimed or finished here: their record says this host, but they are not in #running. */
+  readonly #busy = new Set<string>();
   #ticking = false;
 
   constructor(options: HostOptions) {
@@ -152,14 +154,20 @@ export class Host {
     // claim it: a session runs on one host, whatever the queue redelivers
     const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now() };
     const key = wireId(spec);
-    const claimed = await this.#snapshots!.update(key, record, 0);
-    if (!claimed) {
+    this.#busy.add(key);
+    try {
+      const claimed = await this.#snapshots!.update(key, record, 0);
+      if (!claimed) {
+        await message.ack();
+        return;
+      }
+      // not knowing the revision is fine: the first snapshot finds the record ours and takes it
+      const revision = (await this.#snapshots!.get(key).catch(() => null))?.revision ?? 0;
+      if (!this.#stopped) this.#run(spec, null, revision);
       await message.ack();
-      return;
+    } finally {
+      this.#busy.delete(key);
     }
-    const revision = (await this.#snapshots!.get(key))?.revision ?? 0;
-    this.#run(spec, null, revision);
-    await message.ack();
   }
 
   /** Starts (or restores) a session under a parent link. */
@@ -214,7 +222,7 @@ export class Host {
   async #snapshot(running: Running, state: SessionRecord['state'] = 'running'): Promise<void> {
     if (!running.dirty && state === 'running') return;
     const key = wireId(running.spec);
-    if (!this.#running.has(key)) return;
+    if (this.#running.get(key) !== running) return; // dropped (or replaced by a newer copy)
     const started = performance.now();
     running.dirty = false;
     // what reached any session of this tree is acknowledged once this snapshot holds it
@@ -242,7 +250,7 @@ export class Host {
     }
     const now = written ? null : await this.#snapshots!.get(key).catch(() => null);
     const mine = now && (now.value as SessionRecord).host === this.#o.hostId && (now.value as SessionRecord).state !== 'finished';
-    if (!written && !this.#running.has(key)) return; // it finished meanwhile
+    if (!written && this.#running.get(key) !== running) return; // it finished meanwhile
     if (!written && !mine) {
       // another host took it over (this one was thought dead): stop here, it runs there
       this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} lost ${running.spec.id} to another host; stopping its copy here` } });
@@ -264,11 +272,16 @@ export class Host {
   async #finished(id: string): Promise<void> {
     const running = this.#running.get(id);
     if (!running) return;
-    for (const ack of running.pendingAcks.splice(0)) await ack().catch(() => undefined);
-    this.#drop(id);
-    // kept (without its snapshot) so that a redelivered spawn of it is never run again
-    const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
-    await this.#snapshots!.put(id, record).catch(() => undefined);
+    this.#busy.add(id);
+    try {
+      for (const ack of running.pendingAcks.splice(0)) await ack().catch(() => undefined);
+      this.#drop(id);
+      // kept (without its snapshot) so that a redelivered spawn of it is never run again
+      const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
+      await this.#snapshots!.put(id, record).catch(() => undefined);
+    } finally {
+      this.#busy.delete(id);
+    }
   }
 
   #drop(id: string): void {
@@ -325,11 +338,16 @@ export class Host {
     for (const key of await this.#hosts!.keys()) {
       const beat = HostHeartbeat.safeParse((await this.#hosts!.get(key))?.value);
       if (!beat.success) continue;
-      // A host is alive while its heartbeat keeps changing, as seen from here (no clock skew);
-      // the first sighting is judged by its own timestamp.
+      // A host is alive while its heartbeat keeps changing, as seen from here (no clock skew); a
+      // host first seen now gets the benefit of the doubt for deadAfterMs.
       const seen = this.#seen.get(beat.data.hostId);
-      if (!seen || seen.at !== beat.data.at) this.#seen.set(beat.data.hostId, { at: beat.data.at, changedAt: seen ? now : beat.data.at });
-      const fresh = beat.data.hostId === this.#o.hostId || now < this.#blindUntil || now - this.#seen.get(beat.data.hostId)!.changedAt < this.#o.deadAfterMs;
+      if (!seen || seen.at !== beat.data.at) this.#seen.set(beat.data.hostId, { at: beat.data.at, changedAt: now });
+      if (now < this.#blindUntil) {
+        // just back from an outage of its own: nobody's silence means anything yet
+        alive.add(beat.data.hostId);
+        continue;
+      }
+      const fresh = beat.data.hostId === this.#o.hostId || now - this.#seen.get(beat.data.hostId)!.changedAt < this.#o.deadAfterMs;
       if (fresh) alive.add(beat.data.hostId);
       const before = this.#known.get(beat.data.hostId);
       if (fresh && !before) this.#o.events.emit({ type: 'host.joined', data: { host: beat.data.hostId, agents: beat.data.agents } });
@@ -338,8 +356,8 @@ export class Host {
       else this.#known.delete(beat.data.hostId);
     }
     for (const key of await this.#snapshots!.keys()) {
-      if (this.#running.size >= this.#o.concurrency) return;
-      if (this.#running.has(key)) continue;
+      if (this.#running.size >= this.#o.concurrency || this.#draining || this.#stopped) return;
+      if (this.#running.has(key) || this.#busy.has(key)) continue;
       const entry = await this.#snapshots!.get(key);
       const record = entry?.value as SessionRecord | undefined;
       if (!entry || !record?.spec) continue;
@@ -349,10 +367,13 @@ export class Host {
         continue;
       }
       if (!this.#o.agents.includes(record.spec.agent.agentName)) continue;
-      if (record.state !== 'released' && alive.has(record.host)) continue;
+      // its own record with nothing running it (a claim whose start failed) is an orphan too
+      const ownOrphan = record.host === this.#o.hostId;
+      if (record.state !== 'released' && alive.has(record.host) && !ownOrphan) continue;
       const claimed: SessionRecord = { ...record, host: this.#o.hostId, state: 'running', at: now };
       if (!(await this.#snapshots!.update(key, claimed, entry.revision))) continue;
-      const revision = (await this.#snapshots!.get(key))?.revision ?? entry.revision + 1;
+      const revision = (await this.#snapshots!.get(key).catch(() => null))?.revision ?? entry.revision + 1;
+      if (this.#stopped) return;
       this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
       this.#run(record.spec, record.checkpoint, revision);
     }

@@ -133,7 +133,9 @@ const at = (event: AnyEventObject): number | null => {
 
 function update(context: ExternalTaskContext, kind: 'status' | 'question', message: string, timestamp: number): TaskUpdate {
   return {
-    id: `${context.spec.id}:x${context.attempts}.${context.seq}:progress.${kind}`,
+    // the time is part of it: after a restore from an older snapshot the counters repeat, and a new
+    // report with an old id would be dropped as a duplicate on its way to the owner
+    id: `${context.spec.id}:x${context.attempts}.${context.seq}@${timestamp}:progress.${kind}`,
     type: 'progress',
     subTaskId: context.spec.id,
     parentId: context.spec.owner.ownerId,

@@ -165,7 +165,14 @@ export interface Transport {
    */
   consume(
     queue: string,
-    options: { consumer: string; filter?: string; ackWaitMs: number; maxInFlight: number },
+    options: {
+      consumer: string;
+      filter?: string;
+      ackWaitMs: number;
+      maxInFlight: number;
+      /** Removes the consumer (not its messages) after this long without anyone consuming (per-session consumers). */
+      inactiveMs?: number;
+    },
     handler: (message: DurableMessage) => void | Promise<void>,
   ): Promise<DurableConsumer>;
   keyValue(bucket: string): Promise<KeyValue>;

@@ -150,7 +150,9 @@ function isTimeout(error: unknown): boolean {
 function isTransient(error: unknown): boolean {
   if (error instanceof A2AError) return error.code === 'AGENT_TIMEOUT';
   const text = reason(error);
-  return isTimeout(error) || isNoResponders(error) || /not enabled|disconnect|connection (closed|lost|draining)|jetstream .*unavailable|503/i.test(text);
+  if (/wrong last sequence|key exists/i.test(text)) return false; // a compare-and-set lost: an answer, not a failure
+  const status = (error as { status?: unknown } | null)?.status;
+  return isTimeout(error) || isNoResponders(error) || status === 503 || /not enabled|disconnect|connection (closed|lost|draining)|jetstream .*unavailable|\b503\b/i.test(text);
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -499,7 +501,7 @@ class NatsTransport implements Transport {
 
   async consume(
     queue: string,
-    options: { consumer: string; filter?: string; ackWaitMs: number; maxInFlight: number },
+    options: { consumer: string; filter?: string; ackWaitMs: number; maxInFlight: number; inactiveMs?: number },
     handler: (message: DurableMessage) => void | Promise<void>,
   ): Promise<DurableConsumer> {
     const stream = streamNameFor(queue, this.#namespace);
@@ -517,6 +519,8 @@ class NatsTransport implements Transport {
       max_ack_pending: options.maxInFlight,
       max_deliver: -1,
       ...(options.filter !== undefined ? { filter_subject: options.filter } : {}),
+      // a work queue keeps what is not acknowledged: a consumer removed while idle loses nothing
+      ...(options.inactiveMs !== undefined ? { inactive_threshold: nanos(options.inactiveMs) } : {}),
     };
     // Creates the durable consumer, or updates it: consumers with the same name share its messages.
     const ensure = (): Promise<Consumer> =>
@@ -670,22 +674,36 @@ class NatsTransport implements Transport {
       update: async (key, value, revision) => {
         assertKey(key, bucket);
         const payload = encode(value, `key "${key}" of bucket ${bucket}`);
+        const isConflict = (error: unknown) =>
+          isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown) || /wrong last sequence|key exists/i.test(reason(error));
         let attempts = 0;
+        let conflict: unknown = null;
         try {
           await this.#retrying(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, async () => {
             attempts += 1;
-            if (revision === 0) await kv.create(key, payload);
-            else await kv.update(key, payload, revision);
+            try {
+              if (revision === 0) await kv.create(key, payload);
+              else await kv.update(key, payload, revision);
+            } catch (error) {
+              // lost the compare-and-set: an answer, never retried
+              if (!isConflict(error)) throw error;
+              conflict = error;
+            }
           });
-          return true;
         } catch (error) {
-          const conflict = isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown) || /wrong last sequence|key exists/i.test(reason(error));
-          if (!conflict) throw failed('update', key, error);
-          if (attempts === 1) return false;
-          // A retry after a lost reply: the first attempt may have been the write that moved the revision.
-          const now = await kv.get(key).catch(() => null);
-          return now !== null && now.operation === 'PUT' && new TextDecoder().decode(now.value) === payload;
+          throw failed('update', key, error);
         }
+        if (conflict === null) return true;
+        if (attempts === 1) return false;
+        // A retry after a lost reply: the first attempt may have been the write that moved the
+        // revision. Not knowing is an error (the caller retries), not a lost compare-and-set.
+        let now: Awaited<ReturnType<typeof kv.get>>;
+        try {
+          now = await this.#retrying(`read key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, () => kv.get(key));
+        } catch (error) {
+          throw failed('update', key, error);
+        }
+        return now !== null && now.operation === 'PUT' && new TextDecoder().decode(now.value) === payload;
       },
       delete: async (key) => {
         assertKey(key, bucket);

@@ -43,6 +43,8 @@ export function subjects(ns: string) {
     down: (wire: string) => `${root}.down.${wire}`,
     heartbeat: (hostId: string) => `${root}.hosts.${hostId}.heartbeat`,
     heartbeats: `${root}.hosts.*.heartbeat`,
+    /** A host's seed 004 registration envelope, once at start. */
+    registration: (hostId: string) => `${root}.hosts.${hostId}.registration`,
     events: (runId: string, type: string) => `${root}.events.${runId}.${type}`,
     allEvents: `${root}.events.>`,
     /** Durable queues (the NATS transport scopes their streams by namespace: `a2a_<ns>_spawn` …). */

@@ -22,6 +22,8 @@ import { actorAt, restoreTimers, takeCheckpoint, walkActors, type Checkpoint } f
 import { createParentLinkLogic, ensureQueues, subjects, wireId, type LinkDeps } from '../actors/remote.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
+import { A2AError } from '../actors/errors.js';
+import { PROTOCOL_VERSION } from '../machines/seed004.js';
 import { observeSessions } from '../actors/observe.js';
 
 /** What the snapshots bucket holds for a session that runs (or ran) on a host. */
@@ -107,6 +109,9 @@ export class Host {
   #ticking = false;
 
   constructor(options: HostOptions) {
+    if (!/^[A-Za-z0-9_-]{1,128}$/.test(options.hostId)) {
+      throw new A2AError('VALIDATION_ERROR', `host id "${options.hostId}" is not allowed: use 1 to 128 letters, digits, "_" and "-" (it names NATS subjects and keys)`, { where: '--id' });
+    }
     this.#o = { heartbeatMs: 2_000, snapshotMinMs: 50, ...options, deadAfterMs: options.deadAfterMs ?? 3 * (options.heartbeatMs ?? 2_000) };
     this.#s = subjects(options.ns);
     this.#startedAt = options.clock.now();
@@ -126,6 +131,7 @@ export class Host {
     this.#snapshots = await transport.keyValue(this.#s.buckets.snapshots);
     this.#hosts = await transport.keyValue(this.#s.buckets.hosts);
     await this.#heartbeat();
+    await this.#register();
     this.#beat = setInterval(() => void this.#tick(), this.#o.heartbeatMs);
     for (const agent of this.#o.agents) {
       const consumer = await transport.consume(
@@ -291,6 +297,23 @@ export class Host {
     if (running.timer) clearTimeout(running.timer);
     running.unsubscribe();
     if ((running.root.getSnapshot() as { status: string }).status === 'active') running.root.stop();
+  }
+
+  /**
+   * Says what it serves in seed 004's registration envelope (agent type `a2a_host`, its agent
+   * types as capabilities, its concurrency as max_concurrent_tasks), for monitors and tools that
+   * speak that protocol; the heartbeats that follow keep it current in the hosts bucket.
+   */
+  async #register(): Promise<void> {
+    const now = new Date(this.#o.clock.now()).toISOString();
+    await this.#o.transport.publish(this.#s.registration(this.#o.hostId), {
+      message_id: `${this.#o.hostId}:registration:${this.#startedAt}`,
+      sender_id: this.#o.hostId,
+      recipient_id: 'orchestrator',
+      message_type: 'registration',
+      payload: { agent_id: this.#o.hostId, agent_type: 'a2a_host', capabilities: this.#o.agents, max_concurrent_tasks: this.#o.concurrency, version: PROTOCOL_VERSION },
+      timestamp: now,
+    });
   }
 
   async #heartbeat(status: HostHeartbeat['status'] = this.#draining ? 'draining' : 'ready'): Promise<void> {

@@ -12,6 +12,7 @@ import { createRuntime } from '../../actors/runtime.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { realClock } from '../../adapters/clock.js';
 import { loadRegistry } from '../../adapters/config.js';
+import { parseEnvelope } from '../../machines/seed004.js';
 import { Host } from '../../adapters/host.js';
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
@@ -140,8 +141,16 @@ describe('a run across actor systems (in-process transport)', () => {
     const transport = createMemoryTransport();
     const hostEvents: RunEvent[] = [];
     const events: RunEvent[] = [];
+    const registrations: unknown[] = [];
+    await transport.subscribe('a2a.test.hosts.*.registration', (m) => registrations.push(m.data));
     await hostOn(transport, 'test', 'host-a', ['architect'], hostEvents).start();
     await hostOn(transport, 'test', 'host-b', ['coder'], hostEvents).start();
+    // each host registered in seed 004's envelope: its agent types and capacity
+    const parsed = registrations.map((r) => parseEnvelope(r));
+    expect(parsed.map((p) => (p.ok && p.message.message_type === 'registration' ? [p.message.sender_id, p.message.payload.capabilities, p.message.payload.max_concurrent_tasks] : p))).toEqual([
+      ['host-a', ['architect'], 4],
+      ['host-b', ['coder'], 4],
+    ]);
     const run = orchestrator(transport, 'test', events);
     const summary: RunSummary = await run.done;
     expect(summary.status).toBe('completed');
@@ -152,6 +161,12 @@ describe('a run across actor systems (in-process transport)', () => {
     // the status update of a sub-task reached the worker across both hops
     expect(hostEvents.some((e) => e.type === 'update.queued' && e.data.message === 'halfway')).toBe(true);
     await transport.close();
+  });
+});
+
+describe('host ids', () => {
+  it('should refuse a host id that cannot name subjects and keys, saying what is allowed', () => {
+    expect(() => hostOn(createMemoryTransport(), 'test', 'bad.id', ['coder'], [])).toThrow(/host id "bad\.id" is not allowed: use 1 to 128 letters, digits, "_" and "-"/);
   });
 });
 

@@ -241,6 +241,13 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       }
     : null;
   if (transport) await ensureQueues(transport, ns);
+  const budgets = p.config.models.budgets;
+  if (transport && budgets && (budgets.runUsd !== undefined || budgets.workerUsd !== undefined)) {
+    // said, not silently ignored: spending is counted where the model calls are made
+    io.stderr.write(
+      `a2a: warning: budgets (models.budgets) are enforced per process: with --nats the sessions on hosts spend against the budgets of each host's own config (the run's summary still adds up every call the hosts report)\n`,
+    );
+  }
   const git = createGit();
   const github = p.config.git.github;
   const token = github ? process.env[github.tokenEnv] : undefined;

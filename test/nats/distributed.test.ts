@@ -99,6 +99,27 @@ describe('runs across processes over NATS', () => {
     expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
   }, 90_000);
 
+  it('hands back what a draining host holds (SIGTERM): another host takes the sessions over and the run completes', async () => {
+    server = await startNatsServer();
+    const ws = workspace(2_000);
+    const a = host(ws, 'host-a', 'architect');
+    const b = a2aHost(server.url, ws, 'host-b', 'coder', { drainMs: 100 });
+    await Promise.all([served(a), served(b)]);
+    const c = capture();
+    const running = main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-5', '--no-tree'], c.io);
+    await partsStarted(ws, 'n-5');
+    b.child.kill('SIGTERM');
+    expect(await b.exited).toBe(0);
+    // the parts could not finish in 100 ms: handed back, with their last snapshots
+    expect(b.out()).toMatch(/host host-b drained: 0 finished, 3 handed back \(st-\d, st-\d, st-\d\)/);
+    const b2 = host(ws, 'host-b2', 'coder');
+    await served(b2);
+    expect(await running, c.out() + c.err()).toBe(0);
+    const events = new FileRunStore(ws).events('n-5');
+    expect(events.filter((e) => e.type === 'session.restored' && e.data.host === 'host-b2').map((e) => e.subTaskId).sort()).toEqual(['st-1', 'st-2', 'st-3']);
+    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+  }, 90_000);
+
   it('loses nothing when the NATS server restarts in the middle', async () => {
     server = await startNatsServer();
     const ws = workspace(1_500);

@@ -23,7 +23,7 @@ import { createParentLinkLogic, ensureQueues, subjects, wireId, type LinkDeps } 
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
 import { A2AError } from '../actors/errors.js';
-import { PROTOCOL_VERSION } from '../machines/seed004.js';
+import { envelopeOf, PROTOCOL_VERSION } from '../machines/seed004.js';
 import { observeSessions } from '../actors/observe.js';
 
 /** What the snapshots bucket holds for a session that runs (or ran) on a host. */
@@ -66,6 +66,8 @@ interface Running {
   lastCostMs: number;
   pendingAcks: Array<() => Promise<void>>;
   revision: number;
+  /** Its snapshot writes, one after the other: a compare-and-set never races its own host. */
+  saving: Promise<void>;
   unsubscribe: () => void;
 }
 
@@ -162,13 +164,11 @@ export class Host {
     const key = wireId(spec);
     this.#busy.add(key);
     try {
-      const claimed = await this.#snapshots!.update(key, record, 0);
-      if (!claimed) {
+      const revision = await this.#snapshots!.update(key, record, 0);
+      if (revision === null) {
         await message.ack();
         return;
       }
-      // not knowing the revision is fine: the first snapshot finds the record ours and takes it
-      const revision = (await this.#snapshots!.get(key).catch(() => null))?.revision ?? 0;
       if (!this.#stopped) this.#run(spec, null, revision);
       await message.ack();
     } finally {
@@ -195,7 +195,7 @@ export class Host {
       clock: this.#o.clock,
       ...(checkpoint ? { snapshot: checkpoint.snapshot as never } : { input: { spec } }),
     });
-    const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, unsubscribe: () => {} };
+    const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, saving: Promise.resolve(), unsubscribe: () => {} };
     this.#running.set(wireId(spec), running);
     const sub = root.system.inspect((e) => {
       if (e.type === '@xstate.snapshot') this.#mark(running);
@@ -224,8 +224,16 @@ export class Host {
     }, Math.max(this.#o.snapshotMinMs, running.lastCostMs * 10));
   }
 
-  /** Writes the session's checkpoint (compare-and-set on its revision), then acknowledges what it holds. */
-  async #snapshot(running: Running, state: SessionRecord['state'] = 'running'): Promise<void> {
+  /**
+   * Writes the session's checkpoint (compare-and-set on its revision), then acknowledges what it
+   * holds. Writes of one session are queued, so a lost compare-and-set means another host took it.
+   */
+  #snapshot(running: Running, state: SessionRecord['state'] = 'running'): Promise<void> {
+    running.saving = running.saving.then(() => this.#write(running, state));
+    return running.saving;
+  }
+
+  async #write(running: Running, state: SessionRecord['state']): Promise<void> {
     if (!running.dirty && state === 'running') return;
     const key = wireId(running.spec);
     if (this.#running.get(key) !== running) return; // dropped (or replaced by a newer copy)
@@ -240,9 +248,9 @@ export class Host {
       });
     }
     const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now() };
-    let written: boolean;
+    let revision: number | null;
     try {
-      written = await this.#snapshots!.update(key, record, running.revision);
+      revision = await this.#snapshots!.update(key, record, running.revision);
     } catch (error) {
       // not written (the server is away): nothing is lost, the next attempt writes it
       running.pendingAcks.unshift(...acks);
@@ -254,23 +262,14 @@ export class Host {
       }, 1_000);
       return;
     }
-    const now = written ? null : await this.#snapshots!.get(key).catch(() => null);
-    const mine = now && (now.value as SessionRecord).host === this.#o.hostId && (now.value as SessionRecord).state !== 'finished';
-    if (!written && this.#running.get(key) !== running) return; // it finished meanwhile
-    if (!written && !mine) {
+    if (revision === null) {
+      if (this.#running.get(key) !== running) return; // it finished meanwhile
       // another host took it over (this one was thought dead): stop here, it runs there
       this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} lost ${running.spec.id} to another host; stopping its copy here` } });
       this.#drop(key);
       return;
     }
-    if (!written) {
-      // the revision moved under a write of ours whose reply was lost: write this one on top
-      running.revision = now!.revision;
-      running.pendingAcks.unshift(...acks);
-      running.dirty = true;
-      return this.#snapshot(running, state);
-    }
-    running.revision = (await this.#snapshots!.get(key).catch(() => null))?.revision ?? running.revision + 1;
+    running.revision = revision;
     for (const ack of acks) await ack().catch(() => undefined);
     running.lastCostMs = performance.now() - started;
   }
@@ -305,15 +304,12 @@ export class Host {
    * speak that protocol; the heartbeats that follow keep it current in the hosts bucket.
    */
   async #register(): Promise<void> {
-    const now = new Date(this.#o.clock.now()).toISOString();
-    await this.#o.transport.publish(this.#s.registration(this.#o.hostId), {
-      message_id: `${this.#o.hostId}:registration:${this.#startedAt}`,
-      sender_id: this.#o.hostId,
-      recipient_id: 'orchestrator',
-      message_type: 'registration',
-      payload: { agent_id: this.#o.hostId, agent_type: 'a2a_host', capabilities: this.#o.agents, max_concurrent_tasks: this.#o.concurrency, version: PROTOCOL_VERSION },
-      timestamp: now,
-    });
+    const registration = envelopeOf(
+      'registration',
+      { messageId: `${this.#o.hostId}:registration:${this.#startedAt}`, senderId: this.#o.hostId, recipientId: 'orchestrator', at: this.#o.clock.now() },
+      { agent_id: this.#o.hostId, agent_type: 'a2a_host', capabilities: this.#o.agents, max_concurrent_tasks: this.#o.concurrency, version: PROTOCOL_VERSION },
+    );
+    await this.#o.transport.publish(this.#s.registration(this.#o.hostId), registration);
   }
 
   async #heartbeat(status: HostHeartbeat['status'] = this.#draining ? 'draining' : 'ready'): Promise<void> {
@@ -390,12 +386,13 @@ export class Host {
         continue;
       }
       if (!this.#o.agents.includes(record.spec.agent.agentName)) continue;
-      // its own record with nothing running it (a claim whose start failed) is an orphan too
+      // its own record with nothing running it (a claim it did not start, or this host restarted
+      // under the same id) is an orphan too
       const ownOrphan = record.host === this.#o.hostId;
       if (record.state !== 'released' && alive.has(record.host) && !ownOrphan) continue;
       const claimed: SessionRecord = { ...record, host: this.#o.hostId, state: 'running', at: now };
-      if (!(await this.#snapshots!.update(key, claimed, entry.revision))) continue;
-      const revision = (await this.#snapshots!.get(key).catch(() => null))?.revision ?? entry.revision + 1;
+      const revision = await this.#snapshots!.update(key, claimed, entry.revision);
+      if (revision === null) continue;
       if (this.#stopped) return;
       this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
       this.#run(record.spec, record.checkpoint, revision);

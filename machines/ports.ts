@@ -131,8 +131,8 @@ export interface KeyValue {
   get(key: string): Promise<{ value: unknown; revision: number } | null>;
   /** Returns the new revision. */
   put(key: string, value: unknown): Promise<number>;
-  /** Compare-and-set: writes only if the key is at `revision` (0: absent); false otherwise. */
-  update(key: string, value: unknown, revision: number): Promise<boolean>;
+  /** Compare-and-set: writes only if the key is at `revision` (0: absent); returns the new revision, or null when it is not. */
+  update(key: string, value: unknown, revision: number): Promise<number | null>;
   delete(key: string): Promise<void>;
   keys(prefix?: string): Promise<string[]>;
 }

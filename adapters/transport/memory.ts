@@ -533,8 +533,7 @@ class MemoryTransport implements Transport {
         assertKey(key, name);
         const entry = b.entries.get(key);
         const ok = revision === 0 ? !entry || entry.deleted : entry !== undefined && entry.revision === revision;
-        if (ok) write(key, value);
-        return ok;
+        return ok ? write(key, value) : null;
       },
       delete: async (key) => {
         this.#open();

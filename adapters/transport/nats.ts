@@ -150,7 +150,6 @@ function isTimeout(error: unknown): boolean {
 function isTransient(error: unknown): boolean {
   if (error instanceof A2AError) return error.code === 'AGENT_TIMEOUT';
   const text = reason(error);
-  if (/wrong last sequence|key exists/i.test(text)) return false; // a compare-and-set lost: an answer, not a failure
   const status = (error as { status?: unknown } | null)?.status;
   return isTimeout(error) || isNoResponders(error) || status === 503 || /not enabled|disconnect|connection (closed|lost|draining)|jetstream .*unavailable|\b503\b/i.test(text);
 }
@@ -677,24 +676,24 @@ class NatsTransport implements Transport {
         const isConflict = (error: unknown) =>
           isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown) || /wrong last sequence|key exists/i.test(reason(error));
         let attempts = 0;
-        let conflict: unknown = null;
+        let lost = false;
+        let written: number | null = null;
         try {
           await this.#retrying(`write key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, async () => {
             attempts += 1;
             try {
-              if (revision === 0) await kv.create(key, payload);
-              else await kv.update(key, payload, revision);
+              written = revision === 0 ? await kv.create(key, payload) : await kv.update(key, payload, revision);
             } catch (error) {
               // lost the compare-and-set: an answer, never retried
               if (!isConflict(error)) throw error;
-              conflict = error;
+              lost = true;
             }
           });
         } catch (error) {
           throw failed('update', key, error);
         }
-        if (conflict === null) return true;
-        if (attempts === 1) return false;
+        if (!lost) return written;
+        if (attempts === 1) return null;
         // A retry after a lost reply: the first attempt may have been the write that moved the
         // revision. Not knowing is an error (the caller retries), not a lost compare-and-set.
         let now: Awaited<ReturnType<typeof kv.get>>;
@@ -703,7 +702,7 @@ class NatsTransport implements Transport {
         } catch (error) {
           throw failed('update', key, error);
         }
-        return now !== null && now.operation === 'PUT' && new TextDecoder().decode(now.value) === payload;
+        return now !== null && now.operation === 'PUT' && new TextDecoder().decode(now.value) === payload ? now.revision : null;
       },
       delete: async (key) => {
         assertKey(key, bucket);

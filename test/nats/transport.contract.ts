@@ -452,14 +452,16 @@ export function transportContract(name: string, make: () => Promise<TransportUnd
         expect(r1).toBeGreaterThan(0);
         expect(await kv.get('a.1')).toEqual({ value: { v: 1 }, revision: r1 });
 
-        expect(await kv.update('a.1', { v: 2 }, r1)).toBe(true);
-        expect(await kv.update('a.1', { v: 3 }, r1)).toBe(false);
+        const r2 = await kv.update('a.1', { v: 2 }, r1);
+        expect(await kv.update('a.1', { v: 3 }, r1)).toBeNull();
         const current = await kv.get('a.1');
         expect(current?.value).toEqual({ v: 2 });
         expect(current!.revision).toBeGreaterThan(r1);
+        expect(r2).toBe(current!.revision);
 
-        expect(await kv.update('a.2', 'new', 0)).toBe(true);
-        expect(await kv.update('a.2', 'again', 0)).toBe(false);
+        const created = await kv.update('a.2', 'new', 0);
+        expect(created).toBe((await kv.get('a.2'))?.revision);
+        expect(await kv.update('a.2', 'again', 0)).toBeNull();
         await kv.put('b.1', true);
         await kv.put('ab', null);
         expect(await kv.keys()).toEqual(['a.1', 'a.2', 'ab', 'b.1']);
@@ -470,7 +472,7 @@ export function transportContract(name: string, make: () => Promise<TransportUnd
         await kv.delete('a.1');
         expect(await kv.get('a.1')).toBeNull();
         expect(await kv.keys('a.')).toEqual(['a.2']);
-        expect(await kv.update('a.1', 'reborn', 0)).toBe(true);
+        expect(await kv.update('a.1', 'reborn', 0)).toBeGreaterThan(0);
         expect((await kv.get('a.1'))?.value).toBe('reborn');
         expect((await kv.get('ab'))?.value).toBeNull();
       });

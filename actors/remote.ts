@@ -87,10 +87,10 @@ export interface RemoteDeps {
 
 /**
  * Enqueues until the queue confirms it: a retry with the same msgId is dropped as a duplicate, so
- * nothing is lost to a server restart and nothing arrives twice. Gives up only when the
- * connection is closed for good (the process is ending). `onRetry` hears each failure.
+ * nothing is lost to a server restart and nothing arrives twice. Gives up on what retrying cannot
+ * mend (see worthRetrying) or once its sender has `stopped()`. `onRetry` hears each failure.
  */
-export async function enqueueSurely(
+export function enqueueSurely(
   transport: Transport,
   subject: string,
   data: unknown,
@@ -98,16 +98,7 @@ export async function enqueueSurely(
   onRetry: (error: unknown) => void,
   stopped: () => boolean = () => false,
 ): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await transport.enqueue(subject, data, { msgId });
-      return;
-    } catch (error) {
-      if (!worthRetrying(error) || stopped()) throw error;
-      onRetry(error);
-      await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
-    }
-  }
+  return persist(() => transport.enqueue(subject, data, { msgId }).then(() => undefined), stopped, onRetry);
 }
 
 /**
@@ -120,14 +111,17 @@ function worthRetrying(error: unknown): boolean {
   return !/closed|max_payload|payload too large|not JSON-serializable/i.test(error instanceof Error ? error.message : String(error));
 }
 
-/** Attaches a consumer, again after failures (the server is away), until attached or `stopped()`. */
-async function attachSurely(attach: () => Promise<void>, stopped: () => boolean, onRetry: (error: unknown) => void): Promise<void> {
-  for (let attempt = 0; !stopped(); attempt++) {
+/**
+ * Runs `op` again after failures worth retrying, with backoff (200 ms doubling to 5 s), until it
+ * succeeds; throws what is not worth retrying, or what fails once `stopped()`.
+ */
+async function persist(op: () => Promise<void>, stopped: () => boolean, onRetry: (error: unknown) => void): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
     try {
-      await attach();
+      await op();
       return;
     } catch (error) {
-      if (!worthRetrying(error)) throw error;
+      if (!worthRetrying(error) || stopped()) throw error;
       onRetry(error);
       await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
     }
@@ -238,7 +232,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
         if (!state.stopped) self.send({ type: 'REMOTE_ERROR', error: up.error });
         break;
     }
-    if (deps.deferAck) deps.deferAck(`${state.spec.correlation.runId}.${state.spec.owner.ownerId}`, () => message.ack());
+    if (deps.deferAck) deps.deferAck(wireId({ id: state.spec.owner.ownerId, correlation: state.spec.correlation }), () => message.ack());
     else await message.ack();
   }
 
@@ -281,7 +275,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       const state = snapshot.remote;
       if (snapshot.status !== 'active') return;
       const self = scope.self;
-      void attachSurely(
+      void persist(
         () => attach(state, self),
         () => state.stopped,
         (error) => warn(state.spec, `retrying to receive from ${state.spec.id}: ${String(error)}`),
@@ -471,7 +465,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       const state = snapshot.link;
       state.session.start();
       void up(state, { kind: 'started', host: deps.hostId, restored: state.restored }, `${state.spec.id}:started:${deps.hostId}:${deps.clock.now()}`);
-      void attachSurely(
+      void persist(
         () => attach(state, scope.self),
         () => state.finished || state.stopped,
         (error) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying to receive messages for ${state.spec.id}: ${String(error)}` } }),

@@ -157,11 +157,15 @@ interface RunRecord {
 const FINAL = new Set(['success', 'partial', 'failed', 'timeout', 'cancelled']);
 const OK = new Set(['success', 'partial']);
 
+/** The nearest-rank `q` quantile (0 < q ≤ 1) of values sorted ascending (not empty). */
+export function percentile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
 export function stats(values: number[]): Stats {
   if (values.length === 0) return { count: 0, avg: null, p50: null, p95: null, max: null };
   const sorted = [...values].sort((a, b) => a - b);
-  // nearest rank
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+  const at = (q: number) => percentile(sorted, q);
   const avg = sorted.reduce((s, v) => s + v, 0) / sorted.length;
   return { count: sorted.length, avg: Math.round(avg * 10) / 10, p50: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1]! };
 }

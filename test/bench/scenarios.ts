@@ -13,6 +13,7 @@ import { loadRegistry } from '../../adapters/config.js';
 import { ScriptedModel, parseScript, type Script } from '../../adapters/model/scripted.js';
 import { realClock } from '../../adapters/clock.js';
 import type { SessionSpec } from '../../machines/protocol.js';
+import { percentile } from '../../adapters/monitor.js';
 
 const catalog = new ToolCatalog();
 const registry = loadRegistry({ workspace: process.cwd(), knownTools: catalog.names() });
@@ -132,8 +133,7 @@ export async function spawnLatency(samples: number): Promise<{ p50: number; p99:
   }
   root.stop();
   times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
-  return { p50: at(0.5), p99: at(0.99) };
+  return { p50: percentile(times, 0.5), p99: percentile(times, 0.99) };
 }
 
 /**
@@ -195,8 +195,7 @@ export async function inbox(n: number): Promise<{ perSecond: number; wallMs: num
 
 const percentiles = (times: number[]) => {
   const sorted = [...times].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-  return { p50: at(50), p99: at(99) };
+  return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99) };
 };
 
 /**

@@ -4,6 +4,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Transport } from '../../machines/ports.js';
+import { percentile } from '../../adapters/monitor.js';
 
 /** A JSON payload of about 1 KB, shaped like an actor event (type, ids, a text, some numbers). */
 export function hopPayload(): Record<string, unknown> {
@@ -18,10 +19,6 @@ export function hopPayload(): Record<string, unknown> {
   };
 }
 
-function percentile(sorted: number[], p: number): number {
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[index]!;
-}
 
 /**
  * Round-trip times of `samples` sequential requests (after a warm-up of min(50, samples)), in ms.
@@ -44,7 +41,7 @@ export async function measureHop(transport: Transport, samples: number): Promise
       times.push(performance.now() - start);
     }
     times.sort((a, b) => a - b);
-    return { p50Ms: percentile(times, 50), p99Ms: percentile(times, 99) };
+    return { p50Ms: percentile(times, 0.5), p99Ms: percentile(times, 0.99) };
   } finally {
     await sub.unsubscribe();
   }

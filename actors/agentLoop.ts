@@ -23,6 +23,7 @@ import type {
   CallModelInput,
   CallModelOutput,
   Clock,
+  CommandRunner,
   EventSink,
   FamilyView,
   Model,
@@ -39,6 +40,7 @@ import type { AgentRegistry } from './registry.js';
 import type { IdGenerator, ToolCatalog } from './tools/index.js';
 import type { FileLockTable } from './fileLocks.js';
 import { decideLocally } from './permissions.js';
+import { workerKey } from './limits.js';
 import { correlationOf } from './events.js';
 import type { Budgets, CostLedger } from './cost.js';
 import { estimateTokens, fitConversation } from './summarize.js';
@@ -76,6 +78,8 @@ export interface AgentLoopDeps {
   locks: FileLockTable;
   events: EventSink;
   costs?: CostControl;
+  /** Runs run_command's commands (absent: they are refused). */
+  commands?: CommandRunner;
 }
 
 type LoopSnapshot = Snapshot<undefined> & {
@@ -154,7 +158,7 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, sign
     if (!deps.costs) return;
     costUsd += deps.costs.ledger.record({
       sessionId: spec.id,
-      workerId: spec.correlation.workerId,
+      workerId: workerKey(spec),
       ...(spec.role === 'subtask' ? { parentId: spec.owner.ownerId } : {}),
       model: resolved.name,
       usage,
@@ -219,6 +223,7 @@ export function runTool(
     updates: input.updates,
     ids: deps.ids,
     clock: deps.clock,
+    commands: deps.commands ?? null,
   });
 }
 
@@ -264,7 +269,7 @@ export function createAgentLoop(deps: AgentLoopDeps): ActorLogic<LoopSnapshot, L
       state.lastStep = event.step;
       const { step } = event;
       if (event.type === 'CALL_MODEL') {
-        const spent = deps.costs?.ledger.checkBudget(event.input.spec.correlation.workerId, deps.costs.budgets);
+        const spent = deps.costs?.ledger.checkBudget(workerKey(event.input.spec), deps.costs.budgets);
         if (spent) {
           reply(state, scope, { type: 'BUDGET_REACHED', step, scope: spent.scope, limitUsd: spent.limitUsd, spentUsd: spent.spentUsd });
           return state;

@@ -3,7 +3,7 @@
  * update, a permission asked and decided, a question and its answer, a reassign, redirect,
  * reinitialize or resume, a stuck report, a stop) as one JSON line with its full context (run,
  * plan, task, worker, sub-task, parent, depth, agent type, and the event's data). Secrets are
- * redacted before a record is written: the keys the run knows, and anything shaped like one.
+ * redacted where every record is serialized (actors/secrets.ts).
  */
 import type { RunEvent, RunEventType } from '../machines/protocol.js';
 
@@ -48,44 +48,11 @@ export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
   'model.switched',
 ]);
 
-/** Shapes of credentials that must never reach a log, whoever's they are. */
-const SECRET_PATTERNS: RegExp[] = [
-  /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}/g, // OpenAI, Anthropic
-  /\bgh[pousr]_[A-Za-z0-9]{20,}/g, // GitHub tokens
-  /\bgithub_pat_[A-Za-z0-9_]{20,}/g,
-  /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // Slack
-  /\bAKIA[0-9A-Z]{16}\b/g, // AWS access key id
-  /(\bBearer\s+)[A-Za-z0-9._~+/-]{16,}=*/gi,
-  /((?:api[_-]?key|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',}]{8,}/gi,
-];
-
-export function redactText(text: string, known: readonly string[] = []): string {
-  let out = text;
-  for (const secret of known) if (secret.length >= 8) out = out.split(secret).join('[REDACTED]');
-  for (const pattern of SECRET_PATTERNS) {
-    out = out.replace(pattern, (match: string, prefix?: unknown) => (typeof prefix === 'string' && match.startsWith(prefix) ? `${prefix}[REDACTED]` : '[REDACTED]'));
-  }
-  return out;
-}
-
-/** A deep copy with every string redacted. */
-export function redactDeep<T>(value: T, known: readonly string[] = []): T {
-  if (typeof value === 'string') return redactText(value, known) as T;
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v, known)) as T;
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v, known);
-    return out as T;
-  }
-  return value;
-}
+/** Records are written through the run log's serializer (secrets.ts), which redacts them. */
+export { redactText } from './secrets.js';
 
 export function isAudited(event: RunEvent): boolean {
   return AUDITED.has(event.type);
-}
-
-export function auditRecord(event: RunEvent, known: readonly string[] = []): RunEvent {
-  return redactDeep(event, known);
 }
 
 const cell = (v: unknown) =>

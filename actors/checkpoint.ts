@@ -9,22 +9,9 @@
  * transition): then no event is in flight between actors, and the snapshot is consistent.
  */
 import type { AnyActorRef, Snapshot } from 'xstate';
+import type { Checkpoint, SavedTimer } from '../machines/protocol.js';
 
-export interface SavedTimer {
-  source: string;
-  target: string;
-  event: { type: string };
-  id: string;
-  /** When it fires (clock time). */
-  dueAt: number;
-}
-
-export interface Checkpoint {
-  version: 1;
-  savedAt: number;
-  snapshot: Snapshot<unknown>;
-  timers: SavedTimer[];
-}
+export type { Checkpoint, SavedTimer } from '../machines/protocol.js';
 
 interface ScheduledEvent {
   source: AnyActorRef;
@@ -93,7 +80,7 @@ export function takeCheckpoint(root: AnyActorRef, now: number): Checkpoint {
     id: t.id,
     dueAt: t.startedAt + t.delay,
   }));
-  return { version: 1, savedAt: now, snapshot: root.getPersistedSnapshot() as Snapshot<unknown>, timers };
+  return { version: 1, savedAt: now, snapshot: root.getPersistedSnapshot() as Checkpoint['snapshot'], timers };
 }
 
 /**

@@ -13,6 +13,36 @@ export const DEFAULT_POLICY_ANSWER =
 export const DEFAULT_STUCK_MESSAGE =
   'You appear to be stuck: you repeated the same step, or many steps made no progress. Stop repeating it. Re-read the task, try a different approach, and if you are blocked, say what blocks you and finish with a partial result.';
 
+/**
+ * Environment variables that hold credentials: never passed to commands, whatever the
+ * configuration says (API keys, NATS credentials, tokens, passwords).
+ */
+const SECRET_ENV = [/_API_KEY$/i, /^A2A_NATS_/i, /(^|_)TOKEN$/i, /SECRET/i, /PASSW(OR)?D/i, /^AWS_ACCESS_KEY_ID$/i, /_PRIVATE_KEY$/i, /CREDENTIALS?$/i];
+
+/** Why `name` may not be passed to commands, or null when it may. */
+export function secretEnvName(name: string): string | null {
+  return SECRET_ENV.some((re) => re.test(name)) ? `${name} holds a credential (API keys, NATS credentials, tokens and passwords are never passed to commands)` : null;
+}
+
+const EnvName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name (letters, digits, "_")')
+  .superRefine((name, ctx) => {
+    const secret = secretEnvName(name);
+    if (secret) ctx.addIssue({ code: 'custom', message: secret });
+  });
+
+/** How run_command's commands are confined. */
+export const SandboxConfig = z.strictObject({
+  /** `bubblewrap`: each command in a bwrap sandbox (default). `none`: unconfined; every command then asks a person. */
+  mode: z.enum(['bubblewrap', 'none']).default('bubblewrap'),
+  /** Environment variables passed to commands besides PATH, LANG, LC_*, TERM, TZ (never credentials). */
+  env: z.array(EnvName).default([]),
+  /** Host paths commands may read besides the system (a toolchain outside /usr, e.g. ~/.nvm). */
+  readOnlyPaths: z.array(z.string().refine((p) => p.startsWith('/'), 'expected an absolute path')).default([]),
+});
+export type SandboxConfig = z.infer<typeof SandboxConfig>;
+
 export const RunConfig = z.strictObject({
   limits: Limits.prefault({}),
   idle: IdleConfig.prefault({}),
@@ -56,6 +86,8 @@ export const RunConfig = z.strictObject({
         .optional(),
     })
     .prefault({}),
+  /** The sandbox of run_command: mode, the environment commands see, extra read-only paths. */
+  sandbox: SandboxConfig.prefault({}),
   /** How the orchestrator answers questions and treats stuck workers. */
   orchestrator: z
     .strictObject({
@@ -110,6 +142,11 @@ export function parseConfig(layers: Array<{ source: string; data: ConfigLayer }>
   }
   // one layer may assign a profile another defines: the references are checked once merged
   validateModelsConfig(merged.data.models, layers.map((l) => l.source).join(' + ') || 'configuration');
+  const tokenEnv = merged.data.git.github?.tokenEnv;
+  if (tokenEnv && merged.data.sandbox.env.includes(tokenEnv)) {
+    const source = layers.find((l) => ((l.data.sandbox as { env?: unknown } | undefined)?.env as unknown[] | undefined)?.includes(tokenEnv))?.source ?? 'configuration';
+    throw new A2AError('CONFIGURATION_INVALID', `${source}: invalid configuration:\n  - sandbox.env: ${tokenEnv} is git.github.tokenEnv, a credential: it is never passed to commands`, { where: source });
+  }
   return merged.data;
 }
 

@@ -51,12 +51,16 @@ export function isA2AError(error: unknown, code?: ErrorCode): error is A2AError 
   return error instanceof A2AError && (code === undefined || error.code === code);
 }
 
+type Issues = ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>;
+
+const issueLine = (i: Issues[number]) => `${i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '') || '(root)'}: ${i.message}`;
+
 /** Formats zod issues as `path: message` lines, naming the source. */
-export function describeIssues(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): string {
-  return issues
-    .map((i) => {
-      const path = i.path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '');
-      return `  - ${path || '(root)'}: ${i.message}`;
-    })
-    .join('\n');
+export function describeIssues(issues: Issues): string {
+  return issues.map((i) => `  - ${issueLine(i)}`).join('\n');
+}
+
+/** The same on one line (`a.b: message; c: message`), for a warning or a log line. */
+export function inlineIssues(issues: Issues): string {
+  return issues.map(issueLine).join('; ');
 }

@@ -57,18 +57,109 @@ export function forwardSessionEvent(events: EventSink, spec: SessionSpec, emitte
 
 export type RunEventListener = (event: RunEvent) => void;
 
-/** Stamps events with run id, sequence number and time, and hands them to listeners in order. */
+/**
+ * The key of the fact an event states, for events that state one once (a spawn, a result, an
+ * update handed to a parent, a decision, a person's answer): whoever emits it again (a resumed
+ * run, a host that took a session over, a replayed message) emits the same key, and the run keeps
+ * the first. Undefined for events that report an occurrence (a model call, a state change).
+ */
+export function factKey(event: Pick<RunEvent, 'type' | 'subTaskId' | 'parentId' | 'taskId' | 'data'>): string | undefined {
+  const d = (event.data ?? {}) as Record<string, unknown>;
+  const id = (v: unknown) => (typeof v === 'string' || typeof v === 'number' ? String(v) : undefined);
+  const keyed = (...parts: Array<string | undefined>) => (parts.every((p) => p !== undefined) ? parts.join(':') : undefined);
+  switch (event.type) {
+    case 'subtask.result':
+      return keyed('result', event.subTaskId);
+    case 'worker.deployed':
+    case 'subtask.spawned':
+      return keyed('spawned', event.subTaskId);
+    case 'update.queued':
+      return keyed('update', event.parentId, id(d.updateId));
+    case 'subtask.placed':
+      return keyed('placed', event.subTaskId, id(d.host));
+    case 'permission.requested':
+    case 'permission.decided':
+      return keyed(event.type, id(d.requestId));
+    case 'human.asked':
+    case 'human.answered':
+    case 'question.asked':
+    case 'question.answered':
+    case 'inbox.accepted':
+    case 'inbox.handled':
+      return keyed(event.type, id(d.id));
+    case 'task.skipped':
+      return keyed('task.skipped', event.taskId);
+    case 'run.finished':
+      return 'run.finished';
+    default:
+      return undefined;
+  }
+}
+
+/** Where a bus starts: a resumed run continues its sequence and knows the facts its log holds. */
+export interface BusStart {
+  /** The next sequence number (one more than the log's last). */
+  seq: number;
+  /** The facts the log states (factKey of its events). */
+  facts: Iterable<string>;
+  /** Ids of the log's other events (the newest count). */
+  recent: Iterable<string>;
+}
+
+/** Where a bus continues a log: after its last sequence number, with its facts and latest ids. */
+export function busStartOf(events: Iterable<RunEvent>): BusStart {
+  let seq = 0;
+  const facts: string[] = [];
+  const recent: string[] = [];
+  for (const e of events) {
+    seq = Math.max(seq, e.seq + 1);
+    const fact = factKey(e);
+    if (fact !== undefined) facts.push(fact);
+    else if (e.id) recent.push(e.id);
+  }
+  return { seq, facts, recent: recent.slice(-RECENT_IDS) };
+}
+
+/** How many ids of relayed events (not facts) a bus remembers to drop a redelivery. */
+const RECENT_IDS = 20_000;
+
+/**
+ * Stamps events with run id, id, sequence number and time, and hands them to listeners in order.
+ * An event that states a fact is identified by the fact's key (computed here, whatever id it came
+ * with: a host cannot claim a fact it does not state), and is dropped when that fact was emitted
+ * before: the log and the audit hold each fact once, however often it is emitted again. Another
+ * event relayed with an id (a host's) is dropped when that id came lately (a redelivery).
+ */
 export class RunEventBus implements EventSink {
-  #seq = 0;
+  #seq: number;
   readonly #listeners = new Set<RunEventListener>();
+  /** Fact keys: a handful per session, kept for the run. */
+  readonly #facts = new Set<string>();
+  /** Ids of relayed events that state no fact, the newest RECENT_IDS. */
+  readonly #recent = new Set<string>();
 
   constructor(
     readonly runId: string,
     private readonly clock: Clock,
-  ) {}
+    start: BusStart = { seq: 0, facts: [], recent: [] },
+  ) {
+    this.#seq = start.seq;
+    for (const fact of start.facts) this.#facts.add(fact);
+    for (const id of start.recent) this.#remember(id);
+  }
+
+  #remember(id: string): void {
+    this.#recent.add(id);
+    if (this.#recent.size > RECENT_IDS) this.#recent.delete(this.#recent.values().next().value as string);
+  }
 
   get listening(): boolean {
     return this.#listeners.size > 0;
+  }
+
+  /** The sequence number the next event gets. */
+  get nextSeq(): number {
+    return this.#seq;
   }
 
   subscribe(listener: RunEventListener): () => void {
@@ -76,13 +167,26 @@ export class RunEventBus implements EventSink {
     return () => this.#listeners.delete(listener);
   }
 
-  emit(event: Omit<RunEvent, 'seq' | 'ts' | 'runId'>): void {
+  /** Emits; returns false when the event was a repeat of one already emitted (and dropped). */
+  emit(event: Omit<RunEvent, 'seq' | 'ts' | 'runId'>): boolean {
     if (this.#listeners.size === 0) {
       this.#seq++;
-      return;
+      return true;
     }
-    const stamped = { ...event, data: event.data ?? {}, runId: this.runId, seq: this.#seq++, ts: this.clock.now() } as RunEvent;
+    const fact = factKey(event);
+    const id = fact ?? event.id;
+    if (fact !== undefined) {
+      if (this.#facts.has(fact)) return false;
+    } else if (id !== undefined && this.#recent.has(id)) {
+      return false;
+    }
+    const seq = this.#seq++;
+    const stamped = { ...event, id: id ?? `${this.runId}:${seq}`, data: event.data ?? {}, runId: this.runId, seq, ts: this.clock.now() } as RunEvent;
     for (const listener of this.#listeners) listener(stamped);
+    // remembered once handed on: an event a listener failed to take is not taken for written
+    if (fact !== undefined) this.#facts.add(fact);
+    else if (id !== undefined) this.#remember(id);
+    return true;
   }
 }
 

@@ -37,6 +37,14 @@ export function checkCycle(owner: SessionSpec, child: { agentName: string; promp
  * Totals and spawn rate per worker subtree. One budget per runtime (process); the window is a
  * queue of spawn times pruned from the front, so each check is amortised O(1).
  */
+/**
+ * A worker's key for budgets (spawns, cost): its run and its id. A host serves many runs, in which
+ * the same worker ids recur (`w-api`): their budgets must not add up.
+ */
+export function workerKey(spec: { correlation: { runId: string; workerId: string } }): string {
+  return `${spec.correlation.runId}.${spec.correlation.workerId}`;
+}
+
 export class SpawnBudget {
   readonly #clock: Clock;
   readonly #workers = new Map<string, { total: number; times: number[]; head: number }>();
@@ -45,13 +53,13 @@ export class SpawnBudget {
     this.#clock = clock;
   }
 
-  /** Reserves `count` spawns for the worker, all or nothing. */
-  reserve(workerId: string, count: number, limits: Limits): ErrorInfo | null {
+  /** Reserves `count` spawns for the worker (`key`: workerKey), all or nothing; `workerId` names it in errors. */
+  reserve(key: string, count: number, limits: Limits, workerId = key): ErrorInfo | null {
     const now = this.#clock.now();
-    let entry = this.#workers.get(workerId);
+    let entry = this.#workers.get(key);
     if (!entry) {
       entry = { total: 0, times: [], head: 0 };
-      this.#workers.set(workerId, entry);
+      this.#workers.set(key, entry);
     }
     while (entry.head < entry.times.length && entry.times[entry.head]! <= now - 60_000) entry.head++;
     if (entry.head > 1024 && entry.head * 2 > entry.times.length) {
@@ -76,7 +84,7 @@ export class SpawnBudget {
     return null;
   }
 
-  spawned(workerId: string): number {
-    return this.#workers.get(workerId)?.total ?? 0;
+  spawned(key: string): number {
+    return this.#workers.get(key)?.total ?? 0;
   }
 }

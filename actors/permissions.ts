@@ -20,12 +20,16 @@ export type Tier = PermissionTier;
 /** Never allowed, whatever the configuration says (seed 000: auto_deny; issue: always denied). */
 export const ALWAYS_DENIED: ReadonlySet<PermissionAction> = new Set(['edits_outside_worktree', 'force_push', 'delete_main_branch']);
 
-/** Seed 000 appendix, plus commands (run in the worktree, with a timeout) and pushes. */
+/**
+ * Seed 000 appendix, plus pushes and network access. Commands and deletions ask a person, as the
+ * seed's matrix has them: a workspace approves them in its own permissions when it wants.
+ */
 export const DEFAULT_MATRIX: Readonly<Record<PermissionAction, Tier>> = {
   file_edits_in_worktree: 'auto_approve',
   file_creation_in_worktree: 'auto_approve',
-  file_deletion_in_worktree: 'auto_approve',
-  command_execution: 'auto_approve',
+  file_deletion_in_worktree: 'ask_user',
+  command_execution: 'ask_user',
+  network_access: 'ask_user',
   subtask_spawning: 'auto_approve',
   agent_reassignment: 'auto_approve',
   model_switch_same_tier: 'auto_approve',
@@ -219,7 +223,7 @@ export type PermissionGate = (spec: SessionSpec, ask: PermissionAsk) => Promise<
 /** The decision a session can take alone: within its level → approved; always-denied → denied. */
 export function decideLocally(spec: Pick<SessionSpec, 'permissions'>, ask: PermissionAsk): PermissionAnswer | null {
   if (ALWAYS_DENIED.has(ask.action)) return { approved: false, decidedBy: 'policy', reason: `${ask.action} is never allowed` };
-  if (spec.permissions.level.includes(ask.action)) return { approved: true, decidedBy: 'policy' };
+  if (!ask.needsPerson && spec.permissions.level.includes(ask.action)) return { approved: true, decidedBy: 'policy' };
   return null;
 }
 

@@ -17,20 +17,28 @@
  */
 import { createActor, type ActorLogic, type ActorScope, type AnyActorRef, type Snapshot } from 'xstate';
 import type { Clock, DurableConsumer, DurableMessage, EventSink, Transport } from '../machines/ports.js';
-import { DownMessage, PermissionRequest, SubTaskResult, TaskUpdate, UpMessage, type RemoteSpawn, type SessionSpec } from '../machines/protocol.js';
+import { DownMessage, UpMessage, type RemoteSpawn, type SessionCommand, type SessionSpec, type SubTaskResult, type TaskUpdate, type PermissionRequest } from '../machines/protocol.js';
 import { correlationOf } from './events.js';
+import { walkActors } from './checkpoint.js';
+import { sessionStateName } from '../machines/session.js';
+import { inlineIssues } from './errors.js';
 
 /**
- * A session's name on the wire: session ids (`w-api`, `st-1`) repeat from run to run, so every
- * subject, consumer, message id and key of a remote session is qualified by its run.
+ * A session's key on the wire: session ids are unique within a run (`w-api.2` is w-api's second
+ * child, whichever host spawned it), run ids have no dots, so `<runId>.<sessionId>` is unique
+ * across runs, hosts and processes. Every subject, consumer, message id and key of a remote
+ * session is made from it.
  */
 export function wireId(spec: Pick<SessionSpec, 'id' | 'correlation'>): string {
   return `${spec.correlation.runId}.${spec.id}`;
 }
 
-/** The same as one token (consumer names allow no dots). */
+/**
+ * The same as one token (consumer names allow neither dots nor most other characters). The
+ * escape is one-to-one ("_" → "__", "." → "_d"), so two sessions never share a consumer.
+ */
 export function wireToken(spec: Pick<SessionSpec, 'id' | 'correlation'>): string {
-  return wireId(spec).replace(/[^A-Za-z0-9_-]/g, '_');
+  return wireId(spec).replace(/_/g, '__').replace(/\./g, '_d');
 }
 
 /** The subjects and queues of one namespace. */
@@ -38,20 +46,35 @@ export function subjects(ns: string) {
   const root = `a2a.${ns}`;
   return {
     spawn: (agentName: string) => `${root}.spawn.${agentName}`,
-    /** `wire`: the session's wireId (`<runId>.<sessionId>`). */
-    up: (wire: string) => `${root}.up.${wire}`,
+    /** What a session reports to its owner, published by the host that runs it (`wire`: its wireId). */
+    up: (hostId: string, wire: string) => `${root}.up.${hostId}.${wire}`,
+    /** Every report about one session, whichever host sent it (a consumer's filter). */
+    upFrom: (wire: string) => `${root}.up.*.${wire}`,
+    /** The host that published a report (the token after `up.`), or null when the subject is not one. */
+    hostOf: (subject: string): string | null => {
+      const prefix = `${root}.up.`;
+      if (!subject.startsWith(prefix)) return null;
+      const host = subject.slice(prefix.length).split('.')[0];
+      return host || null;
+    },
     down: (wire: string) => `${root}.down.${wire}`,
     heartbeat: (hostId: string) => `${root}.hosts.${hostId}.heartbeat`,
     heartbeats: `${root}.hosts.*.heartbeat`,
     /** A host's seed 004 registration envelope, once at start. */
     registration: (hostId: string) => `${root}.hosts.${hostId}.registration`,
+    /** Run events for watchers (core: at most once); the orchestrator's own and hosts' events outside any run. */
     events: (runId: string, type: string) => `${root}.events.${runId}.${type}`,
     allEvents: `${root}.events.>`,
+    /** A host's events of a run (durable: the run writes them to its log, then acknowledges them). */
+    hostEvents: (runId: string, type: string) => `${root}.hostevents.${runId}.${type}`,
+    hostEventsOf: (runId: string) => `${root}.hostevents.${runId}.>`,
+    allHostEvents: `${root}.hostevents.>`,
     /** Durable queues (the NATS transport scopes their streams by namespace: `a2a_<ns>_spawn` …). */
     queues: {
       spawn: { name: 'spawn', subjects: [`${root}.spawn.>`] },
       up: { name: 'up', subjects: [`${root}.up.>`] },
       down: { name: 'down', subjects: [`${root}.down.>`] },
+      hostEvents: { name: 'hostevents', subjects: [`${root}.hostevents.>`] },
     },
     /** Key-value buckets (`a2a_<ns>_snapshots` …). */
     buckets: { snapshots: 'snapshots', hosts: 'hosts' },
@@ -67,6 +90,8 @@ export async function ensureQueues(transport: Transport, ns: string): Promise<vo
   // up and down: consumed per session, removed once acknowledged
   await transport.ensureQueue(s.queues.up.name, { subjects: s.queues.up.subjects, workQueue: true, duplicateWindowMs: 600_000 });
   await transport.ensureQueue(s.queues.down.name, { subjects: s.queues.down.subjects, workQueue: true, duplicateWindowMs: 600_000 });
+  // hosts' run events: kept until the run has them in its log (a day at most: a run never resumed)
+  await transport.ensureQueue(s.queues.hostEvents.name, { subjects: s.queues.hostEvents.subjects, workQueue: true, maxAgeMs: 86_400_000, duplicateWindowMs: 600_000 });
 }
 
 export interface RemoteDeps {
@@ -83,6 +108,12 @@ export interface RemoteDeps {
    * see them again): `owner` is the owning session's id (`orchestrator` for workers). Default: at once.
    */
   deferAck?: (owner: string, ack: () => Promise<void>) => void;
+  /**
+   * Which host holds a session now (the `host` of its record in the snapshots bucket, claimed by
+   * compare-and-set), so that a report from any other host is refused. Without it, a report is
+   * taken from the host that said it started the session (or restored it, after a failover).
+   */
+  holderOf?: (wire: string) => Promise<string | null>;
 }
 
 /**
@@ -138,6 +169,30 @@ const CONSUMER_IDLE_MS = 3_600_000;
 let downCounter = 0;
 const downId = (sessionId: string) => `${sessionId}:down:${Date.now().toString(36)}:${process.pid}:${(downCounter++).toString(36)}`;
 
+/** How often a result refused for its sender's claim is delivered again before it is dropped. */
+const REFUSED_RESULT_DELIVERIES = 5;
+
+/** How many report keys a stand-in (and down message ids a link) remembers, to drop replays. */
+const SEEN_KEPT = 512;
+
+/** A bounded memory of keys: the newest SEEN_KEPT, persisted with the actor. */
+class Seen {
+  readonly #set: Set<string>;
+  constructor(keys: string[] = []) {
+    this.#set = new Set(keys.slice(-SEEN_KEPT));
+  }
+  /** True the first time a key is offered. */
+  add(key: string): boolean {
+    if (this.#set.has(key)) return false;
+    this.#set.add(key);
+    if (this.#set.size > SEEN_KEPT) this.#set.delete(this.#set.values().next().value as string);
+    return true;
+  }
+  list(): string[] {
+    return [...this.#set];
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Owner side
 
@@ -149,12 +204,17 @@ type RemoteEvent =
 
 interface RemoteState {
   spec: SessionSpec;
+  /** The host that holds the session (the only one whose reports are taken). */
   host: string | null;
   spawned: boolean;
   consumer: DurableConsumer | null;
   stopped: boolean;
   /** The "no host has taken it" warning, cleared once placed or ended. */
   warning: unknown;
+  /** Reports already handed over (updates, permission requests): a replay is dropped. */
+  seen: Seen;
+  /** Reports are handled one after the other, in the order they came. */
+  chain: Promise<void>;
 }
 
 type RemoteSnapshot = Snapshot<SubTaskResult> & { remote: RemoteState; input: { spec: SessionSpec } };
@@ -166,12 +226,31 @@ interface PersistedRemote {
   spec: SessionSpec;
   host: string | null;
   spawned: boolean;
+  seen?: string[];
 }
 
 function relay(from: AnyActorRef, to: AnyActorRef, event: { type: string }): void {
   const system = from.system as { _relay?: (s: AnyActorRef, t: AnyActorRef, e: unknown) => void };
   if (system._relay) system._relay(from, to, event);
   else to.send(event);
+}
+
+/**
+ * Why a report must not reach the owner although it parsed: it is about another session, another
+ * run, or comes from below a session that did not pass it on. Null when it may.
+ */
+function misaddressed(spec: SessionSpec, event: { type: 'SUBTASK_UPDATE'; update: TaskUpdate } | { type: 'PERMISSION_REQUEST'; request: PermissionRequest }): string | null {
+  if (event.type === 'SUBTASK_UPDATE') {
+    const u = event.update;
+    if (u.subTaskId !== spec.id) return `update.subTaskId is "${u.subTaskId}", not "${spec.id}"`;
+    if (u.parentId !== spec.owner.ownerId) return `update.parentId is "${u.parentId}", not its owner "${spec.owner.ownerId}"`;
+    return null;
+  }
+  const r = event.request;
+  if (r.via.at(-1) !== spec.id) return `request.via must end with "${spec.id}" (got ${JSON.stringify(r.via.slice(-3))})`;
+  if (r.requesterId !== spec.id && !r.requesterId.startsWith(`${spec.id}.`)) return `request.requesterId "${r.requesterId}" is neither ${spec.id} nor one of its sub-tasks`;
+  if (r.correlation.runId !== spec.correlation.runId) return `request.correlation.runId is "${r.correlation.runId}", not "${spec.correlation.runId}"`;
+  return null;
 }
 
 /** The actor standing, in the owner's system, for a session that runs on a host. */
@@ -196,44 +275,85 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
     state.consumer = await deps.transport.consume(
       s.queues.up.name,
       // acked as soon as handed over: a short ack wait makes a dead owner's messages come back soon
-      { consumer: `up-${wireToken(spec)}`, filter: s.up(wireId(spec)), ackWaitMs: 5_000, maxInFlight: 64, inactiveMs: CONSUMER_IDLE_MS },
-      (message) => handleUp(state, self, message),
+      { consumer: `up-${wireToken(spec)}`, filter: s.upFrom(wireId(spec)), ackWaitMs: 5_000, maxInFlight: 64, inactiveMs: CONSUMER_IDLE_MS },
+      (message) => {
+        // one at a time, in order: checking a host's claim may wait for the snapshots bucket
+        const handled = state.chain.then(() => handleUp(state, self, message));
+        state.chain = handled.catch((error: unknown) => warn(state.spec, `could not handle a report from the host of ${state.spec.id}: ${String(error)}`));
+        return handled;
+      },
     );
     if (state.stopped) await state.consumer.stop();
   }
 
-  async function handleUp(state: RemoteState, self: AnyActorRef, message: DurableMessage): Promise<void> {
-    const parsed = UpMessage.safeParse(message.data);
-    if (!parsed.success) {
-      warn(state.spec, `dropped an invalid message from the host of ${state.spec.id}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-      await message.ack();
-      return;
+  /**
+   * Whether `sender` holds the session now (the snapshots bucket says so; without it, a started or
+   * restored report). A bucket that cannot be read throws: the report is then left unacknowledged
+   * and comes back, rather than being refused for a passing outage.
+   */
+  async function holds(state: RemoteState, sender: string, up: UpMessage): Promise<boolean> {
+    if (deps.holderOf) {
+      const holder = await deps.holderOf(wireId(state.spec));
+      // no record at all (it was cleaned away long after the session ended): nothing says who
+      // holds it, and a host could write one anyway; the report is taken, with a warning
+      if (holder === null) {
+        warn(state.spec, `no record says which host holds ${state.spec.id}; taking the report of host "${sender}"`);
+        return true;
+      }
+      return holder === sender;
     }
+    return up.kind === 'started' && (state.host === null || up.restored);
+  }
+
+  async function handleUp(state: RemoteState, self: AnyActorRef, message: DurableMessage): Promise<void> {
+    const done = async () => {
+      if (deps.deferAck) deps.deferAck(wireId({ id: state.spec.owner.ownerId, correlation: state.spec.correlation }), () => message.ack());
+      else await message.ack();
+    };
+    const refuse = async (why: string, retry = false) => {
+      warn(state.spec, `refused a report for ${state.spec.id}: ${why}`);
+      // a result refused because the bucket did not say its sender holds the session may be right
+      // a moment later (a lagging replica, a claim not yet visible): it comes back a few times
+      if (retry && message.deliveries < REFUSED_RESULT_DELIVERIES) await message.nak(1_000);
+      else await message.ack();
+    };
+    const parsed = UpMessage.safeParse(message.data);
+    if (!parsed.success) return refuse(`invalid message: ${inlineIssues(parsed.error.issues)}`);
     const up = parsed.data;
+    const sender = s.hostOf(message.subject);
+    if (!sender) return refuse(`it came on ${message.subject}, which names no host`);
+    if (up.kind === 'started' && up.host !== sender) return refuse(`it says host "${up.host}" started it, but host "${sender}" sent it`);
+    if (state.stopped) return done();
+    if (state.host !== sender) {
+      if (!(await holds(state, sender, up))) {
+        return refuse(`host "${sender}" does not hold it${state.host ? ` (host "${state.host}" does)` : ''}`, up.kind === 'done' || up.kind === 'error');
+      }
+      state.host = sender;
+      clearWarning(state);
+      deps.events.emit({ type: 'subtask.placed', ...correlationOf(state.spec), data: { host: sender, restored: up.kind === 'started' ? up.restored : true } });
+    }
     const parent = self._parent as AnyActorRef | undefined;
     switch (up.kind) {
       case 'started':
-        state.host = up.host;
-        clearWarning(state);
-        deps.events.emit({ type: 'subtask.placed', ...correlationOf(state.spec), data: { host: up.host, restored: up.restored } });
-        break;
+        break; // a replay from the holder: nothing new
       case 'event': {
-        const event = up.event as { type: string; update?: unknown; request?: unknown };
-        const valid =
-          event.type === 'SUBTASK_UPDATE' ? TaskUpdate.safeParse(event.update).success : PermissionRequest.safeParse(event.request).success;
-        if (!valid) warn(state.spec, `dropped an invalid ${event.type} from ${state.spec.id}`);
-        else if (parent && !state.stopped) relay(self, parent, event);
+        const event = up.event;
+        const wrong = misaddressed(state.spec, event);
+        if (wrong) return refuse(wrong);
+        const key = event.type === 'SUBTASK_UPDATE' ? `u:${event.update.id}` : `p:${event.request.id}:${event.request.via.length}`;
+        if (!state.seen.add(key)) break; // a replay
+        if (parent) relay(self, parent, event);
         break;
       }
       case 'done':
-        if (!state.stopped) self.send({ type: 'REMOTE_DONE', output: up.output });
+        if (up.output.taskId !== state.spec.id) return refuse(`output.taskId is "${up.output.taskId}", not "${state.spec.id}"`);
+        self.send({ type: 'REMOTE_DONE', output: up.output });
         break;
       case 'error':
-        if (!state.stopped) self.send({ type: 'REMOTE_ERROR', error: up.error });
+        self.send({ type: 'REMOTE_ERROR', error: up.error });
         break;
     }
-    if (deps.deferAck) deps.deferAck(wireId({ id: state.spec.owner.ownerId, correlation: state.spec.correlation }), () => message.ack());
-    else await message.ack();
+    return done();
   }
 
   return {
@@ -243,9 +363,9 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       output: undefined,
       error: undefined,
       input,
-      remote: { spec: input.spec, host: null, spawned: false, consumer: null, stopped: false, warning: null },
+      remote: { spec: input.spec, host: null, spawned: false, consumer: null, stopped: false, warning: null, seen: new Seen(), chain: Promise.resolve() },
     }),
-    transition: (snapshot, event, scope) => {
+    transition: (snapshot, event) => {
       const state = snapshot.remote;
       if (snapshot.status !== 'active') return snapshot;
       switch (event.type) {
@@ -259,14 +379,15 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
           end(state);
           return snapshot;
         default: {
+          // a stand-in of a copy being dropped (detachTree) sends nothing: the copy elsewhere owns the child
+          if (state.stopped) return snapshot;
           // what a parent sends its child goes down to the session, wherever it runs
-          const down = DownMessage.safeParse({ event });
-          if (!down.success) return snapshot;
           const id = downId(wireId(state.spec));
+          const down = DownMessage.safeParse({ id, event });
+          if (!down.success) return snapshot;
           enqueueSurely(deps.transport, s.down(wireId(state.spec)), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`)).catch((error: unknown) => {
             warn(state.spec, `could not send ${event.type} to ${state.spec.id}: ${error instanceof Error ? error.message : String(error)}`);
           });
-          void scope;
           return snapshot;
         }
       }
@@ -303,7 +424,15 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
     },
     getPersistedSnapshot: (snapshot): Snapshot<unknown> => {
       const r = snapshot.remote;
-      const persisted: PersistedRemote = { status: snapshot.status as PersistedRemote['status'], output: snapshot.output, error: snapshot.error, spec: r.spec, host: r.host, spawned: r.spawned };
+      const persisted: PersistedRemote = {
+        status: snapshot.status as PersistedRemote['status'],
+        output: snapshot.output,
+        error: snapshot.error,
+        spec: r.spec,
+        host: r.host,
+        spawned: r.spawned,
+        seen: r.seen.list(),
+      };
       return persisted as unknown as Snapshot<unknown>;
     },
     restoreSnapshot: (persisted) => {
@@ -313,7 +442,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
         output: p.output,
         error: p.error,
         input: { spec: p.spec },
-        remote: { spec: p.spec, host: p.host, spawned: p.spawned, consumer: null, stopped: false, warning: null },
+        remote: { spec: p.spec, host: p.host, spawned: p.spawned, consumer: null, stopped: false, warning: null, seen: new Seen(p.seen), chain: Promise.resolve() },
       } as RemoteSnapshot;
     },
   };
@@ -330,7 +459,7 @@ export function isRemote(ref: AnyActorRef): boolean {
 type LinkEvent =
   | { type: 'SUBTASK_UPDATE'; update: TaskUpdate }
   | { type: 'PERMISSION_REQUEST'; request: PermissionRequest }
-  | { type: 'DOWN'; event: { type: string } }
+  | { type: 'DOWN'; event: SessionCommand }
   | { type: 'xstate.stop' }
   | { type: `xstate.done.actor.${string}`; output: SubTaskResult }
   | { type: `xstate.error.actor.${string}`; error: unknown };
@@ -345,6 +474,8 @@ interface LinkState {
   finished: boolean;
   /** Stopped by its host (dropped, drained, shut down): it sends and takes nothing more. */
   stopped: boolean;
+  /** Ids of the down messages handed to the session: a replay is dropped. */
+  seen: Seen;
 }
 
 type LinkSnapshot = Snapshot<SubTaskResult> & { link: LinkState };
@@ -355,11 +486,18 @@ interface PersistedLink {
   error: undefined;
   spec: SessionSpec;
   session: Snapshot<unknown>;
+  seen?: string[];
 }
 
 export interface LinkDeps extends RemoteDeps {
   hostId: string;
   sessionLogic(role: SessionSpec['role']): import('xstate').AnyActorLogic;
+  /**
+   * Why a command that parsed cannot be given to the session as it is now (an agent type this
+   * host does not have, a decision on a request it never made, a session already finished);
+   * null when it can. The command is then dropped with a warning: nothing changes.
+   */
+  refuse?: (session: AnyActorRef, command: SessionCommand) => string | null;
   /**
    * Acknowledgements of down messages wait for the next snapshot of the session (a restore from
    * it must see them again); default: at once.
@@ -367,6 +505,8 @@ export interface LinkDeps extends RemoteDeps {
   ackAfterSnapshot?: (sessionId: string, ack: () => Promise<void>) => void;
   /** The session ended and its result is stored in its owner's queue. */
   onFinished?: (sessionId: string) => void;
+  /** Resolves once the events emitted so far are stored (a host's event sink). */
+  beforeResult?: () => Promise<void>;
 }
 
 /**
@@ -376,20 +516,26 @@ export interface LinkDeps extends RemoteDeps {
  */
 export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, LinkEvent, { spec: SessionSpec }> {
   const s = subjects(deps.ns);
+  const warn = (state: LinkState, message: string) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message } });
   const up = (state: LinkState, message: UpMessage, msgId: string) => {
     const send = (m: UpMessage, id: string) =>
       enqueueSurely(
         deps.transport,
-        s.up(wireId(state.spec)),
+        s.up(deps.hostId, wireId(state.spec)),
         m,
-        `${state.spec.correlation.runId}.${id}`,
-        (error) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying a report to the owner of ${state.spec.id}: ${String(error)}` } }),
+        // per host: a host that takes a session over sends what the one before it sent (its result
+        // too, which the owner refused from that one); the same id would be dropped as a duplicate
+        `${state.spec.correlation.runId}.${id}@${deps.hostId}`,
+        (error) => warn(state, `retrying a report to the owner of ${state.spec.id}: ${String(error)}`),
         () => state.stopped,
       );
     state.chain = state.chain
+      // what the session's host said about it (its events) is stored before its result leaves:
+      // an owner that has the result can then wait for those events and find them all
+      .then(() => (message.kind === 'done' || message.kind === 'error' ? deps.beforeResult?.() : undefined))
       .then(() => send(message, msgId))
       .catch(async (error: unknown) => {
-        deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `could not report to the owner of ${state.spec.id}: ${String(error)}` } });
+        warn(state, `could not report to the owner of ${state.spec.id}: ${String(error)}`);
         // a result that cannot be sent (too large, say) must not leave its owner waiting for ever
         if (message.kind === 'done' && !state.stopped) {
           await send({ kind: 'error', error: `the result of ${state.spec.id} could not be sent: ${error instanceof Error ? error.message : String(error)}` }, `${state.spec.id}:error`).catch(() => undefined);
@@ -402,25 +548,54 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
     return createActorFor(deps.sessionLogic(spec.role), spec, scope.self, snapshot);
   }
 
+  async function onDown(state: LinkState, self: AnyActorRef, message: DurableMessage): Promise<void> {
+    const acked = async () => {
+      if (deps.ackAfterSnapshot) deps.ackAfterSnapshot(wireId(state.spec), () => message.ack());
+      else await message.ack();
+    };
+    const parsed = DownMessage.safeParse(message.data);
+    if (!parsed.success) {
+      warn(state, `dropped an invalid message for ${state.spec.id}: ${inlineIssues(parsed.error.issues)}`);
+      await message.ack();
+      return;
+    }
+    const { id, event } = parsed.data;
+    if (state.finished || state.stopped) return acked();
+    if (!state.seen.add(id)) {
+      // acknowledged like the first delivery, once a snapshot holds it: a redelivery of one whose
+      // snapshot has not been written yet must not be acknowledged before it is safe
+      warn(state, `dropped a replay of message ${id} (${event.type}) for ${state.spec.id}`);
+      return acked();
+    }
+    const refused = (state.session.getSnapshot() as Snapshot<unknown>).status !== 'active' ? 'it has finished' : (deps.refuse?.(state.session, event) ?? null);
+    if (refused) {
+      warn(state, `dropped ${event.type} for ${state.spec.id}: ${refused}`);
+      return acked();
+    }
+    self.send({ type: 'DOWN', event });
+    return acked();
+  }
+
   async function attach(state: LinkState, self: AnyActorRef): Promise<void> {
     state.consumer = await deps.transport.consume(
       s.queues.down.name,
       // acknowledged after the next snapshot (ms later); a dead host's messages come back to its successor
       { consumer: `down-${wireToken(state.spec)}`, filter: s.down(wireId(state.spec)), ackWaitMs: 10_000, maxInFlight: 64, inactiveMs: CONSUMER_IDLE_MS },
-      async (message) => {
-        const parsed = DownMessage.safeParse(message.data);
-        if (!parsed.success) {
-          deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `dropped an invalid message for ${state.spec.id}: ${parsed.error.issues.map((i) => i.message).join('; ')}` } });
-          await message.ack();
-          return;
-        }
-        if (!state.finished && !state.stopped) self.send({ type: 'DOWN', event: parsed.data.event as { type: string } });
-        if (deps.ackAfterSnapshot) deps.ackAfterSnapshot(wireId(state.spec), () => message.ack());
-        else await message.ack();
-      },
+      (message) => onDown(state, self, message),
     );
     if (state.finished || state.stopped) await state.consumer.stop();
   }
+
+  const fresh = (spec: SessionSpec, session: AnyActorRef, restored: boolean, seen: string[] = []): LinkState => ({
+    spec,
+    session,
+    consumer: null,
+    chain: Promise.resolve(),
+    restored,
+    finished: false,
+    stopped: false,
+    seen: new Seen(seen),
+  });
 
   return {
     config: 'a2a.parentLink',
@@ -428,7 +603,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       status: 'active',
       output: undefined,
       error: undefined,
-      link: { spec: input.spec, session: createSession(input.spec, scope), consumer: null, chain: Promise.resolve(), restored: false, finished: false, stopped: false },
+      link: fresh(input.spec, createSession(input.spec, scope), false),
     }),
     transition: (snapshot, event, scope) => {
       const state = snapshot.link;
@@ -458,6 +633,13 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       } else if (event.type === 'xstate.stop') {
         state.stopped = true;
         void state.consumer?.stop();
+        // the session is this link's own actor (not one XState stops with it): a copy dropped
+        // because another host holds the session now must not go on calling models and tools,
+        // and must not cancel, settle or report anything on its way out (detachTree)
+        if ((state.session.getSnapshot() as Snapshot<unknown>).status === 'active') {
+          detachTree(state.session);
+          scope.stopChild(state.session);
+        }
       }
       return snapshot;
     },
@@ -465,12 +647,17 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       const state = snapshot.link;
       state.session.start();
       void up(state, { kind: 'started', host: deps.hostId, restored: state.restored }, `${state.spec.id}:started:${deps.hostId}:${deps.clock.now()}`);
+      // restored from a snapshot taken after it had ended (its host finished it, then was taken for
+      // dead): XState reports no end for an actor restored ended, so its result is sent from here
+      const ended = state.session.getSnapshot() as Snapshot<unknown> & { output?: SubTaskResult; error?: unknown };
+      if (ended.status === 'done') scope.self.send({ type: `xstate.done.actor.${state.spec.id}`, output: ended.output! });
+      else if (ended.status === 'error') scope.self.send({ type: `xstate.error.actor.${state.spec.id}`, error: ended.error });
       void persist(
         () => attach(state, scope.self),
         () => state.finished || state.stopped,
-        (error) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `retrying to receive messages for ${state.spec.id}: ${String(error)}` } }),
+        (error) => warn(state, `retrying to receive messages for ${state.spec.id}: ${String(error)}`),
       ).catch((error: unknown) => {
-        deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message: `cannot receive messages for ${state.spec.id}: ${String(error)}` } });
+        warn(state, `cannot receive messages for ${state.spec.id}: ${String(error)}`);
       });
     },
     getPersistedSnapshot: (snapshot): Snapshot<unknown> => {
@@ -480,6 +667,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         error: undefined,
         spec: snapshot.link.spec,
         session: snapshot.link.session.getPersistedSnapshot() as Snapshot<unknown>,
+        seen: snapshot.link.seen.list(),
       };
       return persisted as unknown as Snapshot<unknown>;
     },
@@ -489,9 +677,49 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         status: 'active',
         output: undefined,
         error: undefined,
-        link: { spec: p.spec, session: createSession(p.spec, scope as ActorScope<LinkSnapshot, LinkEvent>, p.session), consumer: null, chain: Promise.resolve(), restored: true, finished: false, stopped: false },
+        link: fresh(p.spec, createSession(p.spec, scope as ActorScope<LinkSnapshot, LinkEvent>, p.session), true, p.seen),
       };
     },
+  };
+}
+
+/**
+ * Marks a copy of a session tree as dropped before it is stopped (see Family.detached): its
+ * supervisors stop their children without cancelling or settling them, and its remote stand-ins
+ * send nothing more; the copy that goes on on another host owns all of them.
+ */
+export function detachTree(root: AnyActorRef): void {
+  walkActors(root, (ref) => {
+    const snapshot = ref.getSnapshot() as { family?: { detached: boolean }; remote?: RemoteState };
+    if (snapshot.family) snapshot.family.detached = true;
+    if (snapshot.remote) {
+      snapshot.remote.stopped = true;
+      void snapshot.remote.consumer?.stop();
+    }
+  });
+}
+
+/**
+ * Why a running session cannot take a command as it is now (see LinkDeps.refuse; the link refuses
+ * anything for a session that has ended): what the session chart would otherwise drop without a
+ * word, or act on and fail. `knowsAgent` checks an agent type against this process's registry.
+ */
+export function commandRefusal(knowsAgent: (agentName: string) => boolean) {
+  return (session: AnyActorRef, command: SessionCommand): string | null => {
+    const snapshot = session.getSnapshot() as { value?: unknown; context?: { ownRequest?: { id: string } | null; routes?: Record<string, string> } };
+    switch (command.type) {
+      case 'REASSIGN':
+        return knowsAgent(command.agent.agentName) ? null : `agent type "${command.agent.agentName}" is not in this host's registry`;
+      case 'PERMISSION_DECIDED': {
+        const id = command.decision.requestId;
+        const context = snapshot.context;
+        return context?.ownRequest?.id === id || (context?.routes && id in context.routes) ? null : `no permission request "${id}" is open in it`;
+      }
+      case 'RESUME':
+        return sessionStateName(snapshot.value) === 'paused' ? null : 'it is not paused';
+      default:
+        return null;
+    }
   };
 }
 

@@ -24,8 +24,13 @@ export interface NodeView {
 
 const FINAL = new Set(['success', 'partial', 'failed', 'timeout', 'cancelled']);
 
+/** Deeper than any real tree (depth ≤ 8 below a worker), shallow enough for any recursion. */
+const MAX_LEVELS = 32;
+
 export class RunView {
   readonly nodes = new Map<string, NodeView>();
+  /** How far below a root each node hangs. */
+  readonly #level = new Map<string, number>();
   readonly roots: string[] = [];
   startedAt: number | null = null;
   finishedAt: number | null = null;
@@ -49,8 +54,13 @@ export class RunView {
         this.skipped.push({ taskId: String(event.taskId ?? event.data.taskId), reason: String(event.data.reason ?? '') });
         return;
       case 'worker.deployed':
-      case 'subtask.spawned':
+      case 'subtask.spawned': {
         if (!id || this.nodes.has(id)) return;
+        // a tree is at most 9 levels deep (limits.maxDepth ≤ 8): events that would nest deeper
+        // (forged, or relayed from a misbehaving host) are not drawn
+        const level = event.parentId && this.#level.has(event.parentId) ? this.#level.get(event.parentId)! + 1 : 0;
+        if (level > MAX_LEVELS) return;
+        this.#level.set(id, level);
         this.nodes.set(id, {
           id,
           parentId: event.parentId ?? 'orchestrator',
@@ -71,6 +81,7 @@ export class RunView {
           else this.roots.push(id);
         }
         return;
+      }
     }
     const node = id ? this.nodes.get(id) : undefined;
     if (!node) return;
@@ -108,24 +119,36 @@ export class RunView {
     }
   }
 
-  /** A node's cost with its whole subtree. */
+  /** A node's cost with its whole subtree (iterative: a tree built from hostile events may be deep or cyclic). */
   subtreeCost(id: string): number {
-    const node = this.nodes.get(id);
-    if (!node) return 0;
-    return node.children.reduce((sum, c) => sum + this.subtreeCost(c), node.costUsd);
+    let sum = 0;
+    const seen = new Set<string>();
+    const stack = [id];
+    while (stack.length > 0) {
+      const node = this.nodes.get(stack.pop()!);
+      if (!node || seen.has(node.id)) continue;
+      seen.add(node.id);
+      sum += node.costUsd;
+      stack.push(...node.children);
+    }
+    return sum;
   }
 
-  /** Depth-first order with the tree prefix for each line. */
+  /** Depth-first order with the tree prefix for each line (iterative, each node once). */
   walk(): Array<{ node: NodeView; prefix: string }> {
     const out: Array<{ node: NodeView; prefix: string }> = [];
-    const visit = (id: string, lead: string, last: boolean, top: boolean) => {
+    const seen = new Set<string>();
+    const stack: Array<{ id: string; lead: string; last: boolean; top: boolean }> = [];
+    for (let i = this.roots.length - 1; i >= 0; i--) stack.push({ id: this.roots[i]!, lead: '', last: i === this.roots.length - 1, top: true });
+    while (stack.length > 0) {
+      const { id, lead, last, top } = stack.pop()!;
       const node = this.nodes.get(id);
-      if (!node) return;
+      if (!node || seen.has(id)) continue;
+      seen.add(id);
       out.push({ node, prefix: top ? (last ? '└─ ' : '├─ ') : `${lead}${last ? '└─ ' : '├─ '}` });
       const next = top ? (last ? '   ' : '│  ') : `${lead}${last ? '   ' : '│  '}`;
-      node.children.forEach((c, i) => visit(c, next, i === node.children.length - 1, false));
-    };
-    this.roots.forEach((r, i) => visit(r, '', i === this.roots.length - 1, true));
+      for (let i = node.children.length - 1; i >= 0; i--) stack.push({ id: node.children[i]!, lead: next, last: i === node.children.length - 1, top: false });
+    }
     return out;
   }
 }

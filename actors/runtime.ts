@@ -4,7 +4,7 @@
  * This is the one place where machines meet actors; `bin/` chooses the adapters.
  */
 import { fromPromise, type AnyActorLogic } from 'xstate';
-import type { Clock, EventSink, Git, Model, PullRequests } from '../machines/ports.js';
+import type { Clock, CommandRunner, EventSink, Git, Model, PullRequests } from '../machines/ports.js';
 import { taskBranchMachine } from '../machines/taskBranch.machine.js';
 import type { DiffStats, ParsedAgentType, SessionSpec } from '../machines/protocol.js';
 import { orchestratorMachine, type AnswerQuestionInput } from '../machines/orchestrator.machine.js';
@@ -21,7 +21,7 @@ import { FileLockTable } from './fileLocks.js';
 import { SystemPrompts } from './prompts.js';
 import type { AgentRegistry } from './registry.js';
 import { createSupervisorLogic } from './supervisor.js';
-import { sequentialIds, ToolCatalog, type IdGenerator } from './tools/index.js';
+import { childIds, ToolCatalog, type IdGenerator } from './tools/index.js';
 
 export interface RuntimeDeps {
   registry: AgentRegistry;
@@ -45,6 +45,8 @@ export interface RuntimeDeps {
   costs?: CostControl;
   /** The model profiles a worker can be switched to (`a2a model`). */
   profiles?: ProfileCatalog;
+  /** Runs run_command's commands: a sandbox, or the unconfined opt-out (absent: commands are refused). */
+  commands?: CommandRunner;
   /** Sessions on other hosts (NATS): which children are placed remotely, and how to reach them. */
   remote?: { deps: RemoteDeps; placeRemotely(spec: SessionSpec): boolean };
 }
@@ -151,7 +153,7 @@ export function createAnswerQuestion(model: Model | null) {
 
 export function createRuntime(deps: RuntimeDeps) {
   const catalog = deps.catalog ?? new ToolCatalog();
-  const ids = deps.ids ?? sequentialIds();
+  const ids = deps.ids ?? childIds();
   const budget = new SpawnBudget(deps.clock);
   const locks = new FileLockTable();
   const model = deps.model;
@@ -166,6 +168,7 @@ export function createRuntime(deps: RuntimeDeps) {
     locks,
     events: deps.events,
     ...(deps.costs ? { costs: deps.costs } : {}),
+    ...(deps.commands ? { commands: deps.commands } : {}),
   }) as unknown as AgentLoopLogic;
 
   const logics: Partial<Record<SessionSpec['role'], AnyActorLogic>> = {};
@@ -177,7 +180,7 @@ export function createRuntime(deps: RuntimeDeps) {
     locks,
     ...(deps.costs ? { costs: deps.costs } : {}),
     ...(deps.remote ? { placeRemotely: deps.remote.placeRemotely, remoteLogic: createRemoteSessionLogic(deps.remote.deps) } : {}),
-    observeId: (id) => ids.observe(id),
+    observeId: (spec) => ids.observe(spec),
   }) as unknown as SupervisorLogic;
   const worker = workerMachine.provide({ actors: { agentLoop, subtasks: supervisor } });
   const subtask = subtaskMachine.provide({ actors: { agentLoop, subtasks: supervisor } });

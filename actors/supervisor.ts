@@ -23,7 +23,7 @@ import { createActor, type ActorLogic, type ActorScope, type AnyActorLogic, type
 import type { Clock, EventSink, FamilyView, SupervisorEvent, SupervisorInput, SupervisorReply } from '../machines/ports.js';
 import type { ErrorInfo, SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol.js';
 import { SubTaskResult as SubTaskResultSchema } from '../machines/protocol.js';
-import { checkCycle, checkDepth, type SpawnBudget } from './limits.js';
+import { checkCycle, checkDepth, workerKey, type SpawnBudget } from './limits.js';
 import type { FileLockTable } from './fileLocks.js';
 import type { CostControl } from './agentLoop.js';
 import { correlationOf, forwardSessionEvent } from './events.js';
@@ -61,6 +61,12 @@ export class Family implements FamilyView {
   cancelling: string | null = null;
   /** Set while the supervisor itself stops: nothing more is sent to the owner. */
   stopping = false;
+  /**
+   * This copy of the family is being dropped, not ended (its host lost the session to another
+   * host, drains, or stops): the copy that goes on elsewhere owns the children. Stopping then
+   * cancels nothing, settles nothing and says nothing.
+   */
+  detached = false;
   /**
    * Effects on children decided during the current transition, run after it in one deferred
    * call: XState runs deferred calls with `Array.shift()`, so deferring one per child would make
@@ -127,7 +133,7 @@ export interface SupervisorDeps {
   events: EventSink;
   budget: SpawnBudget;
   /** Told the id of every restored child, so that new ids never collide with them. */
-  observeId?: (id: string) => void;
+  observeId?: (spec: SessionSpec) => void;
   /** The files children declared (`targetFiles`), held while they run. */
   locks?: FileLockTable;
   /** A spent budget refuses new spawns. */
@@ -272,7 +278,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
       type: 'update.queued',
       // the owner's correlation; for the orchestrator's workers, the sending worker's
       ...(family.owner ? correlationOf(family.owner) : family.members.get(update.subTaskId) ? { ...correlationOf(family.members.get(update.subTaskId)!.spec), parentId: family.ownerId } : {}),
-      data: { updateType: update.type, from: update.subTaskId, ...(update.kind ? { kind: update.kind } : {}), ...(update.message ? { message: update.message } : {}) },
+      data: { updateId: update.id, updateType: update.type, from: update.subTaskId, ...(update.kind ? { kind: update.kind } : {}), ...(update.message ? { message: update.message } : {}) },
     }));
     notify(family, scope);
   }
@@ -367,7 +373,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
     if (duplicate) return reject({ code: 'VALIDATION_ERROR', message: `a child with id ${duplicate.id} already exists` });
     if (family.owner) {
       const owner = family.owner;
-      const spent = deps.costs?.ledger.checkBudget(owner.correlation.workerId, deps.costs.budgets);
+      const spent = deps.costs?.ledger.checkBudget(workerKey(owner), deps.costs.budgets);
       if (spent) {
         return reject({
           code: 'BUDGET_EXCEEDED',
@@ -377,7 +383,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
       const error =
         checkDepth(owner) ??
         specs.map((s) => checkCycle(owner, { agentName: s.agent.agentName, prompt: s.prompt })).find((e) => e !== null) ??
-        budget.reserve(owner.correlation.workerId, specs.length, owner.limits);
+        budget.reserve(workerKey(owner), specs.length, owner.limits, owner.correlation.workerId);
       if (error) return reject(error);
     }
     const started: string[] = [];
@@ -424,6 +430,14 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
 
   /** The supervisor is stopping (its owner ended): every unsettled child still gets its result. */
   function stopAll(family: Family, scope: Scope): void {
+    if (family.detached) {
+      family.stopping = true;
+      for (const member of family.members.values()) {
+        const ref = member.ref;
+        if (ref && (ref.getSnapshot() as Snapshot<unknown>).status === 'active') scope.stopChild(ref);
+      }
+      return;
+    }
     family.cancelling ??= 'owner stopped';
     if (family.unsettled > 0) {
       emit(() => ({
@@ -627,7 +641,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
       for (const [seq, u] of p.mailbox) family.mailbox.set(seq, u);
       for (const [id, seq] of p.completionSeq) family.completionSeq.set(id, seq);
       for (const [id, m] of p.members) {
-        deps.observeId?.(id);
+        deps.observeId?.(m.spec);
         const member: Member = { spec: m.spec, state: m.state, result: m.result, ref: null, ...(m.held ? { held: m.held } : {}) };
         if (m.state === 'running' && m.snapshot) {
           member.remote = m.remote === true;

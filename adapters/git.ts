@@ -11,9 +11,10 @@ import { A2AError } from '../actors/errors.js';
 import type { RunConfig } from '../actors/config.js';
 import type { GitPlan } from '../machines/orchestrator.machine.js';
 import type { ParsedAgentType } from '../machines/protocol.js';
+import { STATE_DIR } from '../actors/tools/paths.js';
 
 /** The runtime's own directory in a repository (worktrees, logs); never user changes. */
-export const STATE_DIR = '.a2a';
+export { STATE_DIR };
 /** Used only when the repository has no identity of its own, so that commits never fail on it. */
 export const FALLBACK_IDENTITY = { name: 'a2a', email: 'a2a@localhost' };
 
@@ -22,6 +23,12 @@ interface Run {
   stdout: string;
   stderr: string;
 }
+
+/**
+ * Settings for every git the runtime runs itself (outside any sandbox): no hooks and no file
+ * system monitor, since agents work in these repositories and could have planted either.
+ */
+export const HARDENING = ['core.hooksPath=/dev/null', 'core.fsmonitor=false'];
 
 /**
  * Runs git in `dir` and reports its exit code, since several commands answer with it
@@ -33,7 +40,9 @@ async function exec(dir: string, args: string[], config: string[] = []): Promise
   try {
     const git = simpleGit({
       baseDir: dir,
-      config,
+      config: [...HARDENING, ...config],
+      // simple-git refuses these two keys by default, since they can run programs; ours disable them
+      unsafe: { allowUnsafeHooksPath: true, allowUnsafeFsMonitor: true },
       // git's own exit codes are reported, not thrown; other failures (no git, aborted) are thrown.
       errors: (error, result) => {
         code = result.exitCode;
@@ -177,7 +186,21 @@ export function createGit(): Git {
       assertRevision(base, 'base');
       await commitOf(repo, base, 'base');
       await excludeStateDir(repo);
-      await git(repo, ['worktree', 'add', '--quiet', '-b', branch, resolve(repo, path), base]);
+      // a run started again under its id (killed before its first checkpoint) finds the worktree
+      // its first attempt made on this branch: it is the task's, and is taken as it is
+      const target = resolve(repo, path);
+      // (only when the path is there: listing while another task's worktree is being added can
+      // read its half-written metadata)
+      const there = await lstat(target).then(
+        () => true,
+        () => false,
+      );
+      if (there) {
+        const listed = (await exec(repo, ['worktree', 'list', '--porcelain'])).stdout;
+        const mine = listed.split('\n\n').some((entry) => entry.split('\n').includes(`worktree ${target}`) && entry.split('\n').includes(`branch refs/heads/${branch}`));
+        if (mine) return;
+      }
+      await git(repo, ['worktree', 'add', '--quiet', '-b', branch, target, base]);
     },
 
     async removeWorktree(repo, path, options = {}) {

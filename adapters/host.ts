@@ -17,27 +17,39 @@
  */
 import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
-import { HostHeartbeat, RemoteSpawn, type SessionSpec } from '../machines/protocol.js';
-import { actorAt, restoreTimers, takeCheckpoint, walkActors, type Checkpoint } from '../actors/checkpoint.js';
-import { createParentLinkLogic, ensureQueues, subjects, wireId, type LinkDeps } from '../actors/remote.js';
+import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol.js';
+import { restoreTimers, takeCheckpoint, walkActors, type Checkpoint } from '../actors/checkpoint.js';
+import { createParentLinkLogic, enqueueSurely, ensureQueues, subjects, wireId, type LinkDeps } from '../actors/remote.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
-import { A2AError } from '../actors/errors.js';
+import { A2AError, inlineIssues } from '../actors/errors.js';
 import { envelopeOf, PROTOCOL_VERSION } from '../machines/seed004.js';
 import { observeSessions } from '../actors/observe.js';
 
-/** What the snapshots bucket holds for a session that runs (or ran) on a host. */
-export interface SessionRecord {
-  spec: SessionSpec;
-  host: string;
-  /** `released`: its host drained and handed it back; `finished`: its result went to its owner. */
-  state: 'running' | 'released' | 'finished';
-  checkpoint: Checkpoint | null;
-  at: number;
+/** What the snapshots bucket holds for a session (schema in protocol.ts). */
+export type { SessionRecord } from '../machines/protocol.js';
+
+/** The part of a record the adoption decision reads (the same schema, without the checkpoint). */
+const RecordHead = SessionRecord.pick({ host: true, state: true, at: true }).extend({ spec: SessionSpec.pick({ id: true, correlation: true, agent: true }) });
+
+/**
+ * The process's memory for its heartbeat. Started with `--expose-gc` (as the fault tests start
+ * hosts), a collection runs first, so that the figure is what is live, not garbage not yet collected.
+ */
+function liveMemory(): { rss: number; heapUsed: number } {
+  (globalThis as { gc?: () => void }).gc?.();
+  return { rss: process.memoryUsage.rss(), heapUsed: process.memoryUsage().heapUsed };
 }
 
-/** How long a finished session's record stays in the snapshots bucket (the spawn dedup window). */
-const FINISHED_KEPT_MS = 600_000;
+/** How many invalid records a heartbeat lists (each was named in a warning when first seen). */
+const INVALID_LISTED = 20;
+
+/**
+ * How long a finished session's record stays in the snapshots bucket: longer than the spawn dedup
+ * window (a redelivered spawn finds it), and as long as a run's host events are kept (an owner
+ * resumed that late still learns which host held the session).
+ */
+const FINISHED_KEPT_MS = 86_400_000;
 
 export interface HostOptions {
   transport: Transport;
@@ -50,6 +62,10 @@ export interface HostOptions {
   deferredAcks?: DeferredAcks;
   /** The session machines (the host's runtime: its own registry, models and tools). */
   sessionLogic(role: SessionSpec['role']): AnyActorLogic;
+  /** Resolves once the events emitted so far are stored (see LinkDeps.beforeResult). */
+  flushEvents?: () => Promise<void>;
+  /** Why a command from an owner cannot reach its session now (see LinkDeps.refuse). */
+  refuse?: (session: AnyActorRef, command: SessionCommand) => string | null;
   clock: Clock;
   events: EventSink;
   heartbeatMs?: number;
@@ -109,6 +125,11 @@ export class Host {
   /** Keys being claimed or finished here: their record says this host, but they are not in #running. */
   readonly #busy = new Set<string>();
   #ticking = false;
+  /**
+   * Records of the buckets that are not valid (key → revision and why): skipped, reported once per
+   * revision, listed in the heartbeat, never in the way of the others.
+   */
+  readonly #invalid = new Map<string, { revision: number; problem: string }>();
 
   constructor(options: HostOptions) {
     if (!/^[A-Za-z0-9_-]{1,128}$/.test(options.hostId)) {
@@ -138,7 +159,10 @@ export class Host {
     for (const agent of this.#o.agents) {
       const consumer = await transport.consume(
         this.#s.queues.spawn.name,
-        { consumer: `spawn-${agent}`, filter: this.#s.spawn(agent), ackWaitMs: 30_000, maxInFlight: this.#o.concurrency },
+        // a spawn is claimed and acknowledged within milliseconds; one a host took and died with
+        // before claiming it comes back to another host as soon as that host would be taken for dead
+        // (a second delivery of one that was claimed finds the claim and is dropped)
+        { consumer: `spawn-${agent}`, filter: this.#s.spawn(agent), ackWaitMs: Math.max(2_000, this.#o.deadAfterMs), maxInFlight: this.#o.concurrency },
         (message) => this.#onSpawn(message),
       );
       this.#consumers.push(consumer);
@@ -150,7 +174,7 @@ export class Host {
   async #onSpawn(message: import('../machines/ports.js').DurableMessage): Promise<void> {
     const parsed = RemoteSpawn.safeParse(message.data);
     if (!parsed.success) {
-      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped an invalid spawn request: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` } });
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped an invalid spawn request: ${inlineIssues(parsed.error.issues)}` } });
       await message.ack();
       return;
     }
@@ -159,6 +183,12 @@ export class Host {
       return;
     }
     const { spec } = parsed.data;
+    const wanted = message.subject.slice(this.#s.spawn('').length);
+    if (spec.agent.agentName !== wanted || !this.#o.agents.includes(spec.agent.agentName)) {
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped a spawn request for ${spec.id} on ${message.subject}: its agent type is ${spec.agent.agentName}, this host serves ${this.#o.agents.join(', ')}` } });
+      await message.ack();
+      return;
+    }
     // claim it: a session runs on one host, whatever the queue redelivers
     const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now() };
     const key = wireId(spec);
@@ -186,15 +216,30 @@ export class Host {
       clock: this.#o.clock,
       events: this.#o.events,
       sessionLogic: this.#o.sessionLogic,
-      ackAfterSnapshot: (id, ack) => this.#running.get(id)?.pendingAcks.push(ack),
+      ...(this.#o.refuse ? { refuse: this.#o.refuse } : {}),
+      ...(this.#o.flushEvents ? { beforeResult: this.#o.flushEvents } : {}),
+      // a message whose ack waits for a snapshot asks for one: a message that changed nothing (a
+      // refusal, a replay) must not hold its consumer's in-flight slots until something else does
+      ackAfterSnapshot: (id, ack) => {
+        const running = this.#running.get(id);
+        if (!running) return;
+        running.pendingAcks.push(ack);
+        this.#mark(running);
+      },
       onFinished: (id) => void this.#finished(id),
     };
     const logic = createParentLinkLogic(linkDeps);
-    const root = createRootActor(logic, {
-      id: `host-${wireId(spec)}`,
-      clock: this.#o.clock,
-      ...(checkpoint ? { snapshot: checkpoint.snapshot as never } : { input: { spec } }),
-    });
+    let root: AnyActorRef;
+    try {
+      root = createRootActor(logic, {
+        id: `host-${wireId(spec)}`,
+        clock: this.#o.clock,
+        ...(checkpoint ? { snapshot: checkpoint.snapshot as never } : { input: { spec } }),
+      });
+    } catch (error) {
+      void this.#unrestorable(spec, revision, error);
+      return;
+    }
     const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, saving: Promise.resolve(), unsubscribe: () => {} };
     this.#running.set(wireId(spec), running);
     const sub = root.system.inspect((e) => {
@@ -206,13 +251,33 @@ export class Host {
       sub.unsubscribe();
       observed?.unsubscribe();
     };
-    root.start();
-    if (checkpoint) {
-      restoreTimers(root, checkpoint.timers, this.#o.clock.now());
-      this.#o.events.emit({ type: 'session.restored', ...correlationOf(spec), data: { host: this.#o.hostId, savedAt: checkpoint.savedAt } });
+    try {
+      root.start();
+      if ((root.getSnapshot() as { status: string }).status === 'error') throw (root.getSnapshot() as { error: unknown }).error;
+      if (checkpoint) {
+        restoreTimers(root, checkpoint.timers, this.#o.clock.now());
+        this.#o.events.emit({ type: 'session.restored', ...correlationOf(spec), data: { host: this.#o.hostId, savedAt: checkpoint.savedAt } });
+      }
+    } catch (error) {
+      this.#drop(wireId(spec));
+      void this.#unrestorable(spec, revision, error);
+      return;
     }
     this.#mark(running);
-    void actorAt;
+  }
+
+  /**
+   * A session whose snapshot cannot be restored (a corrupt or foreign record): its owner is told
+   * (its result is `failed`, so nobody waits for ever) and its record is closed.
+   */
+  async #unrestorable(spec: SessionSpec, revision: number, error: unknown): Promise<void> {
+    const key = wireId(spec);
+    const why = `host ${this.#o.hostId} could not restore ${spec.id}: ${error instanceof Error ? error.message : String(error)}`;
+    this.#o.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: why } });
+    const report: UpMessage = { kind: 'error', error: why };
+    await enqueueSurely(this.#o.transport, this.#s.up(this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
+    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
+    await this.#snapshots!.update(key, record, revision).catch(() => null);
   }
 
   #mark(running: Running): void {
@@ -280,10 +345,16 @@ export class Host {
     this.#busy.add(id);
     try {
       for (const ack of running.pendingAcks.splice(0)) await ack().catch(() => undefined);
+      await running.saving;
       this.#drop(id);
-      // kept (without its snapshot) so that a redelivered spawn of it is never run again
+      // kept (without its snapshot) so that a redelivered spawn of it is never run again; written
+      // only if this host still holds it: a host that was taken for dead and replaced must not
+      // overwrite the claim of the one that runs it now (its report was refused by the owner)
       const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
-      await this.#snapshots!.put(id, record).catch(() => undefined);
+      const written = await this.#snapshots!.update(id, record, running.revision).catch(() => null);
+      if (written === null) {
+        this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} finished ${running.spec.id}, but another host holds it now: its record is left to that host` } });
+      }
     } finally {
       this.#busy.delete(id);
     }
@@ -323,6 +394,8 @@ export class Host {
       at: this.#o.clock.now(),
       intervalMs: this.#o.heartbeatMs,
       status,
+      ...(this.#invalid.size > 0 ? { invalidRecords: this.invalidRecords } : {}),
+      memory: liveMemory(),
     };
     await this.#o.transport.publish(this.#s.heartbeat(this.#o.hostId), beat);
     await this.#hosts!.put(this.#o.hostId, beat);
@@ -349,14 +422,29 @@ export class Host {
     }
   }
 
-  /** Sessions whose host is dead or released them: restored here if this host serves their agent type. */
-  async #adoptOrphans(): Promise<void> {
-    if (this.#draining || this.#stopped) return;
-    const now = this.#o.clock.now();
+  /**
+   * Why a record of a bucket is not valid, remembered per revision so that it is reported once
+   * (a warning naming the key and the field), listed in the heartbeat, and skipped.
+   */
+  #invalidRecord(bucket: string, key: string, revision: number, problem: string): void {
+    const id = `${bucket}/${key}`;
+    if (this.#invalid.get(id)?.revision === revision) return;
+    this.#invalid.set(id, { revision, problem });
+    this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: skipped the invalid record "${key}" of the ${bucket} bucket (revision ${revision}): ${problem}` } });
+  }
+
+  /** The hosts alive as seen from here, with host.joined / host.lost on changes. */
+  async #liveHosts(now: number): Promise<Set<string>> {
     const alive = new Set<string>();
     for (const key of await this.#hosts!.keys()) {
-      const beat = HostHeartbeat.safeParse((await this.#hosts!.get(key))?.value);
-      if (!beat.success) continue;
+      const entry = await this.#hosts!.get(key).catch(() => null);
+      if (!entry) continue;
+      const beat = HostHeartbeat.safeParse(entry.value);
+      if (!beat.success || beat.data.hostId !== key) {
+        this.#invalidRecord('hosts', key, entry.revision, beat.success ? `hostId "${beat.data.hostId}" is not its key` : inlineIssues(beat.error.issues));
+        continue;
+      }
+      this.#invalid.delete(`hosts/${key}`);
       // A host is alive while its heartbeat keeps changing, as seen from here (no clock skew); a
       // host first seen now gets the benefit of the doubt for deadAfterMs.
       const seen = this.#seen.get(beat.data.hostId);
@@ -374,29 +462,64 @@ export class Host {
       if (fresh) this.#known.set(beat.data.hostId, beat.data);
       else this.#known.delete(beat.data.hostId);
     }
-    for (const key of await this.#snapshots!.keys()) {
+    return alive;
+  }
+
+  /** Sessions whose host is dead or released them: restored here if this host serves their agent type. */
+  async #adoptOrphans(): Promise<void> {
+    if (this.#draining || this.#stopped) return;
+    const now = this.#o.clock.now();
+    const alive = await this.#liveHosts(now);
+    const keys = await this.#snapshots!.keys();
+    const present = new Set(keys.map((k) => `snapshots/${k}`));
+    for (const id of this.#invalid.keys()) if (id.startsWith('snapshots/') && !present.has(id)) this.#invalid.delete(id);
+    for (const key of keys) {
       if (this.#running.size >= this.#o.concurrency || this.#draining || this.#stopped) return;
       if (this.#running.has(key) || this.#busy.has(key)) continue;
-      const entry = await this.#snapshots!.get(key);
-      const record = entry?.value as SessionRecord | undefined;
-      if (!entry || !record?.spec) continue;
-      if (record.state === 'finished') {
-        // kept while a redelivered spawn of it could still come (the spawn queue's dedup window)
-        if (now - record.at > FINISHED_KEPT_MS) await this.#snapshots!.delete(key).catch(() => undefined);
-        continue;
+      // one record's trouble (invalid, unreadable, unrestorable) never stops the others
+      try {
+        await this.#consider(key, now, alive);
+      } catch (error) {
+        this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not consider ${key} for adoption: ${error instanceof Error ? error.message : String(error)}` } });
       }
-      if (!this.#o.agents.includes(record.spec.agent.agentName)) continue;
-      // its own record with nothing running it (a claim it did not start, or this host restarted
-      // under the same id) is an orphan too
-      const ownOrphan = record.host === this.#o.hostId;
-      if (record.state !== 'released' && alive.has(record.host) && !ownOrphan) continue;
-      const claimed: SessionRecord = { ...record, host: this.#o.hostId, state: 'running', at: now };
-      const revision = await this.#snapshots!.update(key, claimed, entry.revision);
-      if (revision === null) continue;
-      if (this.#stopped) return;
-      this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
-      this.#run(record.spec, record.checkpoint, revision);
     }
+  }
+
+  async #consider(key: string, now: number, alive: Set<string>): Promise<void> {
+    const entry = await this.#snapshots!.get(key);
+    if (!entry) return;
+    const invalid = (problem: string) => this.#invalidRecord('snapshots', key, entry.revision, problem);
+    // every record on every heartbeat: what the decision needs is checked first, the whole record
+    // (its checkpoint, its spec) only when this host is about to take the session over
+    const head = RecordHead.safeParse(entry.value);
+    if (!head.success) return invalid(inlineIssues(head.error.issues));
+    if (wireId(head.data.spec) !== key) return invalid(`its session is ${wireId(head.data.spec)}, not its key`);
+    const { state, host, at, spec } = head.data;
+    // one listed as invalid before is looked at whole again: it may have been mended
+    if (this.#invalid.has(`snapshots/${key}`) && SessionRecord.safeParse(entry.value).success) this.#invalid.delete(`snapshots/${key}`);
+    if (state === 'finished') {
+      if (now - at > FINISHED_KEPT_MS) await this.#snapshots!.delete(key).catch(() => undefined);
+      return;
+    }
+    if (!this.#o.agents.includes(spec.agent.agentName)) return;
+    // its own record with nothing running it (a claim it did not start, or this host restarted
+    // under the same id) is an orphan too
+    const ownOrphan = host === this.#o.hostId;
+    if (state !== 'released' && alive.has(host) && !ownOrphan) return;
+    const parsed = SessionRecord.safeParse(entry.value);
+    if (!parsed.success) return invalid(inlineIssues(parsed.error.issues));
+    this.#invalid.delete(`snapshots/${key}`);
+    const record = parsed.data;
+    const claimed: SessionRecord = { ...record, host: this.#o.hostId, state: 'running', at: now };
+    const revision = await this.#snapshots!.update(key, claimed, entry.revision);
+    if (revision === null || this.#stopped) return;
+    this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
+    this.#run(record.spec, record.checkpoint, revision);
+  }
+
+  /** The invalid records this host skips, for its heartbeat (and so for `a2a monitor`). */
+  get invalidRecords(): Array<{ key: string; problem: string }> {
+    return [...this.#invalid].slice(0, INVALID_LISTED).map(([key, v]) => ({ key, problem: v.problem.slice(0, 300) }));
   }
 
   /** Stops taking work; waits up to `drainMs` for running sessions, then releases the rest. */
@@ -441,4 +564,18 @@ export class Host {
     for (const id of [...this.#running.keys()]) this.#drop(id);
     await this.#hosts?.delete(this.#o.hostId).catch(() => undefined);
   }
+}
+
+/**
+ * Which host holds a session now, read from its record in the snapshots bucket (see
+ * RemoteDeps.holderOf): an owner takes reports only from that host.
+ */
+export async function snapshotHolders(transport: Transport, ns: string): Promise<(wire: string) => Promise<string | null>> {
+  // read-only: the orchestrator's role may read the bucket, not write it
+  const bucket = await transport.readKeyValue(subjects(ns).buckets.snapshots);
+  return async (wire) => {
+    const entry = await bucket.get(wire);
+    const record = entry ? SessionRecord.safeParse(entry.value) : null;
+    return record?.success ? record.data.host : null;
+  };
 }

@@ -14,6 +14,7 @@ import { createInspector } from '@statelyai/inspect';
 import { configure } from 'safe-stable-stringify';
 import type { InspectionEvent, Observer } from 'xstate';
 import { WebSocket, WebSocketServer } from 'ws';
+import { redactSecrets } from '../actors/secrets.js';
 
 export interface InspectorConnection {
   inspect: Observer<InspectionEvent>;
@@ -46,7 +47,8 @@ class WebSocketTransport {
   }
 
   send(event: unknown): void {
-    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(stringify(event) ?? 'null');
+    // snapshots hold prompts, tool arguments and results: the process's secrets are redacted
+    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(redactSecrets(stringify(event) ?? 'null'));
   }
 
   async close(): Promise<void> {

@@ -46,6 +46,10 @@ export interface HostView {
   lastSeenMs: number;
   heartbeatMs: number;
   startedAt: number;
+  /** Records of the snapshots and hosts buckets this host skips as invalid (key and why). */
+  invalidRecords: Array<{ key: string; problem: string }>;
+  /** Its process's memory, when it reports it. */
+  memory?: { rss: number; heapUsed: number };
 }
 
 export interface TreeNode {
@@ -372,6 +376,8 @@ export class MonitorState {
       lastSeenMs: Math.max(0, now - r.lastSeen),
       heartbeatMs: this.#interval(r),
       startedAt: r.beat.startedAt,
+      invalidRecords: r.beat.invalidRecords ?? [],
+      ...(r.beat.memory ? { memory: r.beat.memory } : {}),
     };
   }
 
@@ -471,6 +477,14 @@ export function renderMonitor(state: MonitorState, now: number, options: RenderO
     const seen = h.alive ? p.dim(`beat ${ms(h.lastSeenMs)} ago`) : p.red(`silent ${ms(h.lastSeenMs)}`);
     const sessions = h.sessions.length ? `  ${oneLine(h.sessions.join(', '), 60)}` : '';
     lines.push(`  ${h.id.padEnd(idWidth)}  ${state}  ${load}  ${h.agents.join(',').padEnd(agentsWidth)}  ${seen}${sessions}`);
+  }
+  // records a host skips (invalid or foreign): said once per key, whichever hosts see it
+  const invalid = new Map<string, string>();
+  for (const h of snap.hosts) for (const r of h.invalidRecords) if (!invalid.has(r.key)) invalid.set(r.key, r.problem);
+  if (invalid.size > 0) {
+    lines.push(p.yellow(`invalid records skipped (${invalid.size})`));
+    for (const [key, problem] of [...invalid].slice(0, 10)) lines.push(`  ${p.yellow(key)}  ${oneLine(problem, 100)}`);
+    if (invalid.size > 10) lines.push(p.dim(`  … ${invalid.size - 10} more`));
   }
   for (const run of snap.runs) {
     const view = state.view(run.runId)!;

@@ -14,10 +14,10 @@
 import { existsSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnyActorRef } from 'xstate';
-import { z } from 'zod';
 import type { WorkerManagementEvent } from '../machines/orchestrator.machine.js';
-import type { HumanAnswer, OrchestratorPolicy, QueueMessage } from '../machines/protocol.js';
+import { ControlRequest, type HumanAnswer, type OrchestratorPolicy, type QueueMessage } from '../machines/protocol.js';
 import { A2AError } from '../actors/errors.js';
+import { stateJson, toJson } from '../actors/secrets.js';
 import { takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
 import { pendingHumanItems, runStatus, workerState } from '../actors/runStatus.js';
 import type { AgentRegistry } from '../actors/registry.js';
@@ -42,7 +42,7 @@ export class Checkpointer {
     private readonly store: FileRunStore,
     private readonly runId: string,
     private readonly journal: { commit(): void; pendingHandled(): number },
-    private readonly options: { minIntervalMs?: number; onError?: (error: Error) => void; afterWrite?: () => void } = {},
+    private readonly options: { minIntervalMs?: number; onError?: (error: Error) => void; beforeWrite?: () => void; afterWrite?: () => void } = {},
   ) {}
 
   start(): void {
@@ -69,6 +69,8 @@ export class Checkpointer {
     const started = performance.now();
     try {
       const checkpoint = takeCheckpoint(this.root, Date.now());
+      // the logs first: they then hold everything this checkpoint holds (kill -9 loses nothing from them)
+      this.options.beforeWrite?.();
       const text = JSON.stringify(checkpoint);
       this.store.writeCheckpoint(this.runId, checkpoint);
       this.journal.commit();
@@ -139,26 +141,7 @@ export function planResume(checkpoint: Checkpoint, journal: JournalRecord[]): Re
 // ---------------------------------------------------------------------------------------------
 // Control requests
 
-const Text = z.string().trim().min(1);
-
-export const ControlRequest = z.discriminatedUnion('command', [
-  z.strictObject({
-    command: z.literal('answer'),
-    /** An item id, or its 1-based position in `a2a inbox list`. */
-    id: Text,
-    approved: z.boolean().optional(),
-    text: z.string().optional(),
-    reason: z.string().optional(),
-    by: Text,
-  }),
-  z.strictObject({ command: z.literal('approve_all'), by: Text, reason: z.string().optional() }),
-  z.strictObject({ command: z.literal('reassign'), taskId: Text, agent: Text, by: Text }),
-  z.strictObject({ command: z.literal('redirect'), taskId: Text, instructions: Text, by: Text }),
-  z.strictObject({ command: z.literal('reinitialize'), taskId: Text, instructions: Text, by: Text }),
-  z.strictObject({ command: z.literal('resume'), taskId: Text, by: Text }),
-  z.strictObject({ command: z.literal('switch_model'), taskId: Text, profile: Text, by: Text }),
-]);
-export type ControlRequest = z.infer<typeof ControlRequest>;
+export { ControlRequest };
 
 export type ControlReply = { ok: true; message: string } | { ok: false; error: string };
 
@@ -309,7 +292,7 @@ export class ControlServer {
         reply = { ok: false, error: `cannot process the request: ${(error as Error).message}` };
       }
       const out = join(this.dir, `res-${name.slice(4)}`);
-      writeFileSync(`${out}.tmp`, JSON.stringify(reply));
+      writeFileSync(`${out}.tmp`, toJson(reply));
       renameSync(`${out}.tmp`, out);
       unlinkSync(file);
     }
@@ -340,7 +323,7 @@ export async function sendControl(store: FileRunStore, runId: string, request: C
   const dir = store.controlDir(runId);
   const name = `${Date.now().toString(36)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}.json`;
   const tmp = join(dir, `tmp-${name}`);
-  writeFileSync(tmp, JSON.stringify(request));
+  writeFileSync(tmp, stateJson(request));
   renameSync(tmp, join(dir, `req-${name}`));
   const reply = join(dir, `res-${name}`);
   const deadline = Date.now() + timeoutMs;

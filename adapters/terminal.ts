@@ -118,6 +118,7 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
     case 'run.stopped':
       return `${p.yellow('■')} stopping: ${String(d.reason ?? '')}`;
     case 'run.resumed':
+      if (d.restarted) return `${p.bold('▶')} run ${event.runId} started again: ${String(d.reason ?? '')}`;
       return `${p.bold('▶')} run ${event.runId} resumed from its checkpoint (${(d.replayed as unknown[] | undefined)?.length ?? 0} message(s) replayed from the journal)`;
     case 'warning':
       return `${p.yellow('⚠')} ${who ? `${who} ` : ''}${String(d.message ?? '')}`;

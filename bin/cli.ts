@@ -13,6 +13,7 @@ import { gatewayCommand } from './commands/gateway.js';
 import { monitorCommand } from './commands/monitor.js';
 import { inspectCommand } from './commands/inspect.js';
 import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
+import { redactText, secrets } from '../actors/secrets.js';
 
 const int = (name: string, min = 0) => (value: string) => {
   const n = Number(value);
@@ -21,7 +22,27 @@ const int = (name: string, min = 0) => (value: string) => {
 };
 
 /** Runs the CLI; returns the exit code instead of exiting, so that tests can call it. */
-export async function main(argv: string[], io: RunIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+/**
+ * The stream, printing with secrets replaced by markers. Everything else (isTTY, columns, events)
+ * is the stream's own, so that a terminal is still a terminal.
+ */
+function redacting<T extends NodeJS.WritableStream>(stream: T): T {
+  return new Proxy(stream, {
+    get(target, property, receiver) {
+      if (property === 'write') {
+        return (chunk: unknown, ...rest: unknown[]) =>
+          (target.write as (...args: unknown[]) => boolean).call(target, typeof chunk === 'string' ? redactText(chunk) : chunk, ...rest);
+      }
+      const value = Reflect.get(target, property, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+export async function main(argv: string[], given: RunIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
+  // the secrets of this process's environment, and everything it prints redacted (actors/secrets.ts)
+  secrets.addFromEnv(process.env);
+  const io: RunIo = { ...given, stdout: redacting(given.stdout), stderr: redacting(given.stderr) };
   let code = 0;
   const program = new Command()
     .name('a2a')
@@ -95,6 +116,7 @@ export async function main(argv: string[], io: RunIo = { stdout: process.stdout,
     .addOption(new Option('--agent-wait <ms>', 'how long a task waits for an agent with free capacity (default 300000)').argParser(int('--agent-wait', 1)))
     .addOption(new Option('--concurrency <n>', 'tasks taken from the queue at once (default 64)').argParser(int('--concurrency', 1)))
     .addOption(new Option('--drain <ms>', 'on SIGTERM, how long running tasks may finish before they are handed back').argParser(int('--drain')))
+    .option('--shared-subject', 'also accept the spec\'s shared <prefix>.orchestrator.messages, whose sender_id nobody can verify (default: refused; agents publish on <prefix>.orchestrator.messages.<agent_id>)')
     .action(async (options) => {
       code = await gatewayCommand(options, io);
     });
@@ -107,7 +129,7 @@ export async function main(argv: string[], io: RunIo = { stdout: process.stdout,
   program
     .command('monitor')
     .description('Watch runs across hosts live over NATS: the tree with the host of each session, host liveness and load, metrics')
-    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX)')
+    .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX, and JS_API_PREFIX when its account imports JetStream)')
     .addOption(new Option('--namespace <ns>', 'namespace (default: default)').argParser(token('--namespace')))
     .addOption(new Option('--run <runId>', 'watch this run only (default: every run of the namespace)').argParser(token('--run')))
     .option('--json', 'print NDJSON: one line per event ("kind":"event"), per host change ("kind":"host") and periodic snapshots ("kind":"snapshot")')

@@ -11,19 +11,15 @@
  * waiting for a permission is `busy`, never idle.
  */
 import { assign, sendParent, setup } from 'xstate';
-import type { IdleConfig } from './protocol.js';
+import type { IdleConfig, IdleInquiryRequest } from './protocol.js';
 
 export type IdleInquiryEvent =
   | { type: 'SESSION_BUSY' }
   | { type: 'SESSION_IDLE' }
   | { type: 'INQUIRY_ANSWERED' };
 
-/** Sent to the watched session (the parent of this actor). */
-export interface IdleInquiryRequest {
-  type: 'IDLE_INQUIRY';
-  attempt: number;
-  maxInquiries: number;
-}
+/** Sent to the watched session (the parent of this actor); its schema is in protocol.ts. */
+export type { IdleInquiryRequest } from './protocol.js';
 
 export interface IdleInquiryOutput {
   reason: 'unresponsive' | 'exhausted';

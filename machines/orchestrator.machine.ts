@@ -17,6 +17,7 @@
 import { and, assign, enqueueActions, fromPromise, sendTo, setup } from 'xstate';
 import type { ActorLogic, Snapshot } from 'xstate';
 import type { HumanGateEvent, HumanGateReply, InboxEvent, InboxReply, ManagementEvent, SupervisorReply } from './ports.js';
+import type { OrchestratorCommand, WorkerManagementEvent } from './protocol.js';
 import type { SupervisorLogic } from './session.js';
 import { taskBranchMachine, type BranchAction, type TaskBranchEvent, type TaskBranchInput, type TaskBranchReply } from './taskBranch.machine.js';
 import {
@@ -111,25 +112,15 @@ export interface AnswerQuestionInput {
   history: ConversationEntry[];
 }
 
-/** Management of a running worker (CLI, host, or the orchestrator's own policy). */
-export type WorkerManagementEvent =
-  | { type: 'REASSIGN_WORKER'; taskId: string; agent: ParsedAgentType; by: string }
-  | { type: 'REDIRECT_WORKER'; taskId: string; instructions: string; by: string }
-  | { type: 'REINITIALIZE_WORKER'; taskId: string; instructions: string; by: string }
-  | { type: 'RESUME_WORKER'; taskId: string; by: string }
-  /** Another model profile for a worker; `expensive`: a higher cost tier (model_switch_expensive). */
-  | { type: 'SWITCH_MODEL_WORKER'; taskId: string; profile: string; expensive: boolean; by: string };
+/** Management of a running worker (CLI, host, or the orchestrator's own policy); schema in protocol.ts. */
+export type { WorkerManagementEvent } from './protocol.js';
 
+/** What the orchestrator hears: commands from outside (protocol.ts), its children's replies, and XState's own. */
 export type OrchestratorEvent =
-  | { type: 'STOP'; reason: string }
+  | OrchestratorCommand
   | SupervisorReply
   | InboxReply
   | HumanGateReply
-  | WorkerManagementEvent
-  /** A person's answer to a pending item (terminal prompt, `a2a inbox`). */
-  | { type: 'HUMAN_ANSWER'; id: string; answer: HumanAnswer }
-  /** Journaled arrivals a resumed run had not checkpointed: into the inbox again. */
-  | { type: 'REPLAY'; messages: QueueMessage[] }
   | TaskBranchReply
   | { type: 'xstate.done.actor.answerQuestion'; actorId: string; output: string }
   | { type: 'xstate.error.actor.answerQuestion'; actorId: string; error: unknown };
@@ -597,7 +588,9 @@ export const orchestratorMachine = setup({
       switch (message.type) {
         case 'permission_request': {
           const request = message.content as PermissionRequest;
-          const tier = context.policy.permissions.matrix[request.action];
+          const matrixTier = context.policy.permissions.matrix[request.action];
+          // what only a person may approve is asked even where the matrix would approve it
+          const tier = request.needsPerson && matrixTier === 'auto_approve' ? 'ask_user' : matrixTier;
           const decide = (approved: boolean, reason: string) => {
             const decision: PermissionDecision = { requestId: request.id, approved, decidedBy: 'orchestrator', decider: 'orchestrator', reason };
             sendDecision(enqueue, request, decision);

@@ -124,6 +124,8 @@ export interface TransportSubscription {
 export interface DurableConsumer {
   /** Stops taking messages; those in flight are left unacknowledged (redelivered elsewhere). */
   stop(): Promise<void>;
+  /** Messages for this consumer not yet acknowledged (not delivered yet, or delivered and not acked). */
+  pending(): Promise<number>;
 }
 
 /** A key-value bucket (actor snapshots, registrations). */
@@ -136,6 +138,13 @@ export interface KeyValue {
   delete(key: string): Promise<void>;
   keys(prefix?: string): Promise<string[]>;
 }
+
+/**
+ * Read access to a key-value bucket and nothing else: it never creates the bucket (a missing one
+ * reads as empty) and, over NATS, needs no consumer (a user allowed only this cannot have anything
+ * delivered anywhere; see `Transport.readKeyValue`).
+ */
+export type KeyValueReader = Pick<KeyValue, 'get' | 'keys'>;
 
 /**
  * Messages between actor systems. Core messaging (publish, subscribe with optional queue groups,
@@ -176,7 +185,55 @@ export interface Transport {
     handler: (message: DurableMessage) => void | Promise<void>,
   ): Promise<DurableConsumer>;
   keyValue(bucket: string): Promise<KeyValue>;
+  /**
+   * Reads a bucket without writing to it or creating it. Over NATS: keys from a stream info
+   * request filtered on the bucket's subjects, values by direct get (or message get) of a key's
+   * last subject; no consumer, so a read-only role needs no right to create one (a consumer's
+   * deliver subject could point at any subject).
+   */
+  readKeyValue(bucket: string): Promise<KeyValueReader>;
   close(): Promise<void>;
+}
+
+/** One shell command of run_command, in a session's worktree. */
+export interface CommandRequest {
+  command: string;
+  /** The worktree's real path: the only part of the host's files the command may change. */
+  worktree: string;
+  /** Where it starts: the worktree or a directory inside it (real path). */
+  cwd: string;
+  timeoutMs: number;
+  /** Aborted when the session ends: the command and everything it started are killed. */
+  signal: AbortSignal;
+  /** Reach the network (the `network_access` permission was granted). */
+  network: boolean;
+}
+
+export interface CommandResult {
+  exitCode: number | null;
+  signal: string | null;
+  /** stdout and stderr interleaved, capped (its beginning and end are kept). */
+  output: string;
+  /** Bytes of output left out in the middle. */
+  cut: number;
+  timedOut: boolean;
+  aborted: boolean;
+  durationMs: number;
+}
+
+export type CommandRunnerStatus = { ready: true } | { ready: false; reason: string };
+
+/**
+ * Runs run_command's commands. Implementations (adapters/sandbox/): `bubblewrap`, the default,
+ * confines a command to its worktree; `none` runs it unconfined (the user's explicit opt-out).
+ */
+export interface CommandRunner {
+  readonly name: 'bubblewrap' | 'none';
+  /** False when commands are not confined: each one then needs a person's approval. */
+  readonly confined: boolean;
+  /** Whether commands can run at all here (checked once per process, on first use); if not, why and how to fix it. */
+  check(): Promise<CommandRunnerStatus>;
+  run(request: CommandRequest): Promise<CommandResult>;
 }
 
 /** Opens pull requests (adapters/github.ts, with the token bound). */
@@ -185,158 +242,37 @@ export interface PullRequests {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Contracts of the actors a session invokes
+// Contracts of the actors a session invokes. The messages themselves are zod schemas in
+// protocol.ts (the one source of every message type); these are their types, re-exported here
+// for the actors that implement the contracts.
 
-/** Text waiting to be injected into a session before its next model call. */
-export interface InboxItem {
-  kind: 'message' | 'inquiry' | 'resume';
-  from: string;
-  text: string;
-  /** For inquiries: which one of how many. */
-  attempt?: number;
-  maxInquiries?: number;
-}
-
-export interface CallModelInput {
-  spec: SessionSpec;
-  messages: ChatMessage[];
-  inbox: InboxItem[];
-  updates: TaskUpdate[];
-  /** Sequence number of the update batch given, acknowledged once the reply is recorded. */
-  upTo: number | null;
-  turn: number;
-  /** Children not yet settled, so the model knows whether more results are coming. */
-  live: number;
-}
-
-export interface CallModelOutput {
-  /**
-   * The conversation as it was sent, when it had to be summarized to fit the model's context
-   * window: it replaces the session's history (the injected messages and the reply follow it).
-   */
-  compacted?: ChatMessage[];
-  /** USD of this call (and of the summary calls before it), from the price table. */
-  costUsd?: number;
-  /** Synthetic messages built from the inbox and updates, already seen by the model. */
-  injected: ChatMessage[];
-  reply: ModelReply;
-  /** Inbox items and update batch the model saw (echo of the input). */
-  consumedInbox: number;
-  consumedUpTo: number | null;
-}
-
-export interface RunToolInput {
-  spec: SessionSpec;
-  call: ToolCall;
-  /** The update batch the session holds (for `a2a_check_updates`). */
-  updates: TaskUpdate[];
-  /** The session's reinitialization count (part of permission request ids). */
-  epoch?: number;
-}
-
-export type ToolEffect =
-  | { kind: 'spawn'; requestId: string; specs: SessionSpec[]; blocking: boolean; timeoutMs: number }
-  | { kind: 'await'; ids: string[]; timeoutMs: number }
-  | {
-      kind: 'complete';
-      status: Extract<ResultStatus, 'success' | 'partial' | 'failed'>;
-      output: string;
-      outputFile?: string;
-      metadata?: Record<string, unknown>;
-      error?: string;
-    }
-  | { kind: 'notify'; notification: NotificationKind; message: string }
-  | { kind: 'ackUpdates' }
-  | { kind: 'message'; to: string; text: string }
-  | { kind: 'cancel'; ids: string[]; reason: string };
-
-export interface ToolOutcome {
-  /** What the model sees as the tool result. */
-  content: string;
-  isError: boolean;
-  /** Files the tool changed, with lines added and removed (the session's diff stats). */
-  changes?: Array<{ file: string; insertions: number; deletions: number }>;
-  /** What the session machine must do besides recording the result. */
-  effect?: ToolEffect;
-}
-
-/**
- * The agent loop actor (`agentLoop`, one per running session) executes the steps the session
- * chart asks for. Steps are numbered; a repeated step number is ignored, so that the chart can
- * re-send its current request when a restored loop reports `LOOP_READY`.
- */
-/** What a tool asks before it acts (a file edit, a command, a push). */
-export interface PermissionAsk {
-  action: PermissionAction;
-  /** What exactly, for whoever decides: the path, the command line. */
-  detail: string;
-}
-
-export interface PermissionAnswer {
-  approved: boolean;
-  decidedBy: PermissionDecision['decidedBy'];
-  reason?: string;
-}
-
-export type AgentLoopRequest =
-  | { type: 'CALL_MODEL'; step: number; input: CallModelInput }
-  | { type: 'RUN_TOOL'; step: number; input: RunToolInput }
-  /** The decision on a permission the running tool asked for (outside the session's level). */
-  | { type: 'PERMISSION_ANSWER'; requestId: string; answer: PermissionAnswer };
-
-export type AgentLoopReply =
-  | { type: 'MODEL_REPLIED'; step: number; output: CallModelOutput }
-  | { type: 'MODEL_FAILED'; step: number; error: string }
-  | { type: 'TOOL_FINISHED'; step: number; outcome: ToolOutcome }
-  | { type: 'TOOL_CRASHED'; step: number; error: string }
-  /** The running tool needs a permission the session's level does not include. */
-  | { type: 'PERMISSION_REQUIRED'; requestId: string; ask: PermissionAsk }
-  /** The run's or the worker's cost budget is spent: no model call was made. */
-  | { type: 'BUDGET_REACHED'; step: number; scope: 'run' | 'worker'; limitUsd: number; spentUsd: number }
-  /** Sent by a loop restored from a persisted snapshot: its in-flight step was lost. */
-  | { type: 'LOOP_READY' };
+export type {
+  AgentLoopReply,
+  AgentLoopRequest,
+  CallModelInput,
+  CallModelOutput,
+  HumanDecision,
+  HumanGateEvent,
+  HumanGateReply,
+  InboxEvent,
+  InboxItem,
+  InboxReply,
+  ManagementEvent,
+  PermissionAnswer,
+  PermissionAsk,
+  RunToolInput,
+  SupervisorEvent,
+  SupervisorReply,
+  ToolEffect,
+  ToolOutcome,
+} from './protocol.js';
 
 export interface AgentLoopInput {
   spec: SessionSpec;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The supervisor of a session's children (`subtasks`) and of the orchestrator's workers
-
-/** Events an owner (the orchestrator, a parent) may forward to a child session. */
-export type ManagementEvent =
-  | { type: 'MESSAGE'; from: string; text: string }
-  /** Run on another model profile from the next call; the conversation is kept (summarized if it does not fit). */
-  | { type: 'SWITCH_MODEL'; profile: string; by: string }
-  | { type: 'REASSIGN'; agent: ParsedAgentType; by: string }
-  | { type: 'REINITIALIZE'; instructions: string; by: string }
-  | { type: 'RESUME'; by: string };
-
-export type SupervisorEvent =
-  | { type: 'SPAWN'; requestId: string; specs: SessionSpec[] }
-  | { type: 'WATCH'; ids: string[] }
-  | { type: 'UNWATCH' }
-  | { type: 'ACK_UPDATES'; upTo: number }
-  | { type: 'CANCEL_CHILDREN'; ids: string[]; reason: string }
-  /** Cancels every child still running or waiting; later spawns are accepted again. */
-  | { type: 'CANCEL_LIVE'; reason: string }
-  /** Cancels every child and refuses new spawns (the owner is stopping). */
-  | { type: 'CANCEL_ALL'; reason: string }
-  | { type: 'SEND_TO_CHILD'; to: string; from: string; text: string }
-  | { type: 'FORWARD'; to: string; event: ManagementEvent }
-  | { type: 'SUBTASK_UPDATE'; update: TaskUpdate }
-  /** From a child: a permission it (or one of its descendants) needs. */
-  | { type: 'PERMISSION_REQUEST'; request: PermissionRequest }
-  /** From the owner: the decision for a request that came up through child `to`. */
-  | { type: 'PERMISSION_DECISION'; to: string; decision: PermissionDecision };
-
-/** What a supervisor sends to its owner. */
-export type SupervisorReply =
-  | ({ type: 'SPAWN_RESULT' } & SpawnOutcome)
-  | ({ type: 'UPDATES_AVAILABLE' } & UpdateBatch)
-  | ({ type: 'WATCH_SATISFIED' } & WatchOutcome)
-  | { type: 'CHILDREN_SETTLED' }
-  | { type: 'CHILD_PERMISSION_REQUEST'; request: PermissionRequest };
+// The supervisor of a session's children and of the orchestrator's workers
 
 export interface SupervisorInput {
   /** The owning session, or null for the orchestrator's worker family / a standalone root. */
@@ -354,37 +290,3 @@ export interface FamilyView {
   ids(): string[];
   live(): number;
 }
-
-// ---------------------------------------------------------------------------------------------
-// The orchestrator's inbox and human gate
-
-export type InboxEvent =
-  /** `replay`: arrivals read back from the journal on resume (already journaled). */
-  | { type: 'ENQUEUE'; messages: QueueMessage[]; replay?: boolean }
-  | { type: 'HANDLED'; id: string }
-  | { type: 'xstate.stop' };
-
-/**
- * What the inbox sends its owner: the next message, and, whenever nothing is queued or in flight,
- * how many `ENQUEUE` events it has received (so the owner knows whether what it sent is all in).
- */
-export type InboxReply = { type: 'INBOX_MESSAGE'; message: QueueMessage } | { type: 'INBOX_DRAINED'; received: number };
-
-export type HumanGateEvent =
-  | { type: 'ASK'; item: HumanItem }
-  | { type: 'ANSWER'; id: string; answer: HumanAnswer }
-  | { type: 'EXPIRE'; id: string }
-  /** The worker ended: its open items are moot. */
-  | { type: 'WITHDRAW'; workerId: string }
-  | { type: 'xstate.stop' };
-
-export interface HumanDecision {
-  approved: boolean;
-  text: string;
-  decidedBy: 'human' | 'timeout';
-  by: string;
-  reason?: string;
-}
-
-/** What the gate sends its owner. */
-export type HumanGateReply = { type: 'HUMAN_DECIDED'; item: HumanItem; decision: HumanDecision };

@@ -6,6 +6,28 @@
 import { z } from 'zod';
 
 // ---------------------------------------------------------------------------------------------
+// Data of any shape that comes from outside
+
+/** How deep free-form data may nest: deeper would overflow JSON.stringify when a checkpoint is written. */
+export const MAX_JSON_DEPTH = 64;
+
+function withinDepth(value: unknown, limit: number): boolean {
+  // iterative, so that a hostile nesting cannot overflow the stack here either
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= limit) return false;
+    for (const child of Object.values(v as Record<string, unknown>)) stack.push([child, depth + 1]);
+  }
+  return true;
+}
+
+/** Free-form JSON (tool arguments, result metadata, queue message content), nested at most MAX_JSON_DEPTH levels. */
+export const JsonValue = z.unknown().refine((v) => withinDepth(v, MAX_JSON_DEPTH), `nested more than ${MAX_JSON_DEPTH} levels deep`);
+export const JsonObject = z.record(z.string(), z.unknown()).refine((v) => withinDepth(v, MAX_JSON_DEPTH), `nested more than ${MAX_JSON_DEPTH} levels deep`);
+
+// ---------------------------------------------------------------------------------------------
 // Errors
 
 /** Closed set of error codes (seed 003 appendix J plus the runtime's own). */
@@ -43,12 +65,15 @@ export type ErrorInfo = z.infer<typeof ErrorInfo>;
 export const AgentBackend = z.enum(['default', 'claude', 'openai', 'scripted']);
 export type AgentBackend = z.infer<typeof AgentBackend>;
 
-export const ParsedAgentType = z.object({
+/** A registry key: it names NATS subjects (`a2a.<ns>.spawn.<agentName>`), so nothing else is allowed. */
+export const AgentName = z.string().max(64).regex(/^[a-z][a-z0-9-]*$/, 'lowercase letters, digits and "-", starting with a letter');
+
+export const ParsedAgentType = z.strictObject({
   /** What the caller wrote, e.g. `claude:reviewer`. */
-  raw: z.string(),
+  raw: z.string().min(1).max(200),
   backend: AgentBackend,
   /** Registry key, e.g. `reviewer`. */
-  agentName: z.string(),
+  agentName: AgentName,
 });
 export type ParsedAgentType = z.infer<typeof ParsedAgentType>;
 
@@ -83,9 +108,22 @@ export const OwnerContext = z.object({
 });
 export type OwnerContext = z.infer<typeof OwnerContext>;
 
+/**
+ * A run id (`r-20261122-050634-1f2e3d4c`): no dots, so that `<runId>.<sessionId>` (a remote
+ * session's key on the wire) is unambiguous.
+ */
+export const RunId = z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "_" and "-", starting with a letter or digit');
+
+/**
+ * A session id: a worker is `w-<taskId>` (task ids have no dots), a sub-task is its parent's id,
+ * a dot and a number (`w-api.2`, `w-api.2.1`). Unique by construction within a run, whichever
+ * process or host spawned it, and it names NATS subjects and keys: nothing else is allowed.
+ */
+export const SessionId = z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9_-]*(\.[0-9]+)*$/, 'a worker id (letters, digits, "_", "-") followed by ".<n>" per sub-task level');
+
 /** Correlation ids carried by every message and event. */
 export const Correlation = z.object({
-  runId: z.string(),
+  runId: RunId,
   planId: z.string(),
   taskId: z.string(),
   workerId: z.string(),
@@ -128,7 +166,7 @@ export const SubTaskResult = z.object({
   status: ResultStatus,
   output: z.string(),
   outputFile: z.string().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: JsonObject.optional(),
   error: z.string().optional(),
   usage: Usage.optional(),
   diffStats: DiffStats.optional(),
@@ -212,7 +250,7 @@ export const QueueMessage = z.object({
   depth: z.number().int().min(0).optional(),
   owner: OwnerContext.optional(),
   type: QueueMessageType,
-  content: z.unknown(),
+  content: JsonValue,
 });
 export type QueueMessage = z.infer<typeof QueueMessage>;
 
@@ -247,6 +285,8 @@ export const PermissionAction = z.enum([
   'force_push',
   'delete_main_branch',
   'pr_creation',
+  /** A command that may reach the network (run_command with `network: true`). */
+  'network_access',
 ]);
 export type PermissionAction = z.infer<typeof PermissionAction>;
 
@@ -269,6 +309,7 @@ export const PERMISSION_CATEGORY: Record<PermissionAction, PermissionCategory> =
   force_push: 'git_operations',
   delete_main_branch: 'git_operations',
   pr_creation: 'pr_operations',
+  network_access: 'file_operations',
 };
 
 export const PermissionRequest = z.object({
@@ -284,6 +325,11 @@ export const PermissionRequest = z.object({
   /** Sessions it passed through on its way up (requester first). */
   via: z.array(z.string()),
   timestamp: z.number(),
+  /**
+   * Only a person may approve it: no session's level and no `auto_approve` in the matrix counts
+   * (a command that runs without a sandbox). `auto_deny` still denies it.
+   */
+  needsPerson: z.boolean().optional(),
 });
 export type PermissionRequest = z.infer<typeof PermissionRequest>;
 
@@ -366,7 +412,7 @@ export type HumanAnswer = z.infer<typeof HumanAnswer>;
 export const ToolCall = z.object({
   id: z.string(),
   name: z.string(),
-  arguments: z.record(z.string(), z.unknown()),
+  arguments: JsonObject,
 });
 export type ToolCall = z.infer<typeof ToolCall>;
 
@@ -411,11 +457,12 @@ export type ModelReply = z.infer<typeof ModelReply>;
 // ---------------------------------------------------------------------------------------------
 // Plans
 
+/** Plan and task ids. No dots: a task's worker is `w-<id>` and its sub-tasks `w-<id>.<n>`. */
 const Id = z
   .string()
   .min(1)
   .max(64)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'letters, digits, ".", "_" and "-", starting with a letter or digit');
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "_" and "-", starting with a letter or digit');
 
 export const PlanTask = z.object({
   id: Id,
@@ -500,6 +547,12 @@ export const RunEventType = z.enum([
 export type RunEventType = z.infer<typeof RunEventType>;
 
 export const RunEvent = z.object({
+  /**
+   * Unique per event. Events that state a fact once (a result, a spawn, an update, a decision)
+   * carry a key of that fact (`result:w-api.2`), so that a re-emission after a resume or a
+   * failover is recognised and dropped; the others get a key of their emission.
+   */
+  id: z.string().min(1).optional(),
   type: RunEventType,
   runId: z.string(),
   seq: z.number().int().min(0),
@@ -511,7 +564,7 @@ export const RunEvent = z.object({
   parentId: z.string().optional(),
   depth: z.number().int().optional(),
   agentType: z.string().optional(),
-  data: z.record(z.string(), z.unknown()).default({}),
+  data: JsonObject.default({}),
 });
 export type RunEvent = z.infer<typeof RunEvent>;
 
@@ -557,7 +610,7 @@ export type IdleConfig = z.infer<typeof IdleConfig>;
 
 /** Everything a host needs to run one agent session (worker or sub-task). Serializable. */
 export const SessionSpec = z.object({
-  id: z.string(),
+  id: SessionId,
   role: z.enum(['worker', 'subtask']),
   agent: ParsedAgentType,
   prompt: z.string(),
@@ -623,6 +676,295 @@ export const WatchOutcome = z.object({
 export type WatchOutcome = z.infer<typeof WatchOutcome>;
 
 // ---------------------------------------------------------------------------------------------
+// Messages between the actors of one system. The machines' event unions are these types
+// (z.infer); what crosses a process boundary is parsed with the same schemas first.
+
+const Who = z.string().min(1).max(200);
+
+/** Text waiting to be injected into a session before its next model call. */
+export const InboxItem = z.object({
+  kind: z.enum(['message', 'inquiry', 'resume']),
+  from: z.string(),
+  text: z.string(),
+  /** For inquiries: which one of how many. */
+  attempt: z.number().int().min(0).optional(),
+  maxInquiries: z.number().int().min(1).optional(),
+});
+export type InboxItem = z.infer<typeof InboxItem>;
+
+/**
+ * What an owner (the orchestrator, a parent, a person through the CLI) may tell a running session.
+ * One definition: the orchestrator's worker commands, the control files and the NATS down
+ * messages are built from these.
+ */
+export const MessageCommand = z.strictObject({ type: z.literal('MESSAGE'), from: Who, text: z.string() });
+/** Run on another model profile from the next call; the conversation is kept (summarized if it does not fit). */
+export const SwitchModelCommand = z.strictObject({ type: z.literal('SWITCH_MODEL'), profile: z.string().min(1).max(200), by: Who });
+export const ReassignCommand = z.strictObject({ type: z.literal('REASSIGN'), agent: ParsedAgentType, by: Who });
+export const ReinitializeCommand = z.strictObject({ type: z.literal('REINITIALIZE'), instructions: z.string().min(1), by: Who });
+export const ResumeCommand = z.strictObject({ type: z.literal('RESUME'), by: Who });
+
+export const ManagementEvent = z.discriminatedUnion('type', [MessageCommand, SwitchModelCommand, ReassignCommand, ReinitializeCommand, ResumeCommand]);
+export type ManagementEvent = z.infer<typeof ManagementEvent>;
+
+/** Everything an owner sends a session: management, cancel, its deadline, a permission decision. */
+export const SessionCommand = z.discriminatedUnion('type', [
+  ...ManagementEvent.options,
+  z.strictObject({ type: z.literal('CANCEL'), reason: z.string().max(10_000) }),
+  /** Sent by the owner's supervisor when the session's deadline (`spec.timeoutMs`) passes. */
+  z.strictObject({ type: z.literal('TIMEOUT') }),
+  /** The decision on a request this session or a descendant made. */
+  z.strictObject({ type: z.literal('PERMISSION_DECIDED'), decision: PermissionDecision }),
+]);
+export type SessionCommand = z.infer<typeof SessionCommand>;
+
+/** The idle watchdog asks its session why it is idle. */
+export const IdleInquiryRequest = z.object({ type: z.literal('IDLE_INQUIRY'), attempt: z.number().int().min(0), maxInquiries: z.number().int().min(1) });
+export type IdleInquiryRequest = z.infer<typeof IdleInquiryRequest>;
+
+// -- the agent loop (one per running session) -----------------------------------------------------
+
+export const CallModelInput = z.object({
+  spec: SessionSpec,
+  messages: z.array(ChatMessage),
+  inbox: z.array(InboxItem),
+  updates: z.array(TaskUpdate),
+  /** Sequence number of the update batch given, acknowledged once the reply is recorded. */
+  upTo: z.number().int().nullable(),
+  turn: z.number().int().min(0),
+  /** Children not yet settled, so the model knows whether more results are coming. */
+  live: z.number().int().min(0),
+});
+export type CallModelInput = z.infer<typeof CallModelInput>;
+
+export const CallModelOutput = z.object({
+  /**
+   * The conversation as it was sent, when it had to be summarized to fit the model's context
+   * window: it replaces the session's history (the injected messages and the reply follow it).
+   */
+  compacted: z.array(ChatMessage).optional(),
+  /** USD of this call (and of the summary calls before it), from the price table. */
+  costUsd: z.number().min(0).optional(),
+  /** Synthetic messages built from the inbox and updates, already seen by the model. */
+  injected: z.array(ChatMessage),
+  reply: ModelReply,
+  /** Inbox items and update batch the model saw (echo of the input). */
+  consumedInbox: z.number().int().min(0),
+  consumedUpTo: z.number().int().nullable(),
+});
+export type CallModelOutput = z.infer<typeof CallModelOutput>;
+
+export const RunToolInput = z.object({
+  spec: SessionSpec,
+  call: ToolCall,
+  /** The update batch the session holds (for `a2a_check_updates`). */
+  updates: z.array(TaskUpdate),
+  /** The session's reinitialization count (part of permission request ids). */
+  epoch: z.number().int().min(0).optional(),
+});
+export type RunToolInput = z.infer<typeof RunToolInput>;
+
+/** What the session machine must do besides recording a tool's result. */
+export const ToolEffect = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('spawn'), requestId: z.string(), specs: z.array(SessionSpec), blocking: z.boolean(), timeoutMs: z.number().int().positive() }),
+  z.object({ kind: z.literal('await'), ids: z.array(z.string()), timeoutMs: z.number().int().positive() }),
+  z.object({
+    kind: z.literal('complete'),
+    status: z.enum(['success', 'partial', 'failed']),
+    output: z.string(),
+    outputFile: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+    error: z.string().optional(),
+  }),
+  z.object({ kind: z.literal('notify'), notification: NotificationKind, message: z.string() }),
+  z.object({ kind: z.literal('ackUpdates') }),
+  z.object({ kind: z.literal('message'), to: z.string(), text: z.string() }),
+  z.object({ kind: z.literal('cancel'), ids: z.array(z.string()), reason: z.string() }),
+]);
+export type ToolEffect = z.infer<typeof ToolEffect>;
+
+export const ToolOutcome = z.object({
+  /** What the model sees as the tool result. */
+  content: z.string(),
+  isError: z.boolean(),
+  /** Files the tool changed, with lines added and removed (the session's diff stats). */
+  changes: z.array(z.object({ file: z.string(), insertions: z.number().int().min(0), deletions: z.number().int().min(0) })).optional(),
+  effect: ToolEffect.optional(),
+});
+export type ToolOutcome = z.infer<typeof ToolOutcome>;
+
+/** What a tool asks before it acts (a file edit, a command, a push). */
+export const PermissionAsk = z.object({
+  action: PermissionAction,
+  /** What exactly, for whoever decides: the path, the command line. */
+  detail: z.string(),
+  /** Only a person may approve it, whatever the levels and the matrix say (see PermissionRequest). */
+  needsPerson: z.boolean().optional(),
+});
+export type PermissionAsk = z.infer<typeof PermissionAsk>;
+
+export const PermissionAnswer = z.object({
+  approved: z.boolean(),
+  decidedBy: PermissionDecision.shape.decidedBy,
+  reason: z.string().optional(),
+});
+export type PermissionAnswer = z.infer<typeof PermissionAnswer>;
+
+/**
+ * What the session chart asks its agent loop. Steps are numbered; a repeated step number is
+ * ignored, so that the chart can re-send its current request when a restored loop reports
+ * `LOOP_READY`.
+ */
+export const AgentLoopRequest = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('CALL_MODEL'), step: z.number().int(), input: CallModelInput }),
+  z.object({ type: z.literal('RUN_TOOL'), step: z.number().int(), input: RunToolInput }),
+  /** The decision on a permission the running tool asked for (outside the session's level). */
+  z.object({ type: z.literal('PERMISSION_ANSWER'), requestId: z.string(), answer: PermissionAnswer }),
+]);
+export type AgentLoopRequest = z.infer<typeof AgentLoopRequest>;
+
+export const AgentLoopReply = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('MODEL_REPLIED'), step: z.number().int(), output: CallModelOutput }),
+  z.object({ type: z.literal('MODEL_FAILED'), step: z.number().int(), error: z.string() }),
+  z.object({ type: z.literal('TOOL_FINISHED'), step: z.number().int(), outcome: ToolOutcome }),
+  z.object({ type: z.literal('TOOL_CRASHED'), step: z.number().int(), error: z.string() }),
+  /** The running tool needs a permission the session's level does not include. */
+  z.object({ type: z.literal('PERMISSION_REQUIRED'), requestId: z.string(), ask: PermissionAsk }),
+  /** The run's or the worker's cost budget is spent: no model call was made. */
+  z.object({ type: z.literal('BUDGET_REACHED'), step: z.number().int(), scope: z.enum(['run', 'worker']), limitUsd: z.number(), spentUsd: z.number() }),
+  /** Sent by a loop restored from a persisted snapshot: its in-flight step was lost. */
+  z.object({ type: z.literal('LOOP_READY') }),
+]);
+export type AgentLoopReply = z.infer<typeof AgentLoopReply>;
+
+// -- the supervisor of a family (a session's children, the orchestrator's workers) ----------------
+
+export const SupervisorEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('SPAWN'), requestId: z.string(), specs: z.array(SessionSpec) }),
+  z.object({ type: z.literal('WATCH'), ids: z.array(z.string()) }),
+  z.object({ type: z.literal('UNWATCH') }),
+  z.object({ type: z.literal('ACK_UPDATES'), upTo: z.number().int() }),
+  z.object({ type: z.literal('CANCEL_CHILDREN'), ids: z.array(z.string()), reason: z.string() }),
+  /** Cancels every child still running or waiting; later spawns are accepted again. */
+  z.object({ type: z.literal('CANCEL_LIVE'), reason: z.string() }),
+  /** Cancels every child and refuses new spawns (the owner is stopping). */
+  z.object({ type: z.literal('CANCEL_ALL'), reason: z.string() }),
+  z.object({ type: z.literal('SEND_TO_CHILD'), to: z.string(), from: z.string(), text: z.string() }),
+  z.object({ type: z.literal('FORWARD'), to: z.string(), event: ManagementEvent }),
+  z.object({ type: z.literal('SUBTASK_UPDATE'), update: TaskUpdate }),
+  /** From a child: a permission it (or one of its descendants) needs. */
+  z.object({ type: z.literal('PERMISSION_REQUEST'), request: PermissionRequest }),
+  /** From the owner: the decision for a request that came up through child `to`. */
+  z.object({ type: z.literal('PERMISSION_DECISION'), to: z.string(), decision: PermissionDecision }),
+]);
+export type SupervisorEvent = z.infer<typeof SupervisorEvent>;
+
+/** What a supervisor sends its owner. */
+export const SupervisorReply = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('SPAWN_RESULT'), ok: z.literal(true), requestId: z.string(), started: z.array(z.string()), queued: z.array(z.string()), live: z.number().int().min(0) }),
+  z.object({ type: z.literal('SPAWN_RESULT'), ok: z.literal(false), requestId: z.string(), error: ErrorInfo, live: z.number().int().min(0) }),
+  UpdateBatch.extend({ type: z.literal('UPDATES_AVAILABLE') }),
+  WatchOutcome.extend({ type: z.literal('WATCH_SATISFIED') }),
+  z.object({ type: z.literal('CHILDREN_SETTLED') }),
+  z.object({ type: z.literal('CHILD_PERMISSION_REQUEST'), request: PermissionRequest }),
+]);
+export type SupervisorReply = z.infer<typeof SupervisorReply>;
+
+// -- the orchestrator's inbox and human gate -------------------------------------------------------
+
+export const InboxEvent = z.discriminatedUnion('type', [
+  /** `replay`: arrivals read back from the journal on resume (already journaled). */
+  z.object({ type: z.literal('ENQUEUE'), messages: z.array(QueueMessage), replay: z.boolean().optional() }),
+  z.object({ type: z.literal('HANDLED'), id: z.string() }),
+  z.object({ type: z.literal('xstate.stop') }),
+]);
+export type InboxEvent = z.infer<typeof InboxEvent>;
+
+/**
+ * What the inbox sends its owner: the next message, and, whenever nothing is queued or in flight,
+ * how many `ENQUEUE` events it has received (so the owner knows whether what it sent is all in).
+ */
+export const InboxReply = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('INBOX_MESSAGE'), message: QueueMessage }),
+  z.object({ type: z.literal('INBOX_DRAINED'), received: z.number().int().min(0) }),
+]);
+export type InboxReply = z.infer<typeof InboxReply>;
+
+export const HumanGateEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ASK'), item: HumanItem }),
+  z.object({ type: z.literal('ANSWER'), id: z.string(), answer: HumanAnswer }),
+  z.object({ type: z.literal('EXPIRE'), id: z.string() }),
+  /** The worker ended: its open items are moot. */
+  z.object({ type: z.literal('WITHDRAW'), workerId: z.string() }),
+  z.object({ type: z.literal('xstate.stop') }),
+]);
+export type HumanGateEvent = z.infer<typeof HumanGateEvent>;
+
+export const HumanDecision = z.object({
+  approved: z.boolean(),
+  text: z.string(),
+  decidedBy: z.enum(['human', 'timeout']),
+  by: z.string(),
+  reason: z.string().optional(),
+});
+export type HumanDecision = z.infer<typeof HumanDecision>;
+
+/** What the gate sends its owner. */
+export const HumanGateReply = z.object({ type: z.literal('HUMAN_DECIDED'), item: HumanItem, decision: HumanDecision });
+export type HumanGateReply = z.infer<typeof HumanGateReply>;
+
+// -- the orchestrator ------------------------------------------------------------------------------
+
+const TaskRef = z.string().min(1).max(64);
+
+/** Management of a running worker, addressed by its task: the session commands with a task id. */
+export const WorkerManagementEvent = z.discriminatedUnion('type', [
+  ReassignCommand.extend({ type: z.literal('REASSIGN_WORKER'), taskId: TaskRef }),
+  ReinitializeCommand.extend({ type: z.literal('REDIRECT_WORKER'), taskId: TaskRef }),
+  ReinitializeCommand.extend({ type: z.literal('REINITIALIZE_WORKER'), taskId: TaskRef }),
+  ResumeCommand.extend({ type: z.literal('RESUME_WORKER'), taskId: TaskRef }),
+  /** `expensive`: a higher cost tier (model_switch_expensive). */
+  SwitchModelCommand.extend({ type: z.literal('SWITCH_MODEL_WORKER'), taskId: TaskRef, expensive: z.boolean() }),
+]);
+export type WorkerManagementEvent = z.infer<typeof WorkerManagementEvent>;
+
+/** What reaches the orchestrator from outside its tree: people, the CLI, a resumed journal. */
+export const OrchestratorCommand = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('STOP'), reason: z.string() }),
+  ...WorkerManagementEvent.options,
+  /** A person's answer to a pending item (terminal prompt, `a2a inbox`). */
+  z.strictObject({ type: z.literal('HUMAN_ANSWER'), id: z.string().min(1), answer: HumanAnswer }),
+  /** Journaled arrivals a resumed run had not checkpointed: into the inbox again. */
+  z.strictObject({ type: z.literal('REPLAY'), messages: z.array(QueueMessage) }),
+]);
+export type OrchestratorCommand = z.infer<typeof OrchestratorCommand>;
+
+const ControlText = z.string().trim().min(1);
+
+/**
+ * A request another process leaves in a run's `control/` directory (`a2a inbox`, `a2a redirect`
+ * …): the worker commands by name, with the agent type not yet resolved.
+ */
+export const ControlRequest = z.discriminatedUnion('command', [
+  z.strictObject({
+    command: z.literal('answer'),
+    /** An item id, or its 1-based position in `a2a inbox list`. */
+    id: ControlText,
+    approved: z.boolean().optional(),
+    text: z.string().optional(),
+    reason: z.string().optional(),
+    by: ControlText,
+  }),
+  z.strictObject({ command: z.literal('approve_all'), by: ControlText, reason: z.string().optional() }),
+  z.strictObject({ command: z.literal('reassign'), taskId: ControlText, agent: ControlText, by: ControlText }),
+  z.strictObject({ command: z.literal('redirect'), taskId: ControlText, instructions: ControlText, by: ControlText }),
+  z.strictObject({ command: z.literal('reinitialize'), taskId: ControlText, instructions: ControlText, by: ControlText }),
+  z.strictObject({ command: z.literal('resume'), taskId: ControlText, by: ControlText }),
+  z.strictObject({ command: z.literal('switch_model'), taskId: ControlText, profile: ControlText, by: ControlText }),
+]);
+export type ControlRequest = z.infer<typeof ControlRequest>;
+
+// ---------------------------------------------------------------------------------------------
 // Between actor systems (NATS): a session runs on a host, its owner elsewhere
 
 /** Where a remote session's messages go back to, and where it is asked to run. */
@@ -636,31 +978,75 @@ export const RemoteSpawn = z.object({
 });
 export type RemoteSpawn = z.infer<typeof RemoteSpawn>;
 
-/** From a remote session to its owner (`a2a.<ns>.up.<sessionId>`). */
+/** A host id: it names NATS subjects and keys. */
+export const HostId = z.string().min(1).max(128).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, "_" and "-"');
+
+/**
+ * From a remote session to its owner, on `a2a.<ns>.up.<hostId>.<runId>.<sessionId>`: the subject
+ * names the host that sent it (per-host credentials can bind it), and the owner takes reports only
+ * from the host that holds the session.
+ */
 export const UpMessage = z.discriminatedUnion('kind', [
   /** A host took the spawn (seed 004 acknowledgment) and runs the session. */
-  z.object({ kind: z.literal('started'), host: z.string(), restored: z.boolean() }),
+  z.strictObject({ kind: z.literal('started'), host: HostId, restored: z.boolean() }),
   /** What the session sent its parent: an update, or a permission request. */
-  z.object({ kind: z.literal('event'), event: z.record(z.string(), z.unknown()).and(z.object({ type: z.enum(['SUBTASK_UPDATE', 'PERMISSION_REQUEST']) })) }),
+  z.strictObject({
+    kind: z.literal('event'),
+    event: z.discriminatedUnion('type', [
+      z.strictObject({ type: z.literal('SUBTASK_UPDATE'), update: TaskUpdate }),
+      z.strictObject({ type: z.literal('PERMISSION_REQUEST'), request: PermissionRequest }),
+    ]),
+  }),
   /** Its result (its final state's output). */
-  z.object({ kind: z.literal('done'), output: SubTaskResult }),
-  z.object({ kind: z.literal('error'), error: z.string() }),
+  z.strictObject({ kind: z.literal('done'), output: SubTaskResult }),
+  z.strictObject({ kind: z.literal('error'), error: z.string().max(100_000) }),
 ]);
 export type UpMessage = z.infer<typeof UpMessage>;
 
-/** From the owner to a remote session (`a2a.<ns>.down.<sessionId>`): what a parent sends a child. */
-export const DownMessage = z.object({
-  event: z.record(z.string(), z.unknown()).and(
-    z.object({
-      type: z.enum(['CANCEL', 'TIMEOUT', 'MESSAGE', 'REASSIGN', 'REINITIALIZE', 'RESUME', 'SWITCH_MODEL', 'PERMISSION_DECIDED']),
-    }),
-  ),
+/**
+ * From the owner to a remote session (`a2a.<ns>.down.<runId>.<sessionId>`): what a parent sends a
+ * child, with an id so that a replay is recognised and dropped.
+ */
+export const DownMessage = z.strictObject({
+  id: z.string().min(1).max(300),
+  event: SessionCommand,
 });
 export type DownMessage = z.infer<typeof DownMessage>;
 
+/** A timer of a checkpointed actor tree: its source and target actor paths and when it fires. */
+export const SavedTimer = z.object({
+  source: z.string(),
+  target: z.string(),
+  event: z.object({ type: z.string() }).loose(),
+  id: z.string(),
+  /** When it fires (clock time). */
+  dueAt: z.number(),
+});
+export type SavedTimer = z.infer<typeof SavedTimer>;
+
+/** An actor tree's persisted snapshot and its pending timers (`checkpoint.json`, the snapshots bucket). */
+export const Checkpoint = z.object({
+  version: z.literal(1),
+  savedAt: z.number(),
+  snapshot: z.object({ status: z.enum(['active', 'done', 'error', 'stopped']) }).loose(),
+  timers: z.array(SavedTimer),
+});
+export type Checkpoint = z.infer<typeof Checkpoint>;
+
+/** What the snapshots bucket holds for a session that runs (or ran) on a host, under its wire key. */
+export const SessionRecord = z.object({
+  spec: SessionSpec,
+  host: HostId,
+  /** `released`: its host drained and handed it back; `finished`: its result went to its owner. */
+  state: z.enum(['running', 'released', 'finished']),
+  checkpoint: Checkpoint.nullable(),
+  at: z.number(),
+});
+export type SessionRecord = z.infer<typeof SessionRecord>;
+
 /** A host's liveness and load (`a2a.<ns>.hosts.<hostId>.heartbeat`), also its registration. */
 export const HostHeartbeat = z.object({
-  hostId: z.string(),
+  hostId: HostId,
   agents: z.array(z.string()),
   concurrency: z.number().int().min(1),
   running: z.number().int().min(0),
@@ -670,5 +1056,9 @@ export const HostHeartbeat = z.object({
   /** How often it beats: a host silent for 3 intervals is taken as dead. */
   intervalMs: z.number().int().positive().optional(),
   status: z.enum(['ready', 'draining']),
+  /** Records of the snapshots bucket this host found invalid and skipped (key and why), at most 20. */
+  invalidRecords: z.array(z.object({ key: z.string(), problem: z.string() })).optional(),
+  /** Its process's memory (bytes), for monitors. */
+  memory: z.object({ rss: z.number(), heapUsed: z.number() }).optional(),
 });
 export type HostHeartbeat = z.infer<typeof HostHeartbeat>;

@@ -13,14 +13,13 @@
  * this actor's output and so reaches the owner as the `xstate.done.actor` event.
  */
 import { assign, emit, enqueueActions, sendTo, setup, type ActorLogic, type Snapshot } from 'xstate';
-import { idleInquiryMachine, type IdleInquiryOutput, type IdleInquiryRequest } from './idleInquiry.machine.js';
+import { idleInquiryMachine, type IdleInquiryOutput } from './idleInquiry.machine.js';
 import type {
   AgentLoopInput,
   AgentLoopReply,
   AgentLoopRequest,
   CallModelOutput,
   InboxItem,
-  ManagementEvent,
   PermissionAsk,
   SupervisorEvent,
   SupervisorInput,
@@ -28,15 +27,11 @@ import type {
   ToolEffect,
   ToolOutcome,
 } from './ports.js';
-import { PERMISSION_CATEGORY, type ChatMessage, type PermissionDecision, type PermissionRequest, type ResultStatus, type SessionSpec, type SubTaskResult, type TaskUpdate, type ToolCall, type UpdateBatch, type Usage } from './protocol.js';
+import { PERMISSION_CATEGORY, type ChatMessage, type IdleInquiryRequest, type SessionCommand, type PermissionDecision, type PermissionRequest, type ResultStatus, type SessionSpec, type SubTaskResult, type TaskUpdate, type ToolCall, type UpdateBatch, type Usage } from './protocol.js';
 
+/** What a session hears: its owner's commands and its children's replies (all from protocol.ts), and XState's own. */
 export type SessionEvent =
-  | { type: 'CANCEL'; reason: string }
-  /** Sent by the owner's supervisor when the session's deadline (`spec.timeoutMs`) passes. */
-  | { type: 'TIMEOUT' }
-  | ManagementEvent
-  /** From the owner's supervisor: the decision on a request this session or a descendant made. */
-  | { type: 'PERMISSION_DECIDED'; decision: PermissionDecision }
+  | SessionCommand
   | IdleInquiryRequest
   | SupervisorReply
   | AgentLoopReply
@@ -253,7 +248,7 @@ export const sessionSetup = setup({
     hasMoreCalls: ({ context }) => context.pendingCalls.length > 0,
     inquiryExhausted: (_, output: IdleInquiryOutput) => output.reason === 'exhausted',
     /** A child's request this session may approve: within its own level. */
-    withinOwnLevel: ({ context }, request: PermissionRequest) => context.spec.permissions.level.includes(request.action),
+    withinOwnLevel: ({ context }, request: PermissionRequest) => !request.needsPerson && context.spec.permissions.level.includes(request.action),
     isOwnRequest: ({ context }, decision: PermissionDecision) => context.ownRequest?.id === decision.requestId,
     decidedThisStep: ({ context }, requestId: string) => requestId in context.stepDecisions,
     routedHere: ({ context }, decision: PermissionDecision) => decision.requestId in context.routes,
@@ -302,6 +297,7 @@ export const sessionSetup = setup({
         correlation: context.spec.correlation,
         via: [context.spec.id],
         timestamp: 0,
+        ...(params.ask.needsPerson ? { needsPerson: true } : {}),
       };
       enqueue.assign({ ownRequest: request });
       enqueue.emit({ type: 'permission.requested', request });

@@ -16,6 +16,8 @@ import { parseScript, ScriptedModel } from '../adapters/model/scripted.js';
 import type { Plan, RunEvent } from '../machines/protocol.js';
 import { CostLedger, type Budgets } from '../actors/cost.js';
 import type { ModelResolver } from '../actors/agentLoop.js';
+import { bubblewrapRunner } from '../adapters/sandbox/index.js';
+import type { CommandRunner } from '../machines/ports.js';
 
 export function tempDir(prefix = 'a2a-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -36,6 +38,8 @@ export function harness(options: {
   costs?: { prices: Record<string, { inputPerMTok: number; outputPerMTok: number }>; budgets: Budgets };
   /** Model resolution by session (profiles); default: the scripted model for everyone. */
   resolve?: (model: ScriptedModel) => ModelResolver;
+  /** What runs run_command's commands: the bubblewrap sandbox, as in a real run, unless given. */
+  commands?: CommandRunner;
 }) {
   const clock = new SimulatedClock();
   const workspace = options.workspace ?? tempDir();
@@ -53,6 +57,7 @@ export function harness(options: {
     model: options.resolve ? options.resolve(model) : model,
     orchestratorModel: model,
     catalog,
+    commands: options.commands ?? bubblewrapRunner(),
     ...(options.costs ? { costs: { ledger, budgets: options.costs.budgets } } : {}),
   });
   const config = RunConfig.parse(options.config ?? {});

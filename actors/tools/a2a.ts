@@ -45,7 +45,7 @@ export function childSpec(ctx: ToolContext, args: z.infer<typeof SubtaskArgs>): 
       `@${caller.id} may spawn sub-tasks down to depth ${caller.maxSubTaskDepth} (its maxSubTaskDepth); a child of yours would be at depth ${spec.depth + 1}.`,
     );
   }
-  const id = ctx.ids.next('st');
+  const id = ctx.ids.child(spec);
   return {
     id,
     role: 'subtask',

@@ -4,14 +4,14 @@
  * sub-tasks hold; a failure is an A2AError the catalog turns into a tool error.
  */
 import type { Dirent } from 'node:fs';
-import { mkdir, readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { ToolOutcome } from '../../machines/ports.js';
 import type { PermissionAction } from '../../machines/protocol.js';
-import { A2AError } from '../errors.js';
-import { resolveInWorktree, worktreeRoot, type WorktreePath } from './paths.js';
-import { runShell } from './shell.js';
+import { A2AError, isA2AError } from '../errors.js';
+import { readConfined, writeConfined } from './files.js';
+import { resolveInWorktree, STATE_DIR, worktreeRoot, type WorktreePath } from './paths.js';
 import type { ToolContext, ToolDefinition } from './types.js';
 
 const READ_DEFAULT_LINES = 2000;
@@ -53,19 +53,20 @@ const isBinary = (content: Buffer) => content.subarray(0, 8000).includes(0);
 const shownDir = (target: WorktreePath) => (target.relative === '.' ? 'the worktree' : target.relative);
 const clip = (line: string, max: number) => (line.length > max ? `${line.slice(0, max)}… [line cut at ${max} characters]` : line);
 
-async function fileToRead(ctx: ToolContext, path: string): Promise<WorktreePath> {
+async function fileToRead(ctx: ToolContext, path: string): Promise<{ target: WorktreePath; content: Buffer }> {
   const target = await resolveInWorktree(ctx.worktree, path);
   if (target.kind === 'missing') throw new A2AError('NOT_FOUND', `File not found: ${target.relative}.`, { where: path });
   if (target.kind === 'directory') throw new A2AError('VALIDATION_ERROR', `${target.relative} is a directory: use list_files.`, { where: path });
-  await assertReadable(target);
-  return target;
+  return { target, content: await readWhole(target) };
 }
 
-async function assertReadable(target: WorktreePath): Promise<void> {
-  const { size } = await stat(target.real);
-  if (size > MAX_FILE_BYTES) {
+/** The whole file (refused when it is hard-linked, or too large to read whole). */
+async function readWhole(target: WorktreePath): Promise<Buffer> {
+  const { size, content } = await readConfined(target.real, target.relative, MAX_FILE_BYTES);
+  if (content === null) {
     throw new A2AError('VALIDATION_ERROR', `${target.relative} has ${size} bytes, too many to read whole: use run_command with head, sed or grep.`);
   }
+  return content;
 }
 
 /** File system failures (permissions, a full disk, …) become tool errors the model can read. */
@@ -120,8 +121,7 @@ const readFileTool: ToolDefinition<typeof ReadArgs> = {
   description: `Read a text file of your worktree, with line numbers. Long files are shown in parts (up to ${READ_DEFAULT_LINES} lines or ${READ_MAX_CHARS} characters); the output says how to read the rest with offset.`,
   parameters: ReadArgs,
   async execute(args, ctx) {
-    const target = await fileToRead(ctx, args.path);
-    const content = await readFile(target.real);
+    const { target, content } = await fileToRead(ctx, args.path);
     if (isBinary(content)) return ok(`${target.relative} is a binary file (${content.length} bytes); it cannot be shown as text.`);
     const lines = content.toString('utf8').split('\n');
     if (lines.at(-1) === '') lines.pop();
@@ -163,10 +163,11 @@ const writeFileTool: ToolDefinition<typeof WriteArgs> = {
       throw new A2AError('VALIDATION_ERROR', `${target.relative} is not a regular file.`, { where: args.path });
     }
     const created = target.kind === 'missing';
+    // read first: a hard-linked file is refused before anyone is asked
+    const before = created ? '' : ((await readConfined(target.real, target.relative)).content ?? Buffer.alloc(0)).toString('utf8');
     await mayChange(ctx, target, created ? 'file_creation_in_worktree' : 'file_edits_in_worktree');
-    const before = created ? '' : (await readFile(target.real)).toString('utf8');
     await mkdir(dirname(target.real), { recursive: true });
-    await writeFile(target.real, args.content);
+    await writeConfined(target.real, target.relative, args.content, created);
     const lines = args.content === '' ? 0 : args.content.split('\n').length - (args.content.endsWith('\n') ? 1 : 0);
     return {
       ...ok(`${created ? 'Created' : 'Overwrote'} ${target.relative} (${lines} line${lines === 1 ? '' : 's'}, ${Buffer.byteLength(args.content)} bytes).`),
@@ -190,8 +191,7 @@ const editFileTool: ToolDefinition<typeof EditArgs> = {
     const target = await resolveInWorktree(ctx.worktree, args.path);
     if (target.kind === 'missing') throw new A2AError('NOT_FOUND', `File not found: ${target.relative}. Use write_file to create it.`, { where: args.path });
     if (target.kind !== 'file') throw new A2AError('VALIDATION_ERROR', `${target.relative} is not a regular file.`, { where: args.path });
-    await assertReadable(target);
-    const raw = await readFile(target.real);
+    const raw = await readWhole(target);
     if (isBinary(raw)) throw new A2AError('VALIDATION_ERROR', `${target.relative} is a binary file; edit_file changes text files only.`);
     const text = raw.toString('utf8');
     if (args.old_string === args.new_string) throw new A2AError('VALIDATION_ERROR', 'old_string and new_string are the same: nothing to change.');
@@ -221,7 +221,7 @@ const editFileTool: ToolDefinition<typeof EditArgs> = {
     }
     await mayChange(ctx, target, 'file_edits_in_worktree');
     const after = parts.join(args.new_string);
-    await writeFile(target.real, after);
+    await writeConfined(target.real, target.relative, after, false);
     return { ...ok(`Replaced ${count} occurrence${count === 1 ? '' : 's'} in ${target.relative}.`), changes: [{ file: target.relative, ...lineChanges(text, after) }] };
   },
 };
@@ -246,14 +246,17 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${re}${')'.repeat(braces)}$`);
 }
 
-/** Entries under `dir` in a stable order, depth first; never follows symbolic links. */
-async function* walk(dir: string, recursive: boolean, skip: ReadonlySet<string>): AsyncGenerator<{ path: string; entry: Dirent }> {
+/**
+ * Entries under `dir` in a stable order, depth first; never follows symbolic links. Leaves out
+ * .git everywhere and the runtime's state directory at the worktree's `root`.
+ */
+async function* walk(dir: string, recursive: boolean, skip: ReadonlySet<string>, root: string): AsyncGenerator<{ path: string; entry: Dirent }> {
   const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
-    if (entry.name === '.git') continue;
+    if (entry.name === '.git' || (entry.name === STATE_DIR && dir === root)) continue;
     const path = join(dir, entry.name);
     yield { path, entry };
-    if (recursive && entry.isDirectory() && !skip.has(entry.name)) yield* walk(path, recursive, skip);
+    if (recursive && entry.isDirectory() && !skip.has(entry.name)) yield* walk(path, recursive, skip, root);
   }
 }
 
@@ -274,7 +277,7 @@ const listFilesTool: ToolDefinition<typeof ListArgs> = {
     const byPath = args.pattern?.includes('/') ?? false;
     const lines: string[] = [];
     let truncated = false;
-    for await (const { path, entry } of walk(target.real, args.recursive, new Set(['node_modules']))) {
+    for await (const { path, entry } of walk(target.real, args.recursive, new Set(['node_modules']), root)) {
       const under = relative(target.real, path).split(sep).join('/');
       if (filter && !filter.test(byPath ? under : entry.name)) continue;
       if (lines.length >= LIST_MAX_ENTRIES) {
@@ -315,17 +318,21 @@ const searchTool: ToolDefinition<typeof SearchArgs> = {
     } else matcher = (line) => line.includes(args.pattern);
     const target = await resolveInWorktree(ctx.worktree, args.path ?? '.');
     if (target.kind === 'missing') throw new A2AError('NOT_FOUND', `Not found: ${target.relative}.`);
+    if (target.kind === 'other') throw new A2AError('VALIDATION_ERROR', `${target.relative} is not a regular file or a directory.`);
     const root = await worktreeRoot(ctx.worktree);
     const max = args.maxResults ?? SEARCH_DEFAULT_RESULTS;
     const results: string[] = [];
     let files = 0;
 
+    const linked: string[] = [];
     const searchFile = async (file: string): Promise<boolean> => {
-      const info = await stat(file).catch(() => null);
-      if (!info || info.size > SEARCH_MAX_FILE_BYTES) return true;
-      const content = await readFile(file).catch(() => null);
-      if (!content || isBinary(content)) return true;
       const name = relative(root, file).split(sep).join('/');
+      const read = await readConfined(file, name, SEARCH_MAX_FILE_BYTES).catch((error: unknown) => {
+        if (isA2AError(error, 'TOOL_NOT_ALLOWED')) linked.push(name); // hard-linked: its content may be another's
+        return null;
+      });
+      const content = read?.content;
+      if (!content || isBinary(content)) return true;
       let found = false;
       const lines = content.toString('utf8').split('\n');
       for (let i = 0; i < lines.length; i++) {
@@ -341,7 +348,7 @@ const searchTool: ToolDefinition<typeof SearchArgs> = {
     let complete = true;
     if (target.kind === 'file') complete = await searchFile(target.real);
     else {
-      for await (const { path, entry } of walk(target.real, true, SKIPPED_DIRS)) {
+      for await (const { path, entry } of walk(target.real, true, SKIPPED_DIRS, root)) {
         if (!entry.isFile()) continue; // links are not followed: they may lead outside
         if (!(await searchFile(path))) {
           complete = false;
@@ -349,11 +356,14 @@ const searchTool: ToolDefinition<typeof SearchArgs> = {
         }
       }
     }
-    if (results.length === 0) return ok(`No matches for ${JSON.stringify(args.pattern)} in ${shownDir(target)}.`);
+    const skipped = linked.length
+      ? ` [skipped ${linked.length} hard-linked file${linked.length === 1 ? '' : 's'}: ${linked.slice(0, 5).join(', ')}${linked.length > 5 ? ', …' : ''}]`
+      : '';
+    if (results.length === 0) return ok(`No matches for ${JSON.stringify(args.pattern)} in ${shownDir(target)}.${skipped}`);
     results.push(
-      complete
+      (complete
         ? `[${results.length} matching line${results.length === 1 ? '' : 's'} in ${files} file${files === 1 ? '' : 's'}]`
-        : `[stopped at ${max} matching lines: narrow the pattern or path, or raise maxResults]`,
+        : `[stopped at ${max} matching lines: narrow the pattern or path, or raise maxResults]`) + skipped,
     );
     return ok(results.join('\n'));
   },
@@ -369,25 +379,44 @@ const RunArgs = z.object({
     .optional()
     .describe(`Kill the command after this long. Default ${COMMAND_DEFAULT_TIMEOUT_MS}, at most ${COMMAND_MAX_TIMEOUT_MS}.`),
   cwd: z.string().min(1).optional().describe('Working directory, relative to your worktree. Default: the worktree.'),
+  network: z.boolean().default(false).describe('Let the command reach the network (installs, downloads); asks for network_access. Default false: no network.'),
 });
+
+/** Refuses a command the session may not run: denied permission, or a sandbox that cannot start. */
+async function mayRun(ctx: ToolContext, command: string, network: boolean): Promise<NonNullable<ToolContext['commands']>> {
+  const runner = ctx.commands;
+  if (!runner) throw new A2AError('TOOL_NOT_ALLOWED', 'run_command is not available: this runtime was built without a command runner. Nothing was run.');
+  const status = await runner.check();
+  if (!status.ready) throw new A2AError('TOOL_NOT_ALLOWED', `${status.reason} Nothing was run.`);
+  // without a sandbox, only a person may approve a command, whatever the matrix says
+  const needsPerson = runner.confined ? {} : { needsPerson: true };
+  const actions: PermissionAction[] = network ? ['command_execution', 'network_access'] : ['command_execution'];
+  for (const action of actions) {
+    const answer = await ctx.permit({ action, detail: command, ...needsPerson });
+    if (!answer.approved) {
+      throw new A2AError(
+        'TOOL_NOT_ALLOWED',
+        `Permission ${action} for \`${command}\` was denied by ${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}. Nothing was run.`,
+      );
+    }
+  }
+  return runner;
+}
+
 const runCommandTool: ToolDefinition<typeof RunArgs> = {
   name: 'run_command',
   description:
     'Run a shell command in your worktree (build, tests, git, …) and get its exit code and output (stdout and stderr; long output keeps its beginning and end). ' +
-    'No input can be given to it; it is killed with everything it started after timeoutMs.',
+    'Unless the user opted out, it runs in a sandbox: only your worktree is writable, the system is read-only, nothing else of the machine is visible, HOME and /tmp are private and empty, and there is no network unless network is true. ' +
+    'No input can be given to it; it is killed with everything it started when it ends or after timeoutMs.',
   parameters: RunArgs,
   async execute(args, ctx) {
     const cwd = await resolveInWorktree(ctx.worktree, args.cwd ?? '.');
     if (cwd.kind !== 'directory') throw new A2AError('VALIDATION_ERROR', `cwd ${cwd.relative} is not a directory of your worktree.`);
-    const answer = await ctx.permit({ action: 'command_execution', detail: args.command });
-    if (!answer.approved) {
-      throw new A2AError(
-        'TOOL_NOT_ALLOWED',
-        `Permission command_execution for \`${args.command}\` was denied by ${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}. Nothing was run.`,
-      );
-    }
+    const runner = await mayRun(ctx, args.command, args.network);
     const timeoutMs = args.timeoutMs ?? COMMAND_DEFAULT_TIMEOUT_MS;
-    const run = await runShell(args.command, { cwd: cwd.real, timeoutMs, signal: ctx.signal });
+    const worktree = await worktreeRoot(ctx.worktree);
+    const run = await runner.run({ command: args.command, worktree, cwd: cwd.real, timeoutMs, signal: ctx.signal, network: args.network });
     const status = run.aborted
       ? 'cancelled: the session ended; the command and everything it started were killed'
       : run.timedOut

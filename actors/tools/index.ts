@@ -7,13 +7,14 @@ import { z } from 'zod';
 import type { ToolOutcome } from '../../machines/ports.js';
 import type { SessionSpec, ToolCall, ToolSpec } from '../../machines/protocol.js';
 import { A2AError, describeIssues } from '../errors.js';
+import { redactSecrets } from '../secrets.js';
 import type { AgentDefinition } from '../registry.js';
 import { a2aTools, SPAWNING_TOOLS } from './a2a.js';
 import { codingTools } from './coding.js';
 import type { ToolContext, ToolDefinition } from './types.js';
 
 export type { IdGenerator, ToolContext, ToolDefinition } from './types.js';
-export { sequentialIds } from './types.js';
+export { childIds } from './types.js';
 
 export class ToolCatalog {
   readonly #tools = new Map<string, ToolDefinition<z.ZodType>>();
@@ -85,7 +86,11 @@ export class ToolCatalog {
       );
     }
     try {
-      return await tool.execute(parsed.data, ctx);
+      const outcome = await tool.execute(parsed.data, ctx);
+      // what a command printed or a file held reaches the model (and the logs) without the
+      // process's secrets; code that merely looks like a credential is left as it is
+      const content = redactSecrets(outcome.content);
+      return content === outcome.content ? outcome : { ...outcome, content };
     } catch (error) {
       if (error instanceof A2AError) return toolError(error);
       throw error;

@@ -8,6 +8,12 @@ import { readlink, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { A2AError } from '../errors.js';
 
+/**
+ * The runtime's own directory (worktrees, run logs, checkpoints, the control requests `a2a inbox`
+ * answers through). In a workspace without git the worktree is the workspace and holds it.
+ */
+export const STATE_DIR = '.a2a';
+
 export interface WorktreePath {
   /** Where the path really is (symbolic links followed); what the tools read and write. */
   real: string;
@@ -68,7 +74,11 @@ export async function resolveInWorktree(worktree: string, input: string): Promis
   if (!isInside(resolve(worktree), lexical) && !isInside(root, lexical)) throw outside(input, lexical, root, false);
   const real = await realOf(lexical);
   if (!isInside(root, real)) throw outside(input, real, root, true);
+  const rel = relative(root, real).split(sep).join('/') || '.';
+  if (rel === STATE_DIR || rel.startsWith(`${STATE_DIR}/`)) {
+    throw new A2AError('TOOL_NOT_ALLOWED', `${rel} is the runtime's own state (logs, checkpoints, control requests): the tools cannot use it.`, { where: input });
+  }
   const info = await stat(real).catch(() => null);
   const kind = !info ? 'missing' : info.isFile() ? 'file' : info.isDirectory() ? 'directory' : 'other';
-  return { real, relative: relative(root, real).split(sep).join('/') || '.', lexical, kind };
+  return { real, relative: rel, lexical, kind };
 }

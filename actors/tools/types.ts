@@ -1,14 +1,20 @@
 /** What a tool is, and what it may use while it runs. */
 import type { z } from 'zod';
-import type { Clock, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
+import type { Clock, CommandRunner, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
 import type { SessionSpec, TaskUpdate } from '../../machines/protocol.js';
 import type { AgentRegistry } from '../registry.js';
 
-/** Ids for new sub-tasks; deterministic per runtime so that runs and tests are reproducible. */
+/**
+ * Ids for new sub-tasks: `<parentId>.<n>`, numbered per parent. Unique by construction across
+ * processes and hosts (a parent's id is unique in its run, and only the process running the parent
+ * numbers its children), deterministic (a session restored on another host, re-running the tool
+ * that spawned, gets the same ids, so the spawn is recognised as a duplicate), and readable (the
+ * id says whose child it is).
+ */
 export interface IdGenerator {
-  next(prefix: string): string;
-  /** Notes an id already in use (a restored child), so that `next` never hands it out again. */
-  observe(id: string): void;
+  child(parent: Pick<SessionSpec, 'id' | 'correlation'>): string;
+  /** Notes an id already in use (a restored child), so that `child` never hands it out again. */
+  observe(child: Pick<SessionSpec, 'id' | 'correlation'>): void;
 }
 
 export type { PermissionAnswer, PermissionAsk } from '../../machines/ports.js';
@@ -35,6 +41,8 @@ export interface ToolContext {
   updates: TaskUpdate[];
   ids: IdGenerator;
   clock: Clock;
+  /** Runs run_command's commands (the sandbox); null: commands are refused. */
+  commands: CommandRunner | null;
 }
 
 export interface ToolDefinition<S extends z.ZodType> {
@@ -44,19 +52,22 @@ export interface ToolDefinition<S extends z.ZodType> {
   execute(args: z.output<S>, ctx: ToolContext): ToolOutcome | Promise<ToolOutcome>;
 }
 
-export function sequentialIds(start = 1): IdGenerator {
+export function childIds(): IdGenerator {
+  // per run and parent: a host serves several runs, in which the same worker ids recur
   const counters = new Map<string, number>();
   return {
-    next(prefix) {
-      const n = counters.get(prefix) ?? start;
-      counters.set(prefix, n + 1);
-      return `${prefix}-${n}`;
+    child(parent) {
+      const key = `${parent.correlation.runId}.${parent.id}`;
+      const n = counters.get(key) ?? 1;
+      counters.set(key, n + 1);
+      return `${parent.id}.${n}`;
     },
-    observe(id) {
-      const match = /^(.*)-(\d+)$/.exec(id);
-      if (!match) return;
-      const [, prefix, n] = match;
-      counters.set(prefix!, Math.max(counters.get(prefix!) ?? start, Number(n) + 1));
+    observe(child) {
+      const dot = child.id.lastIndexOf('.');
+      const n = Number(child.id.slice(dot + 1));
+      if (dot <= 0 || !Number.isInteger(n) || n < 1) return;
+      const key = `${child.correlation.runId}.${child.id.slice(0, dot)}`;
+      counters.set(key, Math.max(counters.get(key) ?? 1, n + 1));
     },
   };
 }

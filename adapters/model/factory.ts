@@ -9,7 +9,8 @@ import { BUILTIN_PROFILE, profileNamed, resolveProfile, type ModelsConfig, type 
 import type { Clock, Model } from '../../machines/ports.js';
 import { AnthropicModel } from './anthropic.js';
 import { OpenAIModel } from './openai.js';
-import { resolveApiKey } from './secrets.js';
+import { API_KEY_ENV, resolveApiKey } from './secrets.js';
+import { secrets } from '../../actors/secrets.js';
 import { ScriptedModel, type Script } from './scripted.js';
 import type { ProviderOptions } from './wire.js';
 
@@ -46,6 +47,8 @@ export function createModelFor(profile: Profile, options: ModelFactoryOptions, n
   let apiKey: string;
   try {
     apiKey = resolveApiKey(profile.provider, { env: options.env, secretsFile: options.secretsFile });
+    // known from here on: redacted wherever it would be written or printed
+    secrets.add(API_KEY_ENV[profile.provider], apiKey);
   } catch (error) {
     if (!isA2AError(error) || name === undefined) throw error;
     throw new A2AError(error.code, `profile "${name}": ${error.message}`, { cause: error, where: error.where });

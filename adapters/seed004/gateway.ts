@@ -5,10 +5,17 @@
  * (bin/commands/gateway.ts), so that an a2a run whose plan spawns `@coder` has the task done by a
  * registered `coding_agent`.
  *
- * Subjects (core NATS, `<prefix>` defaults to `a2a.<ns>.swarm`), the spec's routing:
- *   `<prefix>.orchestrator.messages`  agents → orchestrator (registration, heartbeat, acknowledgment, …)
- *   `<prefix>.agent.<agent_id>`       orchestrator → one agent (task, cancel, response, query, status_request, error)
- *   `<prefix>.agent.all`              orchestrator → every agent (status_request broadcast)
+ * Subjects (core NATS, `<prefix>` defaults to `a2a.<ns>.swarm`), the spec's routing with one change:
+ *   `<prefix>.orchestrator.messages.<agent_id>`  one agent → orchestrator (registration, heartbeat, acknowledgment, …)
+ *   `<prefix>.agent.<agent_id>`                  orchestrator → one agent (task, cancel, response, query, status_request, error)
+ *   `<prefix>.agent.all`                         orchestrator → every agent (status_request broadcast)
+ * The spec has every agent publish on one `<prefix>.orchestrator.messages`, where a message's
+ * `sender_id` is only what its author wrote: any agent could speak as another (report a result for
+ * its task, cancel it by an error). On its own subject, the server's permissions say who speaks
+ * (examples/nats/server.conf lets each agent's user publish on its subject only), and the gateway
+ * refuses a message whose `sender_id` or `payload.agent_id` is not that subject's agent
+ * (`E_IDENTITY_MISMATCH`). The shared subject is refused with an error naming the agent's own
+ * (`E_SHARED_SUBJECT`), unless `sharedSubject` opts in to the spec's way, identities unverified.
  *
  * - **Registry**: `registration` adds (or refreshes) an agent with its type, capabilities and
  *   `max_concurrent_tasks`; heartbeats (every 30 s by default, nothing is answered) keep it alive
@@ -23,10 +30,14 @@
  *   is assigned to that agent; `response`s and `status_response`s settle the request they
  *   correlate to (`requestStatus`, `queryCapabilities`).
  * - **Validation**: every message is parsed with the seed 004 schemas first. An invalid one (not
- *   JSON, a missing field, a wrong enum, an unknown task, a task of another agent) changes nothing
- *   and is answered with an `error` (`system_error`, a code such as `E_INVALID_MESSAGE`, a message
- *   naming the field and what is allowed, correlated to the bad message) on `agent.<sender_id>`,
- *   or not at all when the sender cannot be told. An `error` is never answered with an error.
+ *   JSON, a missing field, a wrong enum, an unknown task, a task of another agent, another agent's
+ *   identity) changes nothing and is answered with an `error` (`system_error`, a code such as
+ *   `E_INVALID_MESSAGE`, a message naming the field and what is allowed, correlated to the bad
+ *   message) on `agent.<id>` of the agent whose subject it came on (on the shared subject: of its
+ *   `sender_id`), or not at all when the sender cannot be told. An `error` is never answered with
+ *   an error.
+ * - **Replays**: a message whose `message_id` this gateway already handled from the same agent is
+ *   dropped without effect (one log line the first time it comes again; replays.ts).
  *
  * One gateway per prefix: messages for a recipient other than `orchestrator` or this gateway's
  * id are left alone (another orchestrator's).
@@ -43,6 +54,7 @@ import {
   type WireReply,
 } from '../../machines/externalTask.machine.js';
 import {
+  AgentId,
   envelopeOf,
   parseEnvelope,
   taskFromSpec,
@@ -55,6 +67,7 @@ import {
 } from '../../machines/seed004.js';
 import { correlationOf } from '../../actors/events.js';
 import { wireId } from '../../actors/remote.js';
+import { ReplayGuard, type ReplayGuardOptions } from './replays.js';
 
 export const DEFAULT_AGENT_HEARTBEAT_MS = 30_000;
 
@@ -80,6 +93,17 @@ export interface GatewayOptions {
   taskTypes?: Record<string, TaskType>;
   /** Default wait for a status or capabilities response. */
   requestTimeoutMs?: number;
+  /**
+   * Also accept messages on the spec's shared `<prefix>.orchestrator.messages`, taking their
+   * `sender_id` on trust: any client that may publish there can speak as any agent. Off by
+   * default (they are refused with an error naming the agent's own subject); for agents that
+   * cannot be changed, on a server where only trusted agents may publish there.
+   */
+  sharedSubject?: boolean;
+  /** Warnings (the shared subject's unverified identities); default: `log`. */
+  warn?: (line: string) => void;
+  /** How many handled message ids are kept to recognise replays. */
+  replays?: ReplayGuardOptions;
 }
 
 /** What the gateway knows of a registered agent. */
@@ -153,7 +177,8 @@ export class Seed004Gateway {
   /** Tasks waiting for an agent, oldest first. */
   readonly #waiters = new Map<string, Waiter>();
   readonly #pending = new Map<string, Pending>();
-  #subscription: TransportSubscription | null = null;
+  readonly #replays: ReplayGuard;
+  #subscriptions: TransportSubscription[] = [];
   #monitor: ReturnType<typeof setInterval> | null = null;
   /** The session logic the host runs: the external-task machine wired to this gateway. */
   readonly logic: AnyActorLogic;
@@ -163,16 +188,42 @@ export class Seed004Gateway {
     this.prefix = options.prefix ?? `a2a.${options.ns}.swarm`;
     this.id = options.id ?? 'orchestrator';
     this.#heartbeatMs = options.heartbeatMs ?? DEFAULT_AGENT_HEARTBEAT_MS;
+    this.#replays = new ReplayGuard(options.replays);
     const machine = createExternalTaskMachine({ ...DEFAULT_EXTERNAL_TASK_CONFIG, ...options.task });
     this.logic = machine.provide({ actors: { agentWire: this.#wireLogic() as never } });
   }
 
   get subjects() {
-    return { inbound: `${this.prefix}.orchestrator.messages`, agent: (id: string) => `${this.prefix}.agent.${id}`, all: `${this.prefix}.agent.all` };
+    const shared = `${this.prefix}.orchestrator.messages`;
+    return {
+      /** Where agent `id` speaks: a subject of its own, so that the server's permissions say who speaks. */
+      from: (id: string) => `${shared}.${id}`,
+      /** Every agent's own subject (what the gateway listens to). */
+      fromAny: `${shared}.*`,
+      /** The spec's one subject for all agents: it names no one. */
+      shared,
+      agent: (id: string) => `${this.prefix}.agent.${id}`,
+      all: `${this.prefix}.agent.all`,
+    };
   }
 
   async start(): Promise<void> {
-    this.#subscription = await this.#o.transport.subscribe(this.subjects.inbound, (message) => this.#onMessage(message.data));
+    const { fromAny, shared } = this.subjects;
+    this.#subscriptions.push(await this.#o.transport.subscribe(fromAny, (message) => this.#onAgentSubject(message.subject, message.data)));
+    if (this.#o.sharedSubject) {
+      this.#subscriptions.push(await this.#o.transport.subscribe(shared, (message) => this.#onMessage(message.data, null)));
+      (this.#o.warn ?? this.#log.bind(this))(
+        `messages on ${shared} are accepted with their sender_id unverified: any client that may publish there can speak as any agent (report results, errors, cancel its tasks); agents should publish on ${shared}.<agent_id>`,
+      );
+    } else {
+      try {
+        // only to tell an agent written to the spec where to speak instead
+        this.#subscriptions.push(await this.#o.transport.subscribe(shared, (message) => this.#onSharedSubject(message.data)));
+      } catch (error) {
+        // a server that lets no agent publish there need not let the gateway listen either
+        this.#log(`not listening on ${shared} (${error instanceof Error ? error.message : String(error)}): an agent publishing there gets no answer`);
+      }
+    }
     const every = Math.max(20, Math.min(1_000, Math.floor(this.#heartbeatMs / 2)));
     this.#monitor = setInterval(() => this.#checkLiveness(), every);
   }
@@ -180,8 +231,7 @@ export class Seed004Gateway {
   async stop(): Promise<void> {
     if (this.#monitor) clearInterval(this.#monitor);
     this.#monitor = null;
-    await this.#subscription?.unsubscribe();
-    this.#subscription = null;
+    for (const subscription of this.#subscriptions.splice(0)) await subscription.unsubscribe();
     for (const [id, p] of this.#pending) {
       clearTimeout(p.timer);
       p.reject(new Error(`the gateway stopped before ${p.agentId} answered`));
@@ -363,20 +413,62 @@ export class Seed004Gateway {
 
   // -- inbound ------------------------------------------------------------------------------------
 
-  #onMessage(data: unknown): void {
+  /** A message on `<prefix>.orchestrator.messages.<agent>`: that agent speaks. */
+  #onAgentSubject(subject: string, data: unknown): void {
+    const speaker = subject.slice(this.subjects.shared.length + 1);
+    if (!AgentId.safeParse(speaker).success) {
+      // no agent.<id> subject to answer on
+      this.#log(`dropped a message on ${subject}: "${speaker}" is not an agent id (letters, digits, "_" and "-")`);
+      return;
+    }
+    this.#onMessage(data, speaker);
+  }
+
+  /** A message on the shared subject without the opt-in: refused, with where to speak instead. */
+  #onSharedSubject(data: unknown): void {
+    const parsed = parseEnvelope(data);
+    const sender = parsed.ok ? parsed.message.sender_id : parsed.senderId;
+    const messageId = parsed.ok ? parsed.message.message_id : parsed.messageId;
+    const type = parsed.ok ? parsed.message.message_type : parsed.messageType;
+    const own = this.subjects.from(sender ?? '<agent_id>');
+    const text = `${this.subjects.shared} names no agent, so nothing said there is accepted: publish on your own subject, ${own}`;
+    // The reply goes to the sender_id it claims, unverified: all that reaches that agent is where to speak.
+    if (type === 'error') this.#log(`dropped an error message on ${this.subjects.shared} from ${sender ?? 'an unknown sender'}: publish on ${own}`);
+    else this.#reject(sender, messageId, 'E_SHARED_SUBJECT', text, `Publish every message on ${own}`);
+  }
+
+  /**
+   * A message from `speaker` (the agent of the subject it came on), or from whoever its
+   * `sender_id` names when it came on the shared subject (`speaker` null, with the opt-in).
+   */
+  #onMessage(data: unknown, speaker: string | null): void {
     const parsed = parseEnvelope(data);
     if (!parsed.ok) {
       // an invalid error report is not answered either (no error ping-pong)
       if (parsed.messageType === 'error') {
-        this.#log(`dropped an invalid error message from ${parsed.senderId ?? 'an unknown sender'}: ${parsed.problem}`);
+        this.#log(`dropped an invalid error message from ${speaker ?? parsed.senderId ?? 'an unknown sender'}: ${parsed.problem}`);
         return;
       }
-      this.#reject(parsed.senderId, parsed.messageId, 'E_INVALID_MESSAGE', `invalid message: ${parsed.problem}`, 'Fix the message to match the seed 004 schema and send it again');
+      this.#reject(speaker ?? parsed.senderId, parsed.messageId, 'E_INVALID_MESSAGE', `invalid message: ${parsed.problem}`, 'Fix the message to match the seed 004 schema and send it again');
       return;
     }
     const message = parsed.message;
     if (message.recipient_id !== 'orchestrator' && message.recipient_id !== this.id) return;
+    if (speaker !== null) {
+      const mismatch = this.#impersonation(message, speaker);
+      if (mismatch) {
+        if (message.message_type === 'error') this.#log(`dropped an error message on ${this.subjects.from(speaker)}: ${mismatch}`);
+        else this.#reject(speaker, message.message_id, 'E_IDENTITY_MISMATCH', mismatch, `Speak only as yourself: "${speaker}"`);
+        return;
+      }
+    }
     const sender = message.sender_id;
+    // after the identity check: only the agent itself can use up its message ids
+    const seen = this.#replays.check(sender, message.message_id);
+    if (seen !== 'new') {
+      if (seen === 'replay') this.#log(`replay dropped: ${message.message_type} ${message.message_id} from ${sender} was already handled`);
+      return;
+    }
     const reject = (code: string, text: string, suggested?: string, taskId?: string) => this.#reject(sender, message.message_id, code, text, suggested, taskId);
     if (ORCHESTRATOR_ONLY.has(message.message_type)) {
       reject('E_UNEXPECTED_MESSAGE', `message_type "${message.message_type}" is sent by the orchestrator to agents, not to it`);
@@ -515,6 +607,17 @@ export class Seed004Gateway {
         return;
       }
     }
+  }
+
+  /** What in a message claims another identity than `speaker`'s, or null. */
+  #impersonation(message: Seed004Message, speaker: string): string | null {
+    const where = `the agent whose subject ${this.subjects.from(speaker)} it came on`;
+    if (message.sender_id !== speaker) return `sender_id: must be "${speaker}", ${where} (got "${message.sender_id}")`;
+    // the messages that name their agent again in the payload
+    if (message.message_type === 'registration' || message.message_type === 'heartbeat' || message.message_type === 'status_response') {
+      if (message.payload.agent_id !== speaker) return `payload.agent_id: must be "${speaker}", ${where} (got "${message.payload.agent_id}")`;
+    }
+    return null;
   }
 
   #register(message: MessageOf<'registration'>): void {

@@ -11,11 +11,13 @@
  *   control/         requests to the running process (`a2a inbox approve`, `a2a redirect` ...) and replies
  * `a2a stop` finds a running run here.
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { QueueMessage, RunEvent } from '../../machines/protocol.js';
-import { A2AError } from '../../actors/errors.js';
+import { Checkpoint as CheckpointSchema, QueueMessage, RunEvent } from '../../machines/protocol.js';
+import { A2AError, inlineIssues } from '../../actors/errors.js';
+import { stateJson, toJson } from '../../actors/secrets.js';
+import { busStartOf, type BusStart } from '../../actors/events.js';
 import type { Checkpoint } from '../../actors/checkpoint.js';
 import type { InboxJournal } from '../../actors/inbox.js';
 
@@ -49,10 +51,14 @@ export class FileRunStore {
     return join(this.root, runId);
   }
 
-  /** Writes atomically (temp file + rename), so that a reader never sees half a record. */
-  #write(file: string, value: unknown, pretty = true): void {
+  /**
+   * Writes atomically (temp file + rename), so that a reader never sees half a record; secrets
+   * redacted (`state`: what is read back, where only known secret values are replaced).
+   */
+  #write(file: string, value: unknown, pretty = true, state = false): void {
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, `${pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value)}\n`);
+    const space = pretty ? 2 : undefined;
+    writeFileSync(tmp, `${state ? stateJson(value, space) : toJson(value, space)}\n`);
     renameSync(tmp, file);
   }
 
@@ -84,38 +90,34 @@ export class FileRunStore {
       .sort((a, b) => a.startedAt - b.startedAt);
   }
 
-  /** The event log (buffered: flushed every `flushMs` and at close). */
-  eventLog(runId: string, flushMs = 200): { append(event: RunEvent): void; close(): void } {
-    return this.lineLog<RunEvent>(runId, 'events.jsonl', flushMs);
+  /**
+   * The run's event log and audit trail (see RunLog). `audited` picks the events the audit keeps;
+   * `serialize` turns a record into its line (default: JSON with secrets redacted).
+   */
+  runLog(runId: string, options: { audited: (event: RunEvent) => boolean; serialize?: (value: unknown) => string; flushMs?: number }): RunLog {
+    return new RunLog(join(this.dir(runId), 'events.jsonl'), join(this.dir(runId), 'audit.jsonl'), { serialize: (value) => toJson(value), ...options });
   }
 
+  /** The events in the log; a line that is not a run event (a torn last line, a foreign line) is left out. */
   events(runId: string): RunEvent[] {
-    return this.readLines(runId, 'events.jsonl').map((line) => RunEvent.parse(line));
+    const out: RunEvent[] = [];
+    for (const line of this.readLines(runId, 'events.jsonl')) {
+      const parsed = RunEvent.safeParse(line);
+      if (parsed.success) out.push(parsed.data);
+    }
+    return out;
   }
 
-  /** An append-only JSON-lines file; lines are buffered and flushed at most every `flushMs` and at close. */
-  lineLog<T>(runId: string, name: string, flushMs = 200): { append(value: T): void; close(): void } {
-    const file = join(this.dir(runId), name);
-    let buffer: string[] = [];
-    const flush = () => {
-      if (buffer.length === 0) return;
-      appendFileSync(file, buffer.join(''));
-      buffer = [];
-    };
-    const timer = setInterval(flush, flushMs);
-    timer.unref();
-    return {
-      append: (value) => {
-        buffer.push(`${JSON.stringify(value)}\n`);
-      },
-      close: () => {
-        clearInterval(timer);
-        flush();
-      },
-    };
+  /** Where a resumed run's bus starts: after the log's last sequence number, knowing the facts it holds. */
+  eventsStart(runId: string): BusStart {
+    return busStartOf(this.events(runId));
   }
 
-  readLines(runId: string, name: string): unknown[] {
+  /**
+   * The JSON lines of a file. A line that is not JSON (a process killed mid-write leaves a torn
+   * last line; a later run continues after it) is left out and reported through `onInvalid`.
+   */
+  readLines(runId: string, name: string, onInvalid: (problem: string) => void = () => {}): unknown[] {
     const file = join(this.dir(runId), name);
     if (!existsSync(file)) return [];
     const out: unknown[] = [];
@@ -125,8 +127,7 @@ export class FileRunStore {
       try {
         out.push(JSON.parse(line));
       } catch {
-        // a process killed mid-write leaves at most a torn last line
-        if (i !== lines.length - 1 && lines.slice(i + 1).some(Boolean)) throw new A2AError('VALIDATION_ERROR', `${file}:${i + 1} is not valid JSON`);
+        onInvalid(`${file}:${i + 1} is not valid JSON; left out`);
       }
     });
     return out;
@@ -140,9 +141,10 @@ export class FileRunStore {
    */
   inboxJournal(runId: string): InboxJournal & { commit(): void; pendingHandled(): number } {
     const file = join(this.dir(runId), 'inbox.jsonl');
+    terminateLastLine(file);
     let handled: string[] = [];
     return {
-      accepted: (message, at) => appendFileSync(file, `${JSON.stringify({ t: 'accepted', at, message })}\n`),
+      accepted: (message, at) => appendFileSync(file, `${stateJson({ t: 'accepted', at, message })}\n`),
       handled: (id, at) => {
         handled.push(`${JSON.stringify({ t: 'handled', at, id })}\n`);
       },
@@ -155,12 +157,19 @@ export class FileRunStore {
     };
   }
 
-  readJournal(runId: string): JournalRecord[] {
-    return this.readLines(runId, 'inbox.jsonl').map((line, i) => {
+  /**
+   * The journal's records. A record that is not one (a torn last line of a process killed while
+   * writing, a hand-edited or foreign line) is left out and reported through `onInvalid` (line and
+   * field), so that one bad line neither stops a resume nor is replayed into the inbox.
+   */
+  readJournal(runId: string, onInvalid: (problem: string) => void = () => {}): JournalRecord[] {
+    const out: JournalRecord[] = [];
+    this.readLines(runId, 'inbox.jsonl', onInvalid).forEach((line, i) => {
       const parsed = JournalRecord.safeParse(line);
-      if (!parsed.success) throw new A2AError('VALIDATION_ERROR', `${join(this.dir(runId), 'inbox.jsonl')}: record ${i + 1} is not a journal record`);
-      return parsed.data;
+      if (parsed.success) out.push(parsed.data);
+      else onInvalid(`${join(this.dir(runId), 'inbox.jsonl')}: record ${i + 1} is not a journal record (${inlineIssues(parsed.error.issues)}); left out`);
     });
+    return out;
   }
 
   /** Appends handled lines for ids a checkpoint shows handled but the journal lacks (killed between the two writes). */
@@ -170,15 +179,21 @@ export class FileRunStore {
   }
 
   writeCheckpoint(runId: string, checkpoint: Checkpoint): void {
-    this.#write(join(this.dir(runId), 'checkpoint.json'), checkpoint, false);
+    this.#write(join(this.dir(runId), 'checkpoint.json'), checkpoint, false, true);
   }
 
   readCheckpoint(runId: string): Checkpoint | null {
     const file = join(this.dir(runId), 'checkpoint.json');
     if (!existsSync(file)) return null;
-    const value = JSON.parse(readFileSync(file, 'utf8')) as Checkpoint;
-    if (value.version !== 1) throw new A2AError('VALIDATION_ERROR', `${file}: unknown checkpoint version ${String(value.version)}`);
-    return value;
+    let value: unknown;
+    try {
+      value = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      throw new A2AError('VALIDATION_ERROR', `${file} is not JSON (${(error as Error).message}): the run cannot be resumed from it`);
+    }
+    const parsed = CheckpointSchema.safeParse(value);
+    if (!parsed.success) throw new A2AError('VALIDATION_ERROR', `${file} is not a checkpoint: ${inlineIssues(parsed.error.issues)}`);
+    return parsed.data;
   }
 
   writeStatus(runId: string, status: unknown): void {
@@ -207,3 +222,75 @@ export const JournalRecord = z.discriminatedUnion('t', [
   z.object({ t: z.literal('handled'), at: z.number(), id: z.string(), recovered: z.boolean().optional() }),
 ]);
 export type JournalRecord = z.infer<typeof JournalRecord>;
+
+/** Appends a newline to a file whose last line is not terminated (torn by a kill). */
+function terminateLastLine(file: string): void {
+  if (!existsSync(file)) return;
+  const size = statSync(file).size;
+  if (size === 0) return;
+  const fd = openSync(file, 'r');
+  const last = Buffer.alloc(1);
+  try {
+    readSync(fd, last, 0, 1, size - 1);
+  } finally {
+    closeSync(fd);
+  }
+  if (last[0] !== 0x0a) appendFileSync(file, '\n');
+}
+
+/**
+ * The event log (`events.jsonl`, every run event) and the audit trail (`audit.jsonl`, the A2A
+ * operations among them), written together. Lines are buffered and written every `flushMs`, and
+ * always before a checkpoint is written (the checkpointer calls `flush`), so that both logs hold
+ * everything the checkpoint holds: a run killed at any point and resumed misses nothing in them,
+ * and what it emits again is dropped by id (see RunEventBus). `whenWritten` runs a callback once
+ * what was appended so far is on disk (acknowledging a host's events, for instance).
+ */
+export class RunLog {
+  #events: string[] = [];
+  #audit: string[] = [];
+  #waiting: Array<() => void> = [];
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly eventsFile: string,
+    private readonly auditFile: string,
+    private readonly options: { audited: (event: RunEvent) => boolean; serialize: (value: unknown) => string; flushMs?: number },
+  ) {
+    this.#timer = setInterval(() => this.flush(), options.flushMs ?? 200);
+    this.#timer.unref();
+    // a process killed mid-write may have left a torn last line: end it, so that it stays one bad line
+    for (const file of [eventsFile, auditFile]) terminateLastLine(file);
+  }
+
+  append(event: RunEvent): void {
+    const line = `${this.options.serialize(event)}\n`;
+    this.#events.push(line);
+    if (this.options.audited(event)) this.#audit.push(line);
+  }
+
+  /** Runs `callback` once everything appended so far is written. */
+  whenWritten(callback: () => void): void {
+    if (this.#events.length === 0 && this.#audit.length === 0) callback();
+    else this.#waiting.push(callback);
+  }
+
+  flush(): void {
+    if (this.#events.length > 0) {
+      appendFileSync(this.eventsFile, this.#events.join(''));
+      this.#events = [];
+    }
+    if (this.#audit.length > 0) {
+      appendFileSync(this.auditFile, this.#audit.join(''));
+      this.#audit = [];
+    }
+    const waiting = this.#waiting;
+    this.#waiting = [];
+    for (const callback of waiting) callback();
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+    this.flush();
+  }
+}

@@ -11,7 +11,7 @@
  * share objects. Names, subjects and keys are checked with the rules NATS applies, so that what
  * runs here also runs over NATS. Timers use the injected clock; handlers run on microtasks.
  */
-import type { Clock, DurableConsumer, DurableMessage, KeyValue, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
+import type { Clock, DurableConsumer, DurableMessage, KeyValue, KeyValueReader, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../clock.js';
 
@@ -408,6 +408,13 @@ class MemoryTransport implements Transport {
         member.active = false;
         consumer.members = consumer.members.filter((m) => m !== member);
       },
+      pending: async () => {
+        let waiting = consumer.pending.size;
+        for (const message of queue.messages.values()) {
+          if (message.seq >= consumer.nextSeq && (consumer.filter === undefined || subjectMatches(consumer.filter, message.subject))) waiting++;
+        }
+        return waiting;
+      },
     };
   }
 
@@ -543,6 +550,25 @@ class MemoryTransport implements Transport {
       keys: async (prefix = '') => {
         this.#open();
         return [...b.entries].filter(([k, e]) => !e.deleted && k.startsWith(prefix)).map(([k]) => k).sort();
+      },
+    };
+  }
+
+  async readKeyValue(name: string): Promise<KeyValueReader> {
+    this.#open();
+    assertName(name, 'bucket name');
+    // never created here: a bucket nobody wrote to reads as empty
+    const entries = (): Bucket['entries'] => this.#buckets.get(name)?.entries ?? new Map();
+    return {
+      get: async (key) => {
+        this.#open();
+        assertKey(key, name);
+        const entry = entries().get(key);
+        return entry && !entry.deleted ? { value: JSON.parse(entry.wire), revision: entry.revision } : null;
+      },
+      keys: async (prefix = '') => {
+        this.#open();
+        return [...entries()].filter(([k, e]) => !e.deleted && k.startsWith(prefix)).map(([k]) => k).sort();
       },
     };
   }

@@ -29,10 +29,12 @@ import {
   type JetStreamManager,
   type JsMsg,
   type StreamConfig,
+  type StreamInfo,
 } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import type { DurableConsumer, DurableMessage, KeyValue, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
+import type { DurableConsumer, DurableMessage, KeyValue, KeyValueReader, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
+import { stateJson } from '../../actors/secrets.js';
 import { assertConsumerName, assertKey, assertName, assertSubject } from './memory.js';
 
 export interface NatsTransportOptions {
@@ -55,6 +57,22 @@ export interface NatsTransportOptions {
    * Subject tokens separated by ".", no wildcards, no whitespace. Default `_INBOX`.
    */
   inboxPrefix?: string;
+  /**
+   * Where this connection reaches JetStream's API: `$JS.API` (default), or the subject an
+   * account import maps another account's API to (examples/nats/server.conf gives the monitor
+   * its own account that imports only the reads of the hosts bucket, as `JS.A2A.API.…`).
+   * Same rules as `inboxPrefix`.
+   */
+  jsApiPrefix?: string;
+}
+
+/** A NATS transport, and what the server said of itself when it accepted the connection. */
+export interface NatsConnectedTransport extends Transport {
+  /**
+   * The server asked for credentials (`auth_required` in its INFO). When it did not, any client
+   * that reaches it may publish anything: forge results, events, cancels.
+   */
+  readonly serverRequiresAuth: boolean;
 }
 
 /** Default dedup window of a queue (JetStream's own default). */
@@ -75,6 +93,11 @@ const RETRY_MAX_MS = 2_000;
  * be recovering (no responders, timeouts) after the connection is back.
  */
 const TRANSIENT_RETRY_MS = 30_000;
+/**
+ * After a reconnect, JetStream may still be recovering its streams from disk: for this long a
+ * stream that seems missing is taken as not there yet (the operation is retried), not as absent.
+ */
+const RECOVERY_GRACE_MS = 10_000;
 /** Headers JetStream uses itself (`Nats-Msg-Id`, `Nats-Expected-…`): reserved, hidden from handlers. */
 const RESERVED_HEADER = /^nats-/i;
 
@@ -94,12 +117,16 @@ export function bucketNameFor(bucket: string, namespace = 'default'): string {
 
 /** Checks an inbox prefix (see NatsTransportOptions.inboxPrefix): a subject without wildcards. */
 export function assertInboxPrefix(prefix: string): void {
-  const bad = (why: string) =>
-    new A2AError(
-      'CONFIGURATION_INVALID',
-      `invalid NATS inbox prefix "${prefix}" (A2A_NATS_INBOX_PREFIX): ${why}; use subject tokens separated by ".", e.g. "_INBOX_host", matching the user's \`subscribe\` permission "<prefix>.>"`,
-      { where: 'inboxPrefix' },
-    );
+  assertPrefix(prefix, 'inboxPrefix', `NATS inbox prefix "${prefix}" (A2A_NATS_INBOX_PREFIX)`, 'e.g. "_INBOX_host", matching the user\'s `subscribe` permission "<prefix>.>"');
+}
+
+/** Checks a JetStream API prefix (see NatsTransportOptions.jsApiPrefix). */
+export function assertJsApiPrefix(prefix: string): void {
+  assertPrefix(prefix, 'jsApiPrefix', `JetStream API prefix "${prefix}" (A2A_NATS_JS_API_PREFIX)`, 'e.g. "JS.A2A.API", the subject the account imports JetStream\'s API to');
+}
+
+function assertPrefix(prefix: string, where: string, what: string, example: string): void {
+  const bad = (why: string) => new A2AError('CONFIGURATION_INVALID', `invalid ${what}: ${why}; use subject tokens separated by ".", ${example}`, { where });
   if (typeof prefix !== 'string' || prefix.length === 0) throw bad('it is empty');
   if (/[\s\0]/.test(prefix)) throw bad('it contains whitespace');
   if (/[*>]/.test(prefix)) throw bad('wildcards ("*", ">") are not allowed');
@@ -108,7 +135,7 @@ export function assertInboxPrefix(prefix: string): void {
 }
 
 /** Server URLs without user info, for messages. */
-function describeServers(servers: string | string[]): string {
+export function describeServers(servers: string | string[]): string {
   return (Array.isArray(servers) ? servers : [servers]).map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(', ');
 }
 
@@ -156,9 +183,14 @@ function isTransient(error: unknown): boolean {
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The JSON of a payload; known secret values are redacted (actors/secrets.ts): nothing leaves in
+ * clear over NATS. (Payloads are state read back elsewhere: credential shapes are left alone; the
+ * events people read are redacted as records before they are published.)
+ */
 function encode(data: unknown, what: string): string {
   try {
-    return JSON.stringify(data === undefined ? null : data) ?? 'null';
+    return stateJson(data === undefined ? null : data);
   } catch (error) {
     throw new A2AError('VALIDATION_ERROR', `data for ${what} is not JSON-serializable: ${reason(error)}`, { cause: error, where: what });
   }
@@ -198,12 +230,13 @@ function fromHeaders(headers: MsgHdrs | undefined): Record<string, string> {
 }
 
 /** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
-export async function connectNats(options: NatsTransportOptions): Promise<Transport> {
+export async function connectNats(options: NatsTransportOptions): Promise<NatsConnectedTransport> {
   const servers = describeServers(options.servers);
   const secrets = secretsOf(options);
   const namespace = options.namespace ?? 'default';
   assertName(namespace, 'namespace');
   if (options.inboxPrefix !== undefined) assertInboxPrefix(options.inboxPrefix);
+  if (options.jsApiPrefix !== undefined) assertJsApiPrefix(options.jsApiPrefix);
   let nc: NatsConnection;
   try {
     nc = await connect({
@@ -234,11 +267,12 @@ export async function connectNats(options: NatsTransportOptions): Promise<Transp
     throw new A2AError(auth ? 'CONFIGURATION_INVALID' : 'AGENT_ERROR', redact(message, secrets), { where: servers });
   }
   // checkAPI: false, so that a server without JetStream still serves core messaging.
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
-  return new NatsTransport(nc, jetstream(nc), jsm, namespace, servers, secrets, options.inboxPrefix ?? '_INBOX');
+  const api = options.jsApiPrefix !== undefined ? { apiPrefix: options.jsApiPrefix } : {};
+  const jsm = await jetstreamManager(nc, { checkAPI: false, ...api });
+  return new NatsTransport(nc, jetstream(nc, api), jsm, namespace, servers, secrets, options.inboxPrefix ?? '_INBOX');
 }
 
-class NatsTransport implements Transport {
+class NatsTransport implements NatsConnectedTransport {
   readonly kind = 'nats' as const;
   readonly #nc: NatsConnection;
   readonly #js: JetStreamClient;
@@ -251,6 +285,8 @@ class NatsTransport implements Transport {
   #kvm: Kvm | null = null;
   /** False between a disconnect and the reconnect (see RECONNECT_WAIT_MS). */
   #up = true;
+  /** When the connection last came back (0: never lost). */
+  #reconnectedAt = 0;
   #onUp = new Set<() => void>();
   /** Called on each reconnect: pull requests made before it died with the old connection. */
   #onReconnect = new Set<() => void>();
@@ -274,6 +310,7 @@ class NatsTransport implements Transport {
       if (status.type === 'disconnect') this.#up = false;
       else if (status.type === 'reconnect' || status.type === 'close') {
         this.#up = status.type === 'reconnect';
+        if (this.#up) this.#reconnectedAt = Date.now();
         for (const wake of [...this.#onUp]) wake();
         if (status.type === 'reconnect') for (const refetch of [...this.#onReconnect]) refetch();
       }
@@ -298,6 +335,10 @@ class NatsTransport implements Transport {
     if (signal?.aborted) return;
     if (this.#nc.isClosed()) throw this.#fail('AGENT_ERROR', `cannot ${what}: the connection is closed`, where);
     if (!this.#up) throw this.#fail('AGENT_TIMEOUT', `cannot ${what}: disconnected, and not reconnected within ${timeoutMs} ms`, where);
+  }
+
+  get serverRequiresAuth(): boolean {
+    return this.#nc.info?.auth_required === true;
   }
 
   /** The server in use (host:port, no credentials), for messages. */
@@ -484,7 +525,8 @@ class NatsTransport implements Transport {
     try {
       const ack = await this.#retrying(`enqueue on subject "${subject}"`, subject, () =>
         this.#js.publish(subject, payload, { msgID: options.msgId, ...(h ? { headers: h } : {}) }),
-        async (error) => !(isNoResponders(error) || /not enabled/i.test(reason(error))) || !(await streamMissing()),
+        async (error) =>
+          !(isNoResponders(error) || /not enabled/i.test(reason(error))) || Date.now() - this.#reconnectedAt < RECOVERY_GRACE_MS || !(await streamMissing()),
       );
       return { duplicate: ack.duplicate };
     } catch (error) {
@@ -594,6 +636,10 @@ class NatsTransport implements Transport {
     this.#onReconnect.add(refetch);
     const running = loop();
     const handle: DurableConsumer = {
+      pending: async () => {
+        const info = await this.#retrying(`read the state of consumer ${options.consumer} on queue ${queue}`, where, () => consumer.info());
+        return info.num_pending + info.num_ack_pending;
+      },
       stop: async () => {
         if (stopped) return;
         stopped = true;
@@ -720,6 +766,66 @@ class NatsTransport implements Transport {
             const out: string[] = [];
             for await (const key of await kv.keys(filter)) if (key.startsWith(prefix)) out.push(key);
             return [...new Set(out)].sort();
+          });
+        } catch (error) {
+          throw this.#fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
+        }
+      },
+    };
+  }
+
+  async readKeyValue(bucket: string): Promise<KeyValueReader> {
+    const name = bucketNameFor(bucket, this.#namespace);
+    // what @nats-io/kv names them: stream KV_<bucket>, a key's subject $KV.<bucket>.<key>
+    const stream = `KV_${name}`;
+    const subjectPrefix = `$KV.${name}.`;
+    /** The stream's info, with the subjects under `filter` listed; null when there is no bucket. */
+    const info = async (filter?: string): Promise<StreamInfo | null> => {
+      try {
+        return await this.#jsm.streams.info(stream, filter === undefined ? undefined : { subjects_filter: filter });
+      } catch (error) {
+        if (isApiError(error, JetStreamApiCodes.StreamNotFound)) return null;
+        throw error;
+      }
+    };
+    // Direct get when the bucket allows it (any server in a cluster answers), else message get;
+    // learnt from the stream's config on first use.
+    let direct: boolean | null = null;
+    const get = async (key: string) => {
+      if (direct === null) {
+        const i = await info();
+        if (!i) return null;
+        direct = i.config.allow_direct === true;
+      }
+      const query = { last_by_subj: `${subjectPrefix}${key}` };
+      const m = direct ? await this.#jsm.direct.getMessage(stream, query) : await this.#jsm.streams.getMessage(stream, query);
+      // a deleted or purged key keeps a marker as its last entry
+      const operation = m?.header?.get('KV-Operation');
+      return m && operation !== 'DEL' && operation !== 'PURGE' ? { value: decode(m.data), revision: m.seq } : null;
+    };
+    return {
+      get: async (key) => {
+        assertKey(key, bucket);
+        try {
+          return await this.#retrying(`read key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, () => get(key));
+        } catch (error) {
+          throw this.#fail('AGENT_ERROR', `KV get of key "${key}" in bucket ${bucket} failed`, `${bucket}/${key}`, error);
+        }
+      },
+      keys: async (prefix = '') => {
+        try {
+          return await this.#retrying(`list the keys of bucket ${bucket}`, bucket, async () => {
+            // A prefix ending in "." is a subject prefix the server can filter on; others are filtered here.
+            const filter = `${subjectPrefix}${prefix.endsWith('.') && prefix.length > 1 ? prefix : ''}>`;
+            const i = await info(filter);
+            if (!i) return [];
+            direct ??= i.config.allow_direct === true;
+            const listed = Object.keys(i.state.subjects ?? {})
+              .map((subject) => subject.slice(subjectPrefix.length))
+              .filter((key) => key.startsWith(prefix));
+            // a subject whose last entry is a delete marker is no key: each is read once to know
+            const live = await Promise.all(listed.map(async (key) => ((await get(key)) ? key : null)));
+            return live.filter((key): key is string => key !== null).sort();
           });
         } catch (error) {
           throw this.#fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);

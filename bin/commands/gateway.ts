@@ -4,16 +4,20 @@
  * tasks of a2a runs. It is a host (like `a2a host`) serving the a2a agent names given, whose
  * sessions hand their task to a registered external agent of the mapped `agent_type` instead of
  * running a model: an a2a run whose plan spawns `@coder` gets that task done by a `coding_agent`.
- * Agents register and talk on `<prefix>.orchestrator.messages` (prefix `a2a.<ns>.swarm` by default)
- * and are sent to on `<prefix>.agent.<agent_id>`. Drains on SIGTERM or Ctrl-C like a host.
+ * Each agent registers and talks on its own `<prefix>.orchestrator.messages.<agent_id>` (prefix
+ * `a2a.<ns>.swarm` by default), where the server's permissions can say who speaks; the spec's
+ * shared `<prefix>.orchestrator.messages` is refused unless `--shared-subject` (identities then
+ * unverified, said on stderr). Agents are sent to on `<prefix>.agent.<agent_id>`. Drains on SIGTERM
+ * or Ctrl-C like a host.
  */
 import { hostname } from 'node:os';
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../../adapters/clock.js';
+import { commandRefusal } from '../../actors/remote.js';
 import { Host } from '../../adapters/host.js';
 import { Seed004Gateway } from '../../adapters/seed004/gateway.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { drainOnSignal, natsCredentials, publishingSink, type HostIo } from './host.js';
+import { drainOnSignal, natsCredentials, publishingSink, warnIfUnauthenticated, type HostIo } from './host.js';
 
 export interface GatewayCommandOptions {
   nats: string;
@@ -30,6 +34,8 @@ export interface GatewayCommandOptions {
   concurrency?: number;
   maxAttempts?: number;
   agentWait?: number;
+  /** Accept the spec's shared subject too, sender ids unverified. */
+  sharedSubject?: boolean;
 }
 
 export interface GatewayIo extends HostIo {
@@ -61,6 +67,7 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
   }
   const hostId = options.id ?? `gateway-${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-gateway-${hostId}`, ...natsCredentials() });
+  warnIfUnauthenticated(transport, options.nats, io.stderr);
   const bus = publishingSink(transport, ns, hostId, io, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'warning']);
   const gateway = new Seed004Gateway({
     transport,
@@ -70,6 +77,8 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
     clock: realClock,
     events: bus,
     log: (line) => io.stdout.write(`gateway: ${line}\n`),
+    warn: (line) => io.stderr.write(`a2a: warning: --shared-subject: ${line}\n`),
+    ...(options.sharedSubject ? { sharedSubject: true } : {}),
     ...(options.heartbeat ? { heartbeatMs: options.heartbeat } : {}),
     task: {
       ...(options.ackTimeout ? { ackTimeoutMs: options.ackTimeout } : {}),
@@ -89,12 +98,14 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
     agents: Object.keys(serve),
     concurrency,
     sessionLogic: () => gateway.logic,
+    flushEvents: () => bus.flush(),
+    refuse: commandRefusal((name) => name in serve),
     clock: realClock,
     events: bus,
   });
   await host.start();
   const mapping = Object.entries(serve).map(([name, type]) => `@${name}=${type}`).join(', ');
-  io.stdout.write(`gateway ${hostId} serves ${mapping} (concurrency ${concurrency}) in namespace ${ns}; agents talk on ${gateway.subjects.inbound}\n`);
+  io.stdout.write(`gateway ${hostId} serves ${mapping} (concurrency ${concurrency}) in namespace ${ns}; agents talk on ${gateway.subjects.fromAny}${options.sharedSubject ? ` and ${gateway.subjects.shared}` : ''}\n`);
   io.onStarted?.(gateway);
 
   await drainOnSignal(host, io, { label: `gateway ${hostId}`, work: 'tasks', units: 'task(s)', drainMs: options.drain ?? 30_000 });

@@ -13,12 +13,14 @@ import { createRuntime } from '../../actors/runtime.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { realClock } from '../../adapters/clock.js';
 import { loadConfig, loadRegistry, loadScript } from '../../adapters/config.js';
-import { DeferredAcks, Host } from '../../adapters/host.js';
-import { connectNats } from '../../adapters/transport/nats.js';
+import { DeferredAcks, Host, snapshotHolders } from '../../adapters/host.js';
+import { commandRefusal } from '../../actors/remote.js';
+import { connectNats, describeServers, type NatsConnectedTransport } from '../../adapters/transport/nats.js';
 import { transportSink } from '../../adapters/transport/events.js';
 import type { Script } from '../../adapters/model/scripted.js';
 import { describeEvent } from '../../adapters/terminal.js';
 import { modelsFor } from '../models.js';
+import { commandRunnerFor } from '../sandbox.js';
 
 export interface HostCommandOptions {
   nats: string;
@@ -48,7 +50,22 @@ export function natsCredentials(env: NodeJS.ProcessEnv = process.env) {
     ...(env.A2A_NATS_TOKEN ? { token: env.A2A_NATS_TOKEN } : {}),
     // not a secret, but per user like the others: where this user's replies come back (server.conf)
     ...(env.A2A_NATS_INBOX_PREFIX ? { inboxPrefix: env.A2A_NATS_INBOX_PREFIX } : {}),
+    // the monitor's, in examples/nats/server.conf: its account reaches JetStream through an import
+    ...(env.A2A_NATS_JS_API_PREFIX ? { jsApiPrefix: env.A2A_NATS_JS_API_PREFIX } : {}),
   };
+}
+
+/**
+ * One warning on stderr when the server let this process in without credentials: then nothing
+ * on the server tells one client from another, and any of them can forge what a2a trusts.
+ */
+export function warnIfUnauthenticated(transport: NatsConnectedTransport, servers: string, stderr: NodeJS.WritableStream): void {
+  if (transport.serverRequiresAuth) return;
+  stderr.write(
+    `a2a: warning: the NATS server at ${describeServers(servers)} does not require authentication: any client that reaches it can forge ` +
+      'session results, run and audit events, cancels and seed 004 agents\' messages. Give each role its own user ' +
+      '(examples/nats/server.conf; README, "Security").\n',
+  );
 }
 
 export async function hostCommand(options: HostCommandOptions, io: HostIo): Promise<number> {
@@ -68,10 +85,16 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
   const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
 
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials() });
+  warnIfUnauthenticated(transport, options.nats, io.stderr);
   // events are published under their own run (for its orchestrator and monitors) and logged here
   const bus = publishingSink(transport, ns, hostId, io, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning']);
   const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace);
   const deferredAcks = new DeferredAcks();
+  const commands = commandRunnerFor(config.sandbox);
+  if (commands.warning) {
+    io.stderr.write(`a2a: warning: ${commands.warning}\n`);
+    bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${commands.warning}`, sandbox: 'none' } });
+  }
   const runtime = createRuntime({
     registry,
     clock: realClock,
@@ -80,8 +103,9 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
     orchestratorModel,
     costs,
     catalog,
+    commands: commands.runner,
     remote: {
-      deps: { transport, ns, process: hostId, clock: realClock, events: bus, deferAck: deferredAcks.defer },
+      deps: { transport, ns, process: hostId, clock: realClock, events: bus, deferAck: deferredAcks.defer, holderOf: await snapshotHolders(transport, ns) },
       // children of types this host serves run here; the others go to hosts that serve them
       placeRemotely: (spec) => !agents.includes(spec.agent.agentName),
     },
@@ -93,6 +117,8 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
     agents,
     concurrency: options.concurrency ?? 4,
     sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
+    flushEvents: () => bus.flush(),
+    refuse: commandRefusal((name) => registry.has(name)),
     clock: realClock,
     events: bus,
     deferredAcks,
@@ -127,12 +153,14 @@ export async function drainOnSignal(host: Host, io: HostIo, o: { label: string; 
  * The event sink of a host process: every event is published (stamped with its run, for the run's
  * orchestrator and monitors), and those of the `logged` types are also written to stdout.
  */
-export function publishingSink(transport: Transport, ns: string, hostId: string, io: Pick<HostIo, 'stdout'>, logged: RunEvent['type'][]): EventSink {
-  const sink = transportSink(transport, ns, hostId, realClock);
+export function publishingSink(transport: Transport, ns: string, hostId: string, io: Pick<HostIo, 'stdout' | 'stderr'>, logged: RunEvent['type'][]): EventSink & { flush(): Promise<void> } {
+  // an event that cannot be stored is said where a person sees it, never dropped without a word
+  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => io.stderr.write(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${error instanceof Error ? error.message : String(error)}\n`));
   const shown = new Set<string>(logged);
   let seq = 0;
   return {
     listening: true,
+    flush: () => sink.flush(),
     emit(event) {
       sink.emit(event);
       if (!shown.has(event.type)) return;

@@ -12,8 +12,10 @@
  *
  * `--until-done` ends (0) after the watched run's `run.finished` and a last snapshot; `--for <ms>`
  * ends after that long (1 with `--until-done` if the run did not finish). Otherwise it runs until
- * SIGINT/SIGTERM. Credentials come from the environment (A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX) and are
- * never printed.
+ * SIGINT/SIGTERM. Credentials come from the environment (A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX,
+ * and A2A_NATS_JS_API_PREFIX when its account imports JetStream's API) and are never printed.
+ * It publishes nothing and creates no consumer: the hosts bucket is read by stream info and direct
+ * get (Transport.readKeyValue), so its user needs no right that could deliver messages anywhere.
  */
 import { A2AError } from '../../actors/errors.js';
 import { subjects } from '../../actors/remote.js';
@@ -156,14 +158,16 @@ export async function monitorCommand(options: MonitorCommandOptions, io: Monitor
       subscriptions.push(await transport.subscribe(s.heartbeats, onHeartbeat));
       if (options.run) {
         subscriptions.push(await transport.subscribe(`a2a.${ns}.events.${options.run}.>`, onEvent));
+        subscriptions.push(await transport.subscribe(s.hostEventsOf(options.run), onEvent));
         // host.joined / host.lost and host warnings are published outside any run
         subscriptions.push(await transport.subscribe(`a2a.${ns}.events.host.>`, onEvent));
       } else {
         subscriptions.push(await transport.subscribe(s.allEvents, onEvent));
+        subscriptions.push(await transport.subscribe(s.allHostEvents, onEvent));
       }
       if (mode === 'log') write(`${title}: watching (Ctrl-C to stop)`);
-      // the hosts registered before this monitor started
-      const bucket = await transport.keyValue(s.buckets.hosts);
+      // the hosts registered before this monitor started: read only (no consumer, nothing created)
+      const bucket = await transport.readKeyValue(s.buckets.hosts);
       for (const key of await bucket.keys()) {
         const beat = ReceivedHeartbeat.safeParse((await bucket.get(key))?.value);
         if (!beat.success) continue;

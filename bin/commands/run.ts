@@ -6,11 +6,12 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { Plan, RunEvent, SubTaskResult } from '../../machines/protocol.js';
+import { secrets } from '../../actors/secrets.js';
+import { RunId as RunIdSchema, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
-import { RunEventBus } from '../../actors/events.js';
+import { busStartOf, RunEventBus } from '../../actors/events.js';
 import { orchestratorInput, parsePlan, standaloneSpec, startRun, startStandalone } from '../../actors/run.js';
-import { auditRecord, isAudited } from '../../actors/audit.js';
+import { isAudited } from '../../actors/audit.js';
 import { Checkpointer, ControlServer, handleControl, planResume, type ResumePlan } from '../../adapters/runHost.js';
 import { PrintedNotice, TerminalPrompt } from '../../adapters/humanPrompt.js';
 import { createGit, planGit } from '../../adapters/git.js';
@@ -23,10 +24,12 @@ import { realClock } from '../../adapters/clock.js';
 import { loadConfig, loadRegistry, loadScript, readStructured } from '../../adapters/config.js';
 import type { Script } from '../../adapters/model/scripted.js';
 import { modelsFor } from '../models.js';
+import { commandRunnerFor } from '../sandbox.js';
 import { connectNats } from '../../adapters/transport/nats.js';
 import { publishRunEvents, relayHostEvents } from '../../adapters/transport/events.js';
 import { ensureQueues } from '../../actors/remote.js';
-import { natsCredentials } from './host.js';
+import { natsCredentials, warnIfUnauthenticated } from './host.js';
+import { snapshotHolders } from '../../adapters/host.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { liveDisplay, logDisplay, palette, renderSummary, type RunDisplay } from '../../adapters/terminal.js';
 import { connectInspector, type InspectorConnection } from '../../adapters/inspector.js';
@@ -80,7 +83,7 @@ export interface RunIo {
 function newRunId(): string {
   const d = new Date();
   const pad = (n: number) => String(n).padStart(2, '0');
-  return `r-${d.getFullYear()}${pad(d.getMonth() + 1)}${pad(d.getDate())}-${pad(d.getHours())}${pad(d.getMinutes())}${pad(d.getSeconds())}-${randomBytes(2).toString('hex')}`;
+  return `r-${d.getFullYear()}${pad(d.getMonth() + 1)}${pad(d.getDate())}-${pad(d.getHours())}${pad(d.getMinutes())}${pad(d.getSeconds())}-${randomBytes(4).toString('hex')}`;
 }
 
 /** The configuration layer made of command-line flags. */
@@ -164,8 +167,9 @@ function resumable(store: FileRunStore, runId: string) {
   }
   if (!record.invocation) throw new A2AError('VALIDATION_ERROR', `run ${runId} was not recorded with what started it; it cannot be resumed`);
   if (record.planId === 'standalone') throw new A2AError('VALIDATION_ERROR', `run ${runId} is a standalone session: only orchestrated runs can be resumed`);
+  // killed before its first checkpoint: it starts again from its plan, under the same id (its log
+  // continues, and what it had logged is not logged twice)
   const checkpoint = store.readCheckpoint(runId);
-  if (!checkpoint) throw new A2AError('NOT_FOUND', `run ${runId} has no checkpoint yet (it was killed before its first one); start it again`);
   return { record, checkpoint };
 }
 
@@ -199,18 +203,23 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   if (!target) throw new A2AError('VALIDATION_ERROR', 'nothing to run: give a plan file, a directory with plan.json, a task in quotes, or --resume <runId>');
 
   const runId = resuming?.record.runId ?? options.runId ?? newRunId();
+  const validRunId = RunIdSchema.safeParse(runId);
+  if (!validRunId.success) throw new A2AError('VALIDATION_ERROR', `run id "${runId}" is not allowed: ${validRunId.error.issues[0]?.message ?? 'invalid'}`);
   const p = prepare(target, effective, runId);
   const store = new FileRunStore(p.workspace);
-  const bus = new RunEventBus(runId, realClock);
+  // a resumed run continues its log (read once): the same sequence, and what the log holds is
+  // not emitted again
+  const logged = resuming ? store0.events(runId) : [];
+  const bus = new RunEventBus(runId, realClock, resuming ? busStartOf(logged) : undefined);
   // model clients by profile (the scripted model unless profiles say otherwise), priced per call
   const { resolveModel, profiles, ledger, costs, orchestratorModel } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
   if (resuming) {
     // the spending before the kill counts against the budgets (as far as the event log has it)
-    for (const e of store0.events(runId)) {
+    for (const e of logged) {
       if (e.type === 'model.called' && e.subTaskId && e.workerId) {
         ledger.restore({
           sessionId: e.subTaskId,
-          workerId: e.workerId,
+          workerId: `${runId}.${e.workerId}`,
           usd: Number(e.data.costUsd ?? 0),
           usage: { inputTokens: Number(e.data.inputTokens ?? 0), outputTokens: Number(e.data.outputTokens ?? 0) },
         });
@@ -236,10 +245,11 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   const pendingAcks: Array<() => Promise<void>> = [];
   const remote = transport
     ? {
-        deps: { transport, ns, process: `run-${runId}`, clock: realClock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack) },
+        deps: { transport, ns, process: `run-${runId}`, clock: realClock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack), holderOf: await snapshotHolders(transport, ns) },
         placeRemotely: () => true,
       }
     : null;
+  if (transport) warnIfUnauthenticated(transport, effective.nats!, io.stderr);
   if (transport) await ensureQueues(transport, ns);
   const budgets = p.config.models.budgets;
   if (transport && budgets && (budgets.runUsd !== undefined || budgets.workerUsd !== undefined)) {
@@ -248,9 +258,12 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       `a2a: warning: budgets (models.budgets) are enforced per process: with --nats the sessions on hosts spend against the budgets of each host's own config (the run's summary still adds up every call the hosts report)\n`,
     );
   }
+  const commands = commandRunnerFor(p.config.sandbox);
+  if (commands.warning) io.stderr.write(`a2a: warning: ${commands.warning}\n`);
   const git = createGit();
   const github = p.config.git.github;
   const token = github ? process.env[github.tokenEnv] : undefined;
+  if (github) secrets.add(github.tokenEnv, token);
   const pullRequests: PullRequests | undefined =
     github && token ? { open: (o) => createPullRequest({ ...o, token, ...(github.apiUrl ? { apiUrl: github.apiUrl } : {}) }) } : undefined;
   const runtime = createRuntime({
@@ -265,6 +278,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     journal,
     humanChannel,
     git,
+    commands: commands.runner,
     ...(pullRequests ? { pullRequests } : {}),
     ...(remote ? { remote } : {}),
   });
@@ -273,7 +287,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   const plan: Plan | null = p.target.plan ?? null;
   const orchestratedRun = !!plan || effective.standalone !== true;
   const gitPlan =
-    orchestratedRun && !resuming
+    orchestratedRun && !resuming?.checkpoint
       ? await planGit(p.config.git, { workspace: p.workspace, runId, git, reviewer: p.registry.resolve(p.config.git.reviewer).parsed })
       : null;
   if (gitPlan?.github && !pullRequests) {
@@ -291,8 +305,13 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
 
   let plannedResume: ResumePlan | null = null;
   if (resuming) {
-    plannedResume = planResume(resuming.checkpoint, store.readJournal(runId));
-    store.appendRecovered(runId, plannedResume.recovered, Date.now());
+    const skipped: string[] = [];
+    const journal = store.readJournal(runId, (problem) => skipped.push(problem));
+    for (const problem of skipped) io.stderr.write(`a2a: warning: ${problem}\n`);
+    if (resuming.checkpoint) {
+      plannedResume = planResume(resuming.checkpoint, journal);
+      store.appendRecovered(runId, plannedResume.recovered, Date.now());
+    }
     store.clearControl(runId);
     store.update(runId, { pid: process.pid, status: 'running', resumes: [...(resuming.record.resumes ?? []), { at: Date.now(), pid: process.pid }] });
   } else {
@@ -306,12 +325,10 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       invocation: { target, options: invocationOptions(effective), workspace: p.workspace },
     });
   }
-  const log = store.eventLog(runId);
-  const audit = store.lineLog<RunEvent>(runId, 'audit.jsonl');
+  const log = store.runLog(runId, { audited: isAudited });
   const usage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
   bus.subscribe((e) => {
     log.append(e);
-    if (isAudited(e)) audit.append(auditRecord(e));
     if (e.type === 'model.called') {
       usage.modelCalls++;
       usage.inputTokens += Number(e.data.inputTokens ?? 0);
@@ -319,10 +336,11 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       usage.costUsd += Number(e.data.costUsd ?? 0);
     }
   });
-  let relay: { unsubscribe(): Promise<void> } | null = null;
+  let relay: { stop(): Promise<void>; pending(): Promise<number> } | null = null;
   if (transport) {
     publishRunEvents(bus, transport, ns, `run-${runId}`);
-    relay = await relayHostEvents(bus, transport, ns, runId, `run-${runId}`);
+    // hosts' events are acknowledged once the log holds them
+    relay = await relayHostEvents(bus, transport, ns, runId, (ack) => log.whenWritten(() => void ack().catch(() => undefined)));
   }
   const colour = io.stdout.isTTY === true && !process.env.NO_COLOR;
   if (effective.json) {
@@ -333,6 +351,9 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     bus.subscribe((e) => d.onEvent(e));
   }
 
+  // in the run's log and display too, not only on stderr
+  if (commands.warning) bus.emit({ type: 'warning', planId, data: { message: commands.warning, sandbox: 'none' } });
+
   const interrupt = io.onInterrupt ?? defaultInterrupt;
   let stopping = false;
   let stop: (reason: string) => void = () => {};
@@ -340,7 +361,6 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     if (stopping) {
       io.stderr.write('\nforced exit\n');
       log.close();
-      audit.close();
       store.update(runId, { status: 'cancelled', finishedAt: Date.now() });
       process.exit(130);
     }
@@ -365,16 +385,19 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   let control: ControlServer | null = null;
   try {
     if (orchestrated) {
-      if (resuming) {
+      if (resuming?.checkpoint) {
         bus.emit({ type: 'run.resumed', planId, data: { planId, replayed: plannedResume!.replay.map((m) => m.id), recovered: plannedResume!.recovered, checkpointAt: resuming.checkpoint.savedAt } });
+      } else if (resuming) {
+        bus.emit({ type: 'run.resumed', planId, data: { planId, restarted: true, reason: 'it was stopped before its first checkpoint: started again from its plan' } });
       } else {
         bus.emit({ type: 'run.started', planId, data: { planId, tasks: orchestrated.tasks.length, source: p.target.source } });
       }
-      const handle = startRun(runtime, resuming ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : orchestrated, { clock: realClock, ...inspect });
+      const handle = startRun(runtime, resuming?.checkpoint ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : orchestrated, { clock: realClock, ...inspect });
       root = handle.actor;
       stop = handle.stop;
       checkpointer = new Checkpointer(handle.actor, store, runId, journal, {
         onError: (error) => io.stderr.write(`a2a: checkpoint failed: ${error.message}\n`),
+        beforeWrite: () => log.flush(),
         afterWrite: () => {
           for (const ack of pendingAcks.splice(0)) void ack().catch(() => undefined);
         },
@@ -383,6 +406,10 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       control = new ControlServer(store.controlDir(runId), (request) => handleControl(handle.actor, runtime, request));
       control.start();
       const summary = await handle.done;
+      // hosts store their events before their results: wait until the log has every one of them
+      if (relay && !(await drained(relay, log))) {
+        bus.emit({ type: 'warning', planId, data: { message: `some events of the hosts had not arrived ${RELAY_DRAIN_MS} ms after the run ended; they stay in the host events queue` } });
+      }
       checkpointer.flush();
       // every session's model calls, sub-tasks included (the summary alone counts the workers')
       const summaryWithUsage: RunSummary = { ...summary, usage };
@@ -409,11 +436,25 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     await inspector?.close();
     clearInterval(keepAlive);
     release();
+    await relay?.stop();
     log.close();
-    audit.close();
-    await relay?.unsubscribe();
     await transport?.close();
   }
+}
+
+/** How long a finished run waits for the events its hosts stored before their last results. */
+const RELAY_DRAIN_MS = 10_000;
+
+/** Resolves true once the relay has nothing pending and the log holds all it brought. */
+async function drained(relay: { pending(): Promise<number> }, log: { flush(): void }): Promise<boolean> {
+  const deadline = Date.now() + RELAY_DRAIN_MS;
+  while (Date.now() < deadline) {
+    log.flush(); // acknowledges what the relay handed over
+    const pending = await relay.pending().catch(() => 1);
+    if (pending === 0) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return false;
 }
 
 function defaultInterrupt(handler: () => void): () => void {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimulatedClock } from 'xstate';
@@ -6,10 +7,12 @@ import { FileLockTable } from '../../actors/fileLocks.js';
 import type { AgentDefinition } from '../../actors/registry.js';
 import { AgentRegistry } from '../../actors/registry.js';
 import { codingTools, globToRegExp } from '../../actors/tools/coding.js';
-import { ToolCatalog, sequentialIds, type ToolContext } from '../../actors/tools/index.js';
+import { ToolCatalog, childIds, type ToolContext } from '../../actors/tools/index.js';
 import type { PermissionAnswer, PermissionAsk } from '../../actors/tools/types.js';
 import type { SessionSpec } from '../../machines/protocol.js';
 import { tempDir } from '../helpers.js';
+import { bubblewrapRunner, unconfinedRunner } from '../../adapters/sandbox/index.js';
+import type { CommandRunner } from '../../machines/ports.js';
 
 const catalog = new ToolCatalog([...codingTools]);
 const coder: AgentDefinition = {
@@ -31,7 +34,10 @@ interface TestContext extends ToolContext {
   asks: PermissionAsk[];
 }
 
-function context(worktree: string, options: { id?: string; answer?: PermissionAnswer; locks?: FileLockTable; signal?: AbortSignal } = {}): TestContext {
+function baseContext(
+  worktree: string,
+  options: { id?: string; answer?: PermissionAnswer; locks?: FileLockTable; signal?: AbortSignal; commands?: CommandRunner } = {},
+): TestContext {
   const asks: PermissionAsk[] = [];
   return {
     asks,
@@ -46,25 +52,22 @@ function context(worktree: string, options: { id?: string; answer?: PermissionAn
     registry: new AgentRegistry([]),
     family: null,
     updates: [],
-    ids: sequentialIds(),
+    ids: childIds(),
     clock: new SimulatedClock(),
+    commands: options.commands ?? bubblewrapRunner(),
   };
 }
 
-/** A killed process may linger as a zombie when nobody reaps orphans (PID 1 in some containers). */
-function alive(pid: number): boolean {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
+/** Polls until `done` holds: waits on a condition, never a fixed sleep. */
+async function until(done: () => boolean, what: string, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
+const context = baseContext;
 const call = (ctx: ToolContext, name: string, args: Record<string, unknown>) => catalog.run({ id: 'c1', name, arguments: args }, coder, ctx);
 
 // created at load time: the it.each tables below name paths in them
@@ -362,13 +365,23 @@ describe('coding tools: list_files and search', () => {
   });
 });
 
-describe('coding tools: run_command', () => {
+/** Unique per test run, so that `ps` finds only this test's processes. */
+const marker = () => `${process.pid % 1000}${String(Date.now()).slice(-6)}`;
+const running = (text: string) => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.includes(text));
+
+describe.each([
+  ['in the bubblewrap sandbox', bubblewrapRunner()],
+  ['unconfined (sandbox.mode none)', unconfinedRunner()],
+] as const)('coding tools: run_command %s', (_how, commands) => {
+  const context = (worktree: string, options: Parameters<typeof baseContext>[1] = {}) => baseContext(worktree, { ...options, commands });
+
   it('should report the exit code and output; a failing command is a normal result', async () => {
     const ctx = context(worktree);
     const okRun = await call(ctx, 'run_command', { command: 'echo out; echo err >&2' });
     expect(okRun.isError).toBe(false);
     expect(okRun.content).toMatch(/^\$ echo out; echo err >&2\n\[exit code 0; \d+ ms\]\nout\nerr$/);
-    expect(ctx.asks).toEqual([{ action: 'command_execution', detail: 'echo out; echo err >&2' }]);
+    // without a sandbox only a person may approve it
+    expect(ctx.asks).toEqual([{ action: 'command_execution', detail: 'echo out; echo err >&2', ...(commands.confined ? {} : { needsPerson: true }) }]);
     const failed = await call(ctx, 'run_command', { command: 'echo failing; exit 3' });
     expect(failed.isError).toBe(false);
     expect(failed.content).toMatch(/\[exit code 3; \d+ ms\]\nfailing$/);
@@ -383,14 +396,19 @@ describe('coding tools: run_command', () => {
   });
 
   it('should kill the whole process group on timeout', async () => {
-    const dir = tempDir('a2a-run-');
-    const outcome = await call(context(dir), 'run_command', { command: 'sleep 30 & echo $! > bg.pid; echo started; wait', timeoutMs: 300 });
+    const tag = `30.${marker()}`;
+    const outcome = await call(context(worktree), 'run_command', { command: `sleep ${tag} & echo started; wait`, timeoutMs: 300 });
     expect(outcome.isError).toBe(true);
     expect(outcome.content).toContain('[timed out after 300 ms: the command and everything it started were killed;');
     expect(outcome.content).toMatch(/started$/);
-    const pid = Number(readFileSync(join(dir, 'bg.pid'), 'utf8'));
-    await new Promise((r) => setTimeout(r, 100));
-    expect(alive(pid)).toBe(false);
+    await until(() => !running(`sleep ${tag}`), `sleep ${tag} still runs`);
+  });
+
+  it('should kill background processes when the command ends', async () => {
+    const tag = `30.${marker()}`;
+    const outcome = await call(context(worktree), 'run_command', { command: `sleep ${tag} > /dev/null 2>&1 & echo started` });
+    expect(outcome.content).toMatch(/\[exit code 0; \d+ ms\]\nstarted$/);
+    await until(() => !running(`sleep ${tag}`), `sleep ${tag} still runs`);
   });
 
   it('should kill the command when the session is cancelled', async () => {
@@ -437,5 +455,16 @@ describe('diff stats of tool edits', () => {
     expect(lineChanges('a\nb\nc\n', 'a\nB\nc\nd\n')).toEqual({ insertions: 2, deletions: 1 });
     expect(lineChanges('x\nx\n', 'x\n')).toEqual({ insertions: 0, deletions: 1 });
     expect(lineChanges('same\n', 'same\n')).toEqual({ insertions: 0, deletions: 0 });
+  });
+});
+
+describe('coding tools: files that are not what they seem', () => {
+  it('should refuse a FIFO instead of hanging on it', async () => {
+    const dir = tempDir('a2a-fifo-');
+    execFileSync('mkfifo', [join(dir, 'pipe')]);
+    const outcome = await call(context(dir), 'read_file', { path: 'pipe' });
+    expect(outcome.content).toBe('VALIDATION_ERROR: pipe is not a regular file.');
+    expect((await call(context(dir), 'search', { pattern: 'x', path: 'pipe' })).content).toBe('VALIDATION_ERROR: pipe is not a regular file or a directory.');
+    expect((await call(context(dir), 'search', { pattern: 'x' })).content).toBe('No matches for "x" in the worktree.');
   });
 });

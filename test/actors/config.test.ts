@@ -31,4 +31,32 @@ describe('configuration', () => {
     writeFileSync(file, '{ not json');
     expect(() => loadConfig({ workspace: ws })).toThrow(`${file} is not valid JSON`);
   });
+
+  it('should default the sandbox to bubblewrap, passing no extra variables', () => {
+    expect(parseConfig([]).sandbox).toEqual({ mode: 'bubblewrap', env: [], readOnlyPaths: [] });
+  });
+
+  it('should refuse an unknown sandbox key, naming the file and field', () => {
+    const ws = tempDir();
+    const file = join(ws, 'a2a.config.yaml');
+    writeFileSync(file, 'sandbox:\n  mode: off\n  network: true\n');
+    expect(() => loadConfig({ workspace: ws })).toThrowError(
+      `${file}: invalid configuration:\n  - sandbox.mode: Invalid option: expected one of "bubblewrap"|"none"\n  - sandbox: Unrecognized key: "network"`,
+    );
+  });
+
+  it('should refuse to pass credentials to commands, whatever the sandbox.env list says', () => {
+    const ws = tempDir();
+    const file = join(ws, 'a2a.config.yaml');
+    for (const name of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'A2A_NATS_PASSWORD', 'A2A_NATS_TOKEN', 'GITHUB_TOKEN', 'AWS_SECRET_ACCESS_KEY', 'DB_PASSWORD']) {
+      writeFileSync(file, `sandbox:\n  env: [CI, ${name}]\n`);
+      expect(() => loadConfig({ workspace: ws })).toThrowError(
+        `${file}: invalid configuration:\n  - sandbox.env[1]: ${name} holds a credential (API keys, NATS credentials, tokens and passwords are never passed to commands)`,
+      );
+    }
+    writeFileSync(file, 'sandbox:\n  env: [CI, MY_GH]\ngit:\n  github: { repo: a/b, tokenEnv: MY_GH }\n');
+    expect(() => loadConfig({ workspace: ws })).toThrowError(`${file}: invalid configuration:\n  - sandbox.env: MY_GH is git.github.tokenEnv, a credential: it is never passed to commands`);
+    writeFileSync(file, 'sandbox:\n  env: [CI, NODE_OPTIONS]\n  readOnlyPaths: [/opt/node]\n');
+    expect(loadConfig({ workspace: ws }).config.sandbox).toEqual({ mode: 'bubblewrap', env: ['CI', 'NODE_OPTIONS'], readOnlyPaths: ['/opt/node'] });
+  });
 });

@@ -71,6 +71,10 @@ function connection(shared: Transport): Transport & { sever(): void } {
         keys: (p) => (dead ? gone() : kv.keys(p)),
       };
     },
+    readKeyValue: async (bucket) => {
+      const kv = await shared.readKeyValue(bucket);
+      return { get: (k) => (dead ? gone() : kv.get(k)), keys: (p) => (dead ? gone() : kv.keys(p)) };
+    },
     close: () => Promise.resolve(),
   };
 }
@@ -157,7 +161,7 @@ describe('a run across actor systems (in-process transport)', () => {
     expect(summary.tasks[0]!.result!.output).toBe('both parts built');
     expect(events.filter((e) => e.type === 'subtask.placed').map((e) => [e.subTaskId, e.data.host])).toEqual([['w-design', 'host-a']]);
     const placedOnB = hostEvents.filter((e) => e.type === 'subtask.placed' && e.data.host === 'host-b').map((e) => e.subTaskId).sort();
-    expect(placedOnB).toEqual(['st-1', 'st-2']);
+    expect(placedOnB).toEqual(['w-design.1', 'w-design.2']);
     // the status update of a sub-task reached the worker across both hops
     expect(hostEvents.some((e) => e.type === 'update.queued' && e.data.message === 'halfway')).toBe(true);
     await transport.close();
@@ -193,7 +197,7 @@ describe('failover', () => {
     expect(hostEvents.some((e) => e.type === 'session.restored' && e.subTaskId === 'w-design' && e.data.host === 'host-c')).toBe(true);
     // one result per session, wherever it ran
     const results = [...events, ...hostEvents].filter((e) => e.type === 'subtask.result');
-    for (const id of ['w-design', 'st-1', 'st-2']) expect(results.filter((e) => e.subTaskId === id && !String(e.data.how).includes('ignored'))).toHaveLength(1);
+    for (const id of ['w-design', 'w-design.1', 'w-design.2']) expect(results.filter((e) => e.subTaskId === id && !String(e.data.how).includes('ignored'))).toHaveLength(1);
     expect([...events, ...hostEvents].filter((e) => e.type === 'warning' && String(e.data.message).startsWith('second result'))).toEqual([]);
     await transport.close();
   });

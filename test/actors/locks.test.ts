@@ -45,15 +45,15 @@ describe('targetFiles', () => {
     const run = h.standalone('two writers', '@agent');
     await h.until(() => run.result() !== null);
     expect(run.result()!.status).toBe('success');
-    const queued = h.of('subtask.queued', 'st-2')[0]!;
-    expect(queued.data.reason).toBe('waiting for files held by st-1 (./src/a.ts)');
-    const firstDone = h.of('subtask.result', 'st-1')[0]!.seq;
-    const secondStarted = h.of('session.state', 'st-2')[0]!.seq;
+    const queued = h.of('subtask.queued', 'session.2')[0]!;
+    expect(queued.data.reason).toBe('waiting for files held by session.1 (./src/a.ts)');
+    const firstDone = h.of('subtask.result', 'session.1')[0]!.seq;
+    const secondStarted = h.of('session.state', 'session.2')[0]!.seq;
     expect(secondStarted).toBeGreaterThan(firstDone);
     expect(readFileSync(join(h.workspace, 'src/a.ts'), 'utf8')).toBe('first\nsecond\n');
     // each result carries the diff stats of its own edits (what the parent was told)
     const told = h.model.calls.filter((c) => c.sessionId === 'session').flatMap((c) => c.request.messages.map((m) => m.content)).join('\n');
-    expect(told).toContain('Sub-task st-1 (@coder) completed (success):\nwrote first\n  Changed: 1 file(s), +1 −0 (src/a.ts)');
-    expect(told).toContain('Sub-task st-2 (@coder) completed (success):\nwrote second\n  Changed: 1 file(s), +1 −0 (src/a.ts)');
+    expect(told).toContain('Sub-task session.1 (@coder) completed (success):\nwrote first\n  Changed: 1 file(s), +1 −0 (src/a.ts)');
+    expect(told).toContain('Sub-task session.2 (@coder) completed (success):\nwrote second\n  Changed: 1 file(s), +1 −0 (src/a.ts)');
   });
 });

@@ -31,7 +31,7 @@ describe('cost and budgets', () => {
 
     const called = h.of('model.called');
     expect(called.every((e) => Number(e.data.costUsd) > 0)).toBe(true);
-    const spent = h.ledger.forWorker('w-t').usd;
+    const spent = h.ledger.forWorker('test-run.w-t').usd;
     expect(spent).toBeCloseTo(called.reduce((sum, e) => sum + Number(e.data.costUsd), 0), 6);
     expect(spent).toBeGreaterThanOrEqual(1);
 

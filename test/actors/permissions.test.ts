@@ -10,6 +10,7 @@ import { buildPolicy, childPermissions, parsePermissionsMarkdown, workerPermissi
 import { handleControl } from '../../adapters/runHost.js';
 import { pendingHumanItems } from '../../actors/runStatus.js';
 import { complete, harness, spawnParallel } from '../helpers.js';
+import { unconfinedRunner } from '../../adapters/sandbox/index.js';
 
 const runCommand = (command: string) => ({ toolCalls: [{ name: 'run_command', arguments: { command } }] });
 
@@ -26,7 +27,8 @@ function toolResult(h: ReturnType<typeof harness>, sessionId: string, name: stri
 
 describe('permission matrix: each tier', () => {
   it('auto_approve within the worker level is decided by the session itself; nothing reaches the inbox', async () => {
-    const h = harness({ script: coderScript('echo within-level'), io: true });
+    // commands ask a person by default: this workspace approves them
+    const h = harness({ script: coderScript('echo within-level'), config: { permissions: { auto_approve: ['command_execution'] } }, io: true });
     const run = h.run({ tasks: [{ id: 't', agent: '@coder', prompt: 'run it' }] });
     await h.until(() => run.summary() !== null);
     expect(toolResult(h, 'w-t', 'run_command')).toContain('within-level');
@@ -98,7 +100,9 @@ describe('permission matrix: each tier', () => {
 
 describe('inheritance and bubbling', () => {
   it('a sub-task inherits its parent level narrowed by auto_approve_for_subtasks', () => {
-    const policy = buildPolicy([{ source: 'test', layer: { auto_approve_for_subtasks: ['file_edits_in_worktree', 'command_execution', 'branch_push'] } }]);
+    const policy = buildPolicy([
+      { source: 'test', layer: { auto_approve: ['command_execution'], auto_approve_for_subtasks: ['file_edits_in_worktree', 'command_execution', 'branch_push'] } },
+    ]);
     const worker = workerPermissions(policy);
     expect(worker.level).toContain('subtask_spawning');
     expect(worker.level).not.toContain('branch_push'); // ask_user: not the worker's to grant
@@ -118,17 +122,17 @@ describe('inheritance and bubbling', () => {
   it('a request from depth 2 passes its parent (outside its level too) and is approved by the worker, within its level', async () => {
     const h = harness({
       script: twoLevels('echo from-the-leaf'),
-      config: { permissions: { auto_approve_for_subtasks: ['file_edits_in_worktree', 'subtask_spawning'] } },
+      config: { permissions: { auto_approve: ['command_execution'], auto_approve_for_subtasks: ['file_edits_in_worktree', 'subtask_spawning'] } },
       io: true,
     });
     const run = h.run({ tasks: [{ id: 't', agent: '@agent', prompt: 'do it in layers' }] });
     await h.until(() => run.summary() !== null);
     expect(run.summary()!.status).toBe('completed');
     const requested = h.of('permission.requested');
-    expect(requested.map((e) => e.subTaskId)).toEqual(['st-2']);
+    expect(requested.map((e) => e.subTaskId)).toEqual(['w-t.1.1']);
     const decided = h.of('permission.decided').find((e) => e.data.requestId === requested[0]!.data.requestId && e.data.decidedBy === 'parent')!;
     expect(decided.data).toMatchObject({ approved: true, decider: 'w-t' });
-    expect(toolResult(h, 'st-2', 'run_command')).toContain('from-the-leaf');
+    expect(toolResult(h, 'w-t.1.1', 'run_command')).toContain('from-the-leaf');
     expect(h.of('inbox.accepted').filter((e) => e.data.type === 'permission_request')).toHaveLength(0);
   });
 
@@ -137,12 +141,36 @@ describe('inheritance and bubbling', () => {
     const run = h.run({ tasks: [{ id: 't', agent: '@agent', prompt: 'do it in layers' }] });
     await h.until(() => h.of('human.asked').length === 1);
     const [item] = pendingHumanItems(run.actor);
-    expect(item!.request!.via).toEqual(['st-2', 'st-1', 'w-t']);
-    expect(item).toMatchObject({ requesterId: 'st-2', workerId: 'w-t', taskId: 't' });
+    expect(item!.request!.via).toEqual(['w-t.1.1', 'w-t.1', 'w-t']);
+    expect(item).toMatchObject({ requesterId: 'w-t.1.1', workerId: 'w-t', taskId: 't' });
     run.actor.send({ type: 'HUMAN_ANSWER', id: item!.id, answer: { approved: true, by: 'ann', reason: 'fine' } });
     await h.until(() => run.summary() !== null);
-    expect(toolResult(h, 'st-2', 'run_command')).toContain('asked-ann');
+    expect(toolResult(h, 'w-t.1.1', 'run_command')).toContain('asked-ann');
     expect(run.summary()!.status).toBe('completed');
+  });
+});
+
+describe('commands without a sandbox', () => {
+  it('asks a person even where the matrix approves commands: no level and no auto_approve on the way up counts', async () => {
+    const h = harness({
+      script: {
+        rules: [
+          { agent: 'agent', depth: 0, turns: [spawnParallel([{ agentType: '@coder', prompt: 'leaf' }])], reactions: [{ when: 'finished', turn: complete('worker done') }] },
+          { agent: 'coder', depth: 1, turns: [runCommand('echo unconfined'), complete('leaf done')] },
+        ],
+      },
+      config: { permissions: { auto_approve: ['command_execution'] } },
+      commands: unconfinedRunner(),
+      io: true,
+    });
+    const run = h.run({ tasks: [{ id: 't', agent: '@agent', prompt: 'run it below' }] });
+    await h.until(() => h.of('human.asked').length === 1);
+    const [item] = pendingHumanItems(run.actor);
+    expect(item!.request).toMatchObject({ action: 'command_execution', needsPerson: true, via: ['w-t.1', 'w-t'] });
+    expect(h.of('permission.decided')).toHaveLength(0);
+    run.actor.send({ type: 'HUMAN_ANSWER', id: item!.id, answer: { approved: true, by: 'ann' } });
+    await h.until(() => run.summary() !== null);
+    expect(toolResult(h, 'w-t.1', 'run_command')).toContain('unconfined');
   });
 });
 

@@ -3,7 +3,10 @@
  * what can never succeed (bad input, a missing queue, a closed transport).
  */
 import { describe, expect, it } from 'vitest';
-import { enqueueSurely } from '../../actors/remote.js';
+import { createActor, fromCallback, fromPromise } from 'xstate';
+import { createParentLinkLogic, enqueueSurely, ensureQueues } from '../../actors/remote.js';
+import { realClock } from '../../adapters/clock.js';
+import type { SessionSpec } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
 import type { Transport } from '../../machines/ports.js';
@@ -53,5 +56,79 @@ describe('enqueueSurely', () => {
     const sending = enqueueSurely(transport, 'a2a.t.spawn.coder', {}, 'r.s:spawn', () => (stopped = true), () => stopped);
     await expect(sending).rejects.toThrow(/not confirmed/);
     expect(transport.calls).toHaveLength(2);
+  });
+});
+
+/** What a link reads of a session's spec. */
+function fakeSpec(id: string): SessionSpec {
+  return {
+    id,
+    owner: { ownerType: 'worker', ownerId: 'w-a' },
+    agent: { raw: '@coder', backend: 'default', agentName: 'coder' },
+    depth: 1,
+    correlation: { runId: 'r-1', planId: 'p', taskId: 'a', workerId: 'w-a', worktreePath: '/tmp', depth: 1 },
+  } as unknown as SessionSpec;
+}
+
+describe('parent link', () => {
+  it('should send the result of a session restored after it had ended (its host finished it, then was taken for dead)', async () => {
+    const transport = createMemoryTransport();
+    await ensureQueues(transport, 't');
+    const spec = fakeSpec('w-a.1');
+    const result = { taskId: 'w-a.1', status: 'success' as const, output: 'finished on the first host' };
+    const deps = (hostId: string) => ({
+      transport,
+      ns: 't',
+      process: hostId,
+      hostId,
+      clock: realClock,
+      events: { emit: () => {} },
+      sessionLogic: () => fromPromise(async () => result),
+    });
+    // the first host runs it to the end; its last snapshot holds the ended session
+    const first = createActor(createParentLinkLogic(deps('host-a')), { input: { spec } });
+    first.start();
+    await new Promise((r) => setTimeout(r, 20));
+    const snapshot = JSON.parse(JSON.stringify(first.getPersistedSnapshot()));
+    first.stop();
+    // another host restores it from there: it must still report the result to the owner
+    const reports: Array<{ subject: string; data: unknown }> = [];
+    const second = createActor(createParentLinkLogic(deps('host-b')), { snapshot } as never);
+    second.start();
+    await transport.consume('up', { consumer: 'owner', filter: 'a2a.t.up.host-b.>', ackWaitMs: 1_000, maxInFlight: 10 }, async (m) => {
+      reports.push({ subject: m.subject, data: m.data });
+      await m.ack();
+    });
+    const deadline = Date.now() + 2_000;
+    while (!reports.some((r) => (r.data as { kind: string }).kind === 'done') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(reports.map((r) => (r.data as { kind: string }).kind)).toEqual(['started', 'done']);
+    expect(reports[1]!.data).toEqual({ kind: 'done', output: result });
+    await transport.close();
+  });
+
+  it('should stop its session when it is stopped (a copy dropped because another host holds the session now)', async () => {
+    const transport = createMemoryTransport();
+    await ensureQueues(transport, 't');
+    const spec = fakeSpec('w-a.2');
+    let stopped = false;
+    const link = createActor(
+      createParentLinkLogic({
+        transport,
+        ns: 't',
+        process: 'host-a',
+        hostId: 'host-a',
+        clock: realClock,
+        events: { emit: () => {} },
+        sessionLogic: () =>
+          fromCallback(() => () => {
+            stopped = true;
+          }),
+      }),
+      { input: { spec } },
+    );
+    link.start();
+    link.stop();
+    expect(stopped).toBe(true);
+    await transport.close();
   });
 });

@@ -30,8 +30,8 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     });
     const run = h.standalone('fan out');
     await h.until(() => run.result() !== null);
-    expect(results(h, 'st-1')).toHaveLength(1);
-    expect(results(h, 'st-1')[0]!.data).toMatchObject({ status: 'success', output: 'one done' });
+    expect(results(h, 'session.1')).toHaveLength(1);
+    expect(results(h, 'session.1')[0]!.data).toMatchObject({ status: 'success', output: 'one done' });
     expect(run.result()).toMatchObject({ status: 'success', output: 'all done' });
   });
 
@@ -41,7 +41,7 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     });
     const run = h.standalone('fan out');
     await h.until(() => run.result() !== null);
-    expect(results(h, 'st-1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'failed', error: 'model call failed: boom' })]);
+    expect(results(h, 'session.1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'failed', error: 'model call failed: boom' })]);
   });
 
   it('should end a child that never completes and keeps answering inquiries with a partial fallback result', async () => {
@@ -61,8 +61,8 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     });
     const run = h.standalone('fan out');
     await h.until(() => run.result() !== null);
-    expect(h.of('inquiry.sent', 'st-1')).toHaveLength(2);
-    expect(results(h, 'st-1').map((e) => e.data)).toEqual([
+    expect(h.of('inquiry.sent', 'session.1')).toHaveLength(2);
+    expect(results(h, 'session.1').map((e) => e.data)).toEqual([
       expect.objectContaining({ status: 'partial', output: 'still thinking', fallback: true }),
     ]);
   });
@@ -79,12 +79,12 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     });
     const run = h.standalone('fan out');
     await h.until(() => run.result() !== null);
-    expect(results(h, 'st-1').map((e) => e.data)).toEqual([
+    expect(results(h, 'session.1').map((e) => e.data)).toEqual([
       expect.objectContaining({ status: 'failed', error: 'unresponsive after idle inquiry' }),
     ]);
     // the parent learnt it as a `failed` update
     const injected = h.model.calls.filter((c) => c.sessionId === 'session').flatMap((c) => c.request.messages.map((m) => m.content));
-    expect(injected.some((t) => t.includes('Sub-task st-1 (@agent) FAILED: unresponsive after idle inquiry'))).toBe(true);
+    expect(injected.some((t) => t.includes('Sub-task session.1 (@agent) FAILED: unresponsive after idle inquiry'))).toBe(true);
   });
 
   it('should time a child out at its deadline with a `timeout` result, enforced by the owner', async () => {
@@ -94,7 +94,7 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     });
     const run = h.standalone('fan out');
     await h.until(() => run.result() !== null);
-    expect(results(h, 'st-1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'timeout' })]);
+    expect(results(h, 'session.1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'timeout' })]);
     expect(h.clock.now()).toBeGreaterThanOrEqual(3000);
   });
 
@@ -123,8 +123,8 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     });
     const run = h.standalone('fan out');
     await h.until(() => run.result() !== null);
-    expect(h.of('subtask.spawned', 'st-3')).toHaveLength(1);
-    for (const id of ['st-1', 'st-2', 'st-3']) {
+    expect(h.of('subtask.spawned', 'session.2.1')).toHaveLength(1);
+    for (const id of ['session.1', 'session.2', 'session.2.1']) {
       expect(results(h, id).map((e) => e.data.status), id).toEqual(['cancelled']);
     }
   });
@@ -146,9 +146,9 @@ describe('supervisor: every child produces exactly one result for its owner', ()
       if (family) maxRunning = Math.max(maxRunning, family.running);
       return run.result() !== null;
     });
-    expect(h.of('subtask.queued').map((e) => e.subTaskId)).toEqual(['st-3', 'st-4', 'st-5']);
+    expect(h.of('subtask.queued').map((e) => e.subTaskId)).toEqual(['session.3', 'session.4', 'session.5']);
     expect(maxRunning).toBe(2);
-    expect(h.of('subtask.result').filter((e) => e.subTaskId?.startsWith('st-') && e.data.status === 'success')).toHaveLength(5);
+    expect(h.of('subtask.result').filter((e) => e.subTaskId?.startsWith('session.') && e.data.status === 'success')).toHaveLength(5);
   });
 
   it('should keep results cached so that a finished sub-task can be queried again', async () => {
@@ -176,7 +176,7 @@ describe('supervisor: every child produces exactly one result for its owner', ()
       .at(-1)!
       .request.messages.filter((m) => m.role === 'tool' && m.name === 'a2a_await_subtasks');
     expect(toolResults).toHaveLength(2);
-    for (const m of toolResults) expect(JSON.parse(m.content).results[0]).toMatchObject({ taskId: 'st-1', output: 'cached result' });
+    for (const m of toolResults) expect(JSON.parse(m.content).results[0]).toMatchObject({ taskId: 'session.1', output: 'cached result' });
   });
 
   it('should hand results that finish out of order to the parent one by one while it keeps working', async () => {
@@ -199,10 +199,10 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     const parentCalls = h.model.calls.filter((c) => c.sessionId === 'session');
     const seen = parentCalls.map((c) => {
       const last = c.request.messages.at(-1)!;
-      return last.role === 'user' && 'synthetic' in last && last.synthetic ? (/Sub-task (st-\d)/.exec(last.content)?.[1] ?? '') : '';
+      return last.role === 'user' && 'synthetic' in last && last.synthetic ? (/Sub-task (session\.\d)/.exec(last.content)?.[1] ?? '') : '';
     });
-    // one wake-up per result, in completion order: st-2 (100 ms), st-3 (200 ms), st-1 (300 ms)
-    expect(seen.filter(Boolean)).toEqual(['st-2', 'st-3', 'st-1']);
+    // one wake-up per result, in completion order: session.2 (100 ms), session.3 (200 ms), session.1 (300 ms)
+    expect(seen.filter(Boolean)).toEqual(['session.2', 'session.3', 'session.1']);
     expect(run.result()).toMatchObject({ status: 'success' });
   });
 });
@@ -287,13 +287,13 @@ describe('tools end to end', () => {
       .flatMap((c) => c.request.messages)
       .find((m) => m.role === 'tool' && m.name === 'a2a_await_subtasks')!;
     expect(JSON.parse(awaitResult.content)).toMatchObject({
-      results: [{ taskId: 'st-1', status: 'success', output: 'quick result' }],
-      stillRunning: ['st-2'],
+      results: [{ taskId: 'session.1', status: 'success', output: 'quick result' }],
+      stillRunning: ['session.2'],
     });
     // the late result still arrived, as an update, and was not lost
     const injected = h.model.calls.at(-1)!.request.messages.filter((m) => m.role === 'user').map((m) => m.content).join('\n');
-    expect(injected).toContain('Sub-task st-2 (@agent) completed (success):\nlong result');
-    expect(injected).not.toContain('Sub-task st-1 (@agent) completed'); // delivered by the tool: not injected again
+    expect(injected).toContain('Sub-task session.2 (@agent) completed (success):\nlong result');
+    expect(injected).not.toContain('Sub-task session.1 (@agent) completed'); // delivered by the tool: not injected again
   });
 
   it('should refuse a cycle: the same agent type and prompt as an ancestor', async () => {
@@ -337,7 +337,7 @@ describe('tools end to end', () => {
     });
     const run = h.standalone('parent');
     await h.until(() => run.result() !== null);
-    expect(h.of('subtask.result', 'st-1')[0]!.data).toMatchObject({ status: 'success', output: 'configured port 8443' });
+    expect(h.of('subtask.result', 'session.1')[0]!.data).toMatchObject({ status: 'success', output: 'configured port 8443' });
   });
 
   it('should hand over pending updates through a2a_check_updates and not inject them again', async () => {
@@ -356,7 +356,7 @@ describe('tools end to end', () => {
     await h.until(() => run.result() !== null);
     const last = h.model.calls.filter((c) => c.sessionId === 'session').at(-1)!.request.messages;
     const check = last.find((m) => m.role === 'tool' && m.name === 'a2a_check_updates')!;
-    expect(JSON.parse(check.content)).toMatchObject({ updates: [{ type: 'completed', subTaskId: 'st-1' }], stillRunning: 0 });
+    expect(JSON.parse(check.content)).toMatchObject({ updates: [{ type: 'completed', subTaskId: 'session.1' }], stillRunning: 0 });
     expect(last.filter((m) => m.role === 'user' && m.content.includes('completed (success)'))).toHaveLength(0);
   });
 });

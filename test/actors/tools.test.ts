@@ -40,6 +40,7 @@ describe('tool catalog', () => {
       updates: [],
       ids: h.runtime.ids,
       clock: h.clock,
+      commands: null,
     };
     const outcome = await catalog.run({ id: 'c', name: 'a2a_spawn_subtask', arguments: {} }, h.registry.get('agent'), ctx);
     expect(outcome.content).toMatchInlineSnapshot(

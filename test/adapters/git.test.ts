@@ -66,7 +66,16 @@ describe('git adapter', () => {
     expect(sh(repo, 'branch', '--list', 'a2a/t1')).toBe('');
   });
 
-  it('should remove a worktree that has uncommitted leftovers, or that is already gone', async () => {
+  it('should take the worktree a first attempt of the same run made for the task, as it is (a restarted run)', async () => {
+    const wt = await worktree(repo, 't1');
+    writeFileSync(join(wt, 'work.txt'), 'from the first attempt');
+    expect(await worktree(repo, 't1')).toBe(wt);
+    expect(readFileSync(join(wt, 'work.txt'), 'utf8')).toBe('from the first attempt');
+    // another branch at that path is still an error
+    await expect(gitPort.createWorktree(repo, { path: wt, branch: 'a2a/other', base: 'main' })).rejects.toThrow();
+  });
+
+    it('should remove a worktree that has uncommitted leftovers, or that is already gone', async () => {
     const wt = await worktree(repo, 't1');
     writeFileSync(join(wt, 'build.log'), 'x');
     writeFileSync(join(wt, 'a.txt'), 'changed');

@@ -47,9 +47,9 @@ describe('Stately inspector', () => {
       return names.reverse().join(' > ');
     };
     expect(lineage('w-design')).toBe('orchestrator > workers > w-design');
-    for (const st of ['st-1', 'st-2', 'st-3']) expect(lineage(st)).toBe(`orchestrator > workers > w-design > subtasks > ${st}`);
+    for (const st of ['w-design.1', 'w-design.2', 'w-design.3']) expect(lineage(st)).toBe(`orchestrator > workers > w-design > subtasks > ${st}`);
     expect(actors.filter((a) => a.name === 'agentLoop').length).toBeGreaterThanOrEqual(4);
-    expect(lineage('idleInquiry')).toMatch(/> st-2 > idleInquiry$/); // only the idle frontend needed a watchdog
+    expect(lineage('idleInquiry')).toMatch(/> w-design\.2 > idleInquiry$/); // only the idle frontend needed a watchdog
 
     // snapshots follow the run: the worker thinks, waits for its children, and ends completed
     const worker = byName('w-design').sessionId;
@@ -60,7 +60,7 @@ describe('Stately inspector', () => {
     // events between actors carry their source: a child's result reaches the subtasks supervisor
     const subtasks = byName('subtasks').sessionId;
     const done = received.filter((e) => e.type === '@xstate.event' && e.sessionId === subtasks && e.event!.type.startsWith('xstate.done.actor.'));
-    expect(done.map((e) => bySession.get(e.sourceId!)?.name).sort()).toEqual(['st-1', 'st-2', 'st-3']);
+    expect(done.map((e) => bySession.get(e.sourceId!)?.name).sort()).toEqual(['w-design.1', 'w-design.2', 'w-design.3']);
   });
 
   it('should say so and go on when no inspector answers', async () => {

@@ -120,7 +120,7 @@ describe('host liveness', () => {
     expect(state.applyHeartbeat(beat('host-a', 1_000, { running: 1, sessions: ['w-design'] }), 1_000)).toEqual({ host: 'host-a', from: null, to: 'ready' });
     expect(state.applyHeartbeat(beat('host-a', 1_200, { running: 2, sessions: ['w-design', 'w-x'] }), 1_205)).toBeNull();
     const h = state.snapshot(1_300).hosts[0]!;
-    expect(h).toEqual({ id: 'host-a', alive: true, state: 'ready', agents: ['coder'], load: 0.5, running: 2, capacity: 4, sessions: ['w-design', 'w-x'], lastSeenMs: 95, heartbeatMs: 200, startedAt: 0 });
+    expect(h).toEqual({ id: 'host-a', alive: true, state: 'ready', agents: ['coder'], load: 0.5, running: 2, capacity: 4, sessions: ['w-design', 'w-x'], lastSeenMs: 95, heartbeatMs: 200, startedAt: 0, invalidRecords: [] });
     // interval 200 (inferred): silent up to 600 ms is still alive
     expect(state.tick(1_805)).toEqual([]);
     expect(state.tick(1_806)).toEqual([{ host: 'host-a', from: 'ready', to: 'lost' }]);
@@ -128,6 +128,17 @@ describe('host liveness', () => {
     expect(state.metrics(1_900).errorRates.byType['host.lost']).toMatchObject({ count: 1 });
     // heard from again
     expect(state.applyHeartbeat(beat('host-a', 2_000), 2_000)).toEqual({ host: 'host-a', from: 'lost', to: 'ready' });
+  });
+
+  it('shows the records hosts skip as invalid, once per key, so that a bad record is seen and not silently in the way', () => {
+    const state = new MonitorState();
+    const bad = { key: 'snapshots/r-1.w-x', problem: 'spec: Invalid input: expected object, received undefined' };
+    state.applyHeartbeat(beat('host-a', 1_000, { invalidRecords: [bad] }), 1_000);
+    state.applyHeartbeat(beat('host-b', 1_000, { invalidRecords: [bad, { key: 'hosts/ghost', problem: 'hostId: Required' }] }), 1_000);
+    const text = renderMonitor(state, 1_100).join('\n');
+    expect(text).toContain('invalid records skipped (2)');
+    expect(text.match(/snapshots\/r-1\.w-x/g)).toHaveLength(1);
+    expect(text).toContain('hosts/ghost  hostId: Required');
   });
 
   it('uses the interval a heartbeat carries, and the default until it knows one', () => {

@@ -73,6 +73,16 @@ const inboxRuns = measure('inbox', 20_000);
 const perSecond = med(inboxRuns, 'perSecond');
 rows.push(['inbox throughput, journaled to the file store (20,000 mixed messages)', `${Math.round(perSecond).toLocaleString('en')}/s`, '>= 10,000/s', perSecond >= 10_000]);
 
+// each process takes the median of 20 commands per runner; the row is the median over processes
+const commands = measure('command', 20);
+const unconfined = med(commands, 'unconfinedMs');
+const sandboxed = med(commands, 'sandboxedMs');
+const sandboxedGit = med(commands, 'sandboxedGitMs');
+rows.push(['run_command `true` unconfined, sandbox.mode none (median of 20)', `${unconfined.toFixed(1)} ms`, '', true]);
+rows.push(['run_command `true` in the bubblewrap sandbox, plain directory', `${sandboxed.toFixed(1)} ms`, '', true]);
+rows.push(['run_command `true` in the bubblewrap sandbox, git worktree', `${sandboxedGit.toFixed(1)} ms`, '', true]);
+rows.push(['  cost of the sandbox per command (git worktree)', `+${(sandboxedGit - unconfined).toFixed(1)} ms`, '', true]);
+
 let natsRuns = 0;
 if (NATS) {
   // 1,000 round trips each way, 40 remote spawns (after warm-ups), on a private loopback server

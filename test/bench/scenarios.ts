@@ -14,6 +14,12 @@ import { ScriptedModel, parseScript, type Script } from '../../adapters/model/sc
 import { realClock } from '../../adapters/clock.js';
 import type { SessionSpec } from '../../machines/protocol.js';
 import { percentile } from '../../adapters/monitor.js';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bubblewrapRunner, unconfinedRunner } from '../../adapters/sandbox/index.js';
+import type { CommandRunner } from '../../machines/ports.js';
 
 const catalog = new ToolCatalog();
 const registry = loadRegistry({ workspace: process.cwd(), knownTools: catalog.names() });
@@ -307,5 +313,48 @@ export async function natsLatency(hopSamples: number, spawnSamples: number): Pro
   } finally {
     for (const close of closers) await close().catch(() => undefined);
     await server.stop();
+  }
+}
+
+/**
+ * What the sandbox costs per run_command: `true`, `n` times each unconfined and in the bubblewrap
+ * sandbox, in a plain directory and in a git worktree (more mounts: the git directory), after one
+ * warm-up each (the sandbox's one-time self-check and /etc scan are not billed to a command).
+ * Medians in ms.
+ */
+export async function commandCost(n: number): Promise<{ sandboxedMs: number; sandboxedGitMs: number; unconfinedMs: number }> {
+  const base = mkdtempSync(join(tmpdir(), 'a2a-bench-cmd-'));
+  const plain = join(base, 'plain');
+  const repo = join(base, 'repo');
+  const worktree = join(repo, '.a2a', 'worktrees', 'bench', 'task');
+  mkdirSync(plain);
+  mkdirSync(repo);
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@localhost', ...args], { cwd: repo, stdio: 'ignore' });
+  git('init', '-q', '-b', 'main');
+  git('commit', '-q', '--allow-empty', '-m', 'init');
+  git('worktree', 'add', '-q', '-b', 'a2a/bench/task', worktree);
+  const signal = new AbortController().signal;
+  const time = async (runner: CommandRunner, dir: string): Promise<number> => {
+    const status = await runner.check();
+    if (!status.ready) throw new Error(status.reason);
+    const once = async () => {
+      const started = performance.now();
+      const result = await runner.run({ command: 'true', worktree: dir, cwd: dir, timeoutMs: 10_000, signal, network: false });
+      if (result.exitCode !== 0) throw new Error(`true failed in ${runner.name}: ${result.output}`);
+      return performance.now() - started;
+    };
+    await once();
+    const samples: number[] = [];
+    for (let i = 0; i < n; i++) samples.push(await once());
+    return percentile(samples.sort((a, b) => a - b), 0.5);
+  };
+  try {
+    return {
+      unconfinedMs: await time(unconfinedRunner(), plain),
+      sandboxedMs: await time(bubblewrapRunner(), plain),
+      sandboxedGitMs: await time(bubblewrapRunner(), worktree),
+    };
+  } finally {
+    rmSync(base, { recursive: true, force: true });
   }
 }

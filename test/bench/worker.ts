@@ -4,7 +4,7 @@
  * The fan-out is warmed up first with a 1k run, so that JIT warm-up is not billed to the
  * measured run (both sizes get the same warm-up).
  */
-import { fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
+import { commandCost, fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
 
 const [scenario, nText, parallelText] = process.argv.slice(2);
 const n = Number(nText);
@@ -35,8 +35,12 @@ switch (scenario) {
     // n: hop samples; the second argument: remote spawns
     out = await natsLatency(n, parallel);
     break;
+  case 'command':
+    // n: commands per runner
+    out = await commandCost(n);
+    break;
   default:
-    throw new Error(`unknown scenario ${scenario}; use fanout, idle, spawn, inbox or nats`);
+    throw new Error(`unknown scenario ${scenario}; use fanout, idle, spawn, inbox, nats or command`);
 }
 console.log(JSON.stringify({ scenario, n, parallel, ...out }));
 process.exit(0);

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
-import { redactText } from '../../actors/audit.js';
+import { SecretRedactor } from '../../actors/secrets.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { tempDir } from '../helpers.js';
@@ -53,16 +53,18 @@ describe('a2a audit', () => {
     writeFileSync(join(ws, 'script.json'), JSON.stringify({ rules: [{ agent: 'coder', turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: `used ${key}` } }] }] }] }));
     expect(await main(['run', join(ws, 'plan.json'), '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'leak-1'], capture().io)).toBe(0);
     const audit = JSON.stringify(new FileRunStore(ws).readLines('leak-1', 'audit.jsonl'));
-    expect(audit).toContain('[REDACTED]');
+    expect(audit).toContain('[redacted]');
     expect(audit).not.toContain('abcdefghijklmnopqrstuvwxyz0123456789');
     expect(audit).not.toContain('ghp_abcdefghij');
   });
 
   it('redacts known secrets and credential shapes, and leaves ordinary text alone', () => {
-    expect(redactText('key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end')).toBe('key [REDACTED] end');
-    expect(redactText('Authorization: Bearer abcdefghijklmnopqrstuvwxyz')).toBe('Authorization: Bearer [REDACTED]');
-    expect(redactText('password = "hunter2hunter2"')).toBe('password = "[REDACTED]"');
-    expect(redactText('my-own-secret-value here', ['my-own-secret-value'])).toBe('[REDACTED] here');
-    expect(redactText('a task about tokens and keys, sk-short')).toBe('a task about tokens and keys, sk-short');
+    const redactor = new SecretRedactor();
+    redactor.add('MY_SECRET', 'my-own-secret-value');
+    expect(redactor.text('key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end')).toBe('key [redacted] end');
+    expect(redactor.text('Authorization: Bearer abcdefghijklmnopqrstuvwxyz')).toBe('Authorization: Bearer [redacted]');
+    expect(redactor.text('password = "hunter2hunter2"')).toBe('password = "[redacted]"');
+    expect(redactor.text('my-own-secret-value here')).toBe('[redacted:MY_SECRET] here');
+    expect(redactor.text('a task about tokens and keys, sk-short')).toBe('a task about tokens and keys, sk-short');
   });
 });

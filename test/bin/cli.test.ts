@@ -25,15 +25,15 @@ describe('a2a run', () => {
     const code = await main(['run', join(root, 'examples/oauth'), '--workspace', tempDir(), '--run-id', 'oauth-1'], c.io);
     const out = c.out();
     expect(code).toBe(0);
-    for (const id of ['st-1', 'st-2', 'st-3']) expect(out).toMatch(new RegExp(`\\+ ${id} @architect spawned by w-design \\(depth 1\\)`));
-    expect(out).toContain('? st-2 is idle: inquiry 1 sent');
-    expect(out).toContain('! st-2 answered the inquiry: Blocked: I need the list of OAuth providers');
-    expect(out).toContain('→ w-design a2a_send_subtask_message: Message sent to st-2.');
-    expect(out).toContain('✗ st-3 failed → w-design: model call failed: model provider connection reset (simulated crash)');
+    for (const id of ['w-design\\.1', 'w-design\\.2', 'w-design\\.3']) expect(out).toMatch(new RegExp(`\\+ ${id} @architect spawned by w-design \\(depth 1\\)`));
+    expect(out).toContain('? w-design.2 is idle: inquiry 1 sent');
+    expect(out).toContain('! w-design.2 answered the inquiry: Blocked: I need the list of OAuth providers');
+    expect(out).toContain('→ w-design a2a_send_subtask_message: Message sent to w-design.2.');
+    expect(out).toContain('✗ w-design.3 failed → w-design: model call failed: model provider connection reset (simulated crash)');
     expect(out).toContain('✓ w-design partial → orchestrator: # OAuth login: architecture plan');
     expect(out).toMatch(/└─ design \(w-design\)\s+@architect\s+partial\s+d0/);
-    expect(out).toMatch(/├─ st-1\s+@architect\s+success\s+d1/);
-    expect(out).toMatch(/└─ st-3\s+@architect\s+failed\s+d1/);
+    expect(out).toMatch(/├─ w-design.1\s+@architect\s+success\s+d1/);
+    expect(out).toMatch(/└─ w-design.3\s+@architect\s+failed\s+d1/);
     expect(out).toContain('Run oauth-1: completed');
     expect(out).toContain('## Frontend\nA LoginButton per provider');
   });
@@ -52,13 +52,28 @@ describe('a2a run', () => {
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     const spawned = events.filter((e) => e.type === 'subtask.spawned');
     expect(spawned.map((e) => [e.subTaskId, e.parentId, e.taskId, e.workerId, e.depth])).toEqual([
-      ['st-1', 'w-design', 'design', 'w-design', 1],
-      ['st-2', 'w-design', 'design', 'w-design', 1],
-      ['st-3', 'w-design', 'design', 'w-design', 1],
+      ['w-design.1', 'w-design', 'design', 'w-design', 1],
+      ['w-design.2', 'w-design', 'design', 'w-design', 1],
+      ['w-design.3', 'w-design', 'design', 'w-design', 1],
     ]);
     expect(events.at(-1)).toMatchObject({ type: 'run.finished', data: { status: 'completed' } });
     // the same events are in the run's log
     expect(new FileRunStore(ws).events('oauth-json')).toHaveLength(events.length);
+  });
+
+  it('should say at the start, on stderr and as a run event, that commands run without a sandbox', async () => {
+    const ws = tempDir();
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ sandbox: { mode: 'none' } }));
+    const c = capture();
+    await main(['run', 'say hello', '--json', '--workspace', ws, '--run-id', 'unconfined-1'], c.io);
+    expect(c.err()).toContain('a2a: warning: sandbox.mode is "none": run_command runs commands without a sandbox');
+    const warnings = c
+      .out()
+      .trim()
+      .split('\n')
+      .map((l) => RunEvent.parse(JSON.parse(l)))
+      .filter((e) => e.type === 'warning');
+    expect(warnings[0]!.data).toMatchObject({ sandbox: 'none', message: expect.stringContaining('every command asks a person') });
   });
 
   it('should reject bad input with a message that says what is wrong and what is allowed', async () => {
@@ -155,17 +170,17 @@ describe('a2a stop', () => {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
     const store = new FileRunStore(ws);
-    for (let i = 0; i < 200 && !(existsSync(join(store.dir('long'), 'run.json')) && stdout.includes('+ st-2')); i++) {
+    for (let i = 0; i < 200 && !(existsSync(join(store.dir('long'), 'run.json')) && stdout.includes('+ w-a.2')); i++) {
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(stdout).toContain('+ st-2');
+    expect(stdout).toContain('+ w-a.2');
     const c = capture();
     expect(await main(['stop', '--workspace', ws], c.io)).toBe(0);
     expect(c.out()).toContain('stop requested for run long');
     expect(await exited).toBe(130);
     const results = store.events('long').filter((e) => e.type === 'subtask.result');
     expect(new Set(results.map((e) => `${e.subTaskId}:${e.data.status}`))).toEqual(
-      new Set(['st-1:cancelled', 'st-2:cancelled', 'w-a:cancelled', 'w-b:cancelled']),
+      new Set(['w-a.1:cancelled', 'w-a.2:cancelled', 'w-a:cancelled', 'w-b:cancelled']),
     );
     expect(results).toHaveLength(4);
     expect(store.read('long').status).toBe('cancelled');

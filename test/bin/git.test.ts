@@ -81,7 +81,7 @@ describe('worktrees and merging', () => {
       repo,
       {
         id: 'clash',
-        config: { permissions: { auto_approve: ['branch_merge'] }, git: { worktrees: 'on', maxRounds: 1 } },
+        config: { permissions: { auto_approve: ['branch_merge', 'command_execution'] }, git: { worktrees: 'on', maxRounds: 1 } },
         tasks: [
           { id: 'polite', agent: '@coder', prompt: 'Make greet polite.' },
           { id: 'loud', agent: '@coder', prompt: 'Make greet loud.' },

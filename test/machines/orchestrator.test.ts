@@ -106,7 +106,7 @@ describe('orchestrator', () => {
       ],
     });
     await h.advance(500);
-    expect(h.of('subtask.spawned').map((e) => e.subTaskId)).toEqual(['st-1', 'st-2', 'st-3', 'st-4']);
+    expect(h.of('subtask.spawned').map((e) => e.subTaskId)).toEqual(['w-design.1', 'w-design.2', 'w-design.1.1', 'w-design.2.1']);
     run.stop('emergency stop');
     await h.until(() => run.summary() !== null);
     const summary = run.summary()!;
@@ -115,10 +115,10 @@ describe('orchestrator', () => {
     const cancelled = h.of('subtask.result').map((e) => [e.subTaskId, e.data.status]);
     expect(new Map(cancelled as Array<[string, string]>)).toEqual(
       new Map([
-        ['st-3', 'cancelled'],
-        ['st-4', 'cancelled'],
-        ['st-1', 'cancelled'],
-        ['st-2', 'cancelled'],
+        ['w-design.1.1', 'cancelled'],
+        ['w-design.2.1', 'cancelled'],
+        ['w-design.1', 'cancelled'],
+        ['w-design.2', 'cancelled'],
         ['w-design', 'cancelled'],
         ['w-other', 'cancelled'],
       ]),

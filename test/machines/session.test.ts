@@ -49,7 +49,7 @@ describe('session: circuit breaker', () => {
     });
     const run = h.standalone('parent');
     await h.until(() => run.result() !== null);
-    expect(h.of('subtask.result', 'st-1').map((e) => e.data)).toEqual([
+    expect(h.of('subtask.result', 'session.1').map((e) => e.data)).toEqual([
       expect.objectContaining({ status: 'failed', error: 'circuit breaker open: too many consecutive tool failures' }),
     ]);
   });

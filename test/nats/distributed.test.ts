@@ -12,6 +12,7 @@ import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { a2aHost, a2aProcess, capture, killAll, served, splitWorkspace, waitFor } from './cluster.js';
 import { startNatsServer, type NatsServer } from './server.js';
+import { faultWorkspace, sessionIds, tally } from '../faults/harness.js';
 
 let server: NatsServer | null = null;
 
@@ -60,12 +61,12 @@ describe('runs across processes over NATS', () => {
     const events = new FileRunStore(ws).events('n-1');
     // the tree spans three processes: the worker on host-a, its parts on host-b
     const placed = events.filter((e) => e.type === 'subtask.placed').map((e) => `${e.subTaskId}@${String(e.data.host)}`).sort();
-    expect(placed).toEqual(['st-1@host-b', 'st-2@host-b', 'st-3@host-b', 'w-design@host-a']);
+    expect(placed).toEqual(['w-design.1@host-b', 'w-design.2@host-b', 'w-design.3@host-b', 'w-design@host-a']);
     // and the run's own tree says where each session ran
     expect(c.out()).toMatch(/design \(w-design\)\s+@architect\s+success\s+@host-a/);
-    expect(c.out()).toMatch(/st-3\s+@coder\s+success\s+@host-b/);
+    expect(c.out()).toMatch(/w-design\.3\s+@coder\s+success\s+@host-b/);
     expect(events.filter((e) => e.type === 'update.queued' && e.data.message === 'started' && e.workerId === 'w-design')).toHaveLength(3);
-    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+    expectOneResultEach(events, ['w-design', 'w-design.1', 'w-design.2', 'w-design.3']);
     // the same plan again on the same hosts: session ids repeat, so everything on the wire is per run
     const again = capture();
     expect(await main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-1b', '--no-tree'], again.io), again.out() + again.err()).toBe(0);
@@ -96,7 +97,7 @@ describe('runs across processes over NATS', () => {
     const events = new FileRunStore(ws).events('n-2');
     expect(events.some((e) => e.type === 'session.restored' && e.subTaskId === 'w-design' && e.data.host === 'host-c')).toBe(true);
     expect((new FileRunStore(ws).read('n-2').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
-    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+    expectOneResultEach(events, ['w-design', 'w-design.1', 'w-design.2', 'w-design.3']);
   }, 90_000);
 
   it('hands back what a draining host holds (SIGTERM): another host takes the sessions over and the run completes', async () => {
@@ -111,13 +112,13 @@ describe('runs across processes over NATS', () => {
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
     // the parts could not finish in 100 ms: handed back, with their last snapshots
-    expect(b.out()).toMatch(/host host-b drained: 0 finished, 3 handed back \(st-\d, st-\d, st-\d\)/);
+    expect(b.out()).toMatch(/host host-b drained: 0 finished, 3 handed back \(w-design\.\d, w-design\.\d, w-design\.\d\)/);
     const b2 = host(ws, 'host-b2', 'coder');
     await served(b2);
     expect(await running, c.out() + c.err()).toBe(0);
     const events = new FileRunStore(ws).events('n-5');
-    expect(events.filter((e) => e.type === 'session.restored' && e.data.host === 'host-b2').map((e) => e.subTaskId).sort()).toEqual(['st-1', 'st-2', 'st-3']);
-    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+    expect(events.filter((e) => e.type === 'session.restored' && e.data.host === 'host-b2').map((e) => e.subTaskId).sort()).toEqual(['w-design.1', 'w-design.2', 'w-design.3']);
+    expectOneResultEach(events, ['w-design', 'w-design.1', 'w-design.2', 'w-design.3']);
   }, 90_000);
 
   it('loses nothing when the NATS server restarts in the middle', async () => {
@@ -134,7 +135,7 @@ describe('runs across processes over NATS', () => {
     const events = new FileRunStore(ws).events('n-3');
     expect((new FileRunStore(ws).read('n-3').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
     // every part's result crossed the restart, once
-    expectOneResultEach(events, ['w-design', 'st-1', 'st-2', 'st-3']);
+    expectOneResultEach(events, ['w-design', 'w-design.1', 'w-design.2', 'w-design.3']);
   }, 90_000);
 
   it('resumes when the orchestrator is killed in the middle and started again with --resume', async () => {
@@ -158,4 +159,21 @@ describe('runs across processes over NATS', () => {
     expectOneResultEach(events, ['w-design']);
     expect((record.summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
   }, 90_000);
+});
+
+describe('ids across hosts', () => {
+  it('gives every parent exactly its own children\'s results when two hosts run the same agent type', async () => {
+    server = await startNatsServer();
+    const plan = { workers: 6, parts: 3, partMs: 100 };
+    const ws = faultWorkspace(plan, 'a2a-nats-ids-');
+    await Promise.all([served(host(ws, 'host-a', 'architect')), served(host(ws, 'host-b', 'architect')), served(host(ws, 'host-c', 'coder'))]);
+    const c = capture();
+    const code = await main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'ids-1', '--no-tree', '--max-workers', '6'], c.io);
+    expect(code, c.out() + c.err()).toBe(0);
+    const events = new FileRunStore(ws).events('ids-1');
+    // the workers ran on both architect hosts, and their sub-tasks (numbered per parent) on host-c
+    const placed = new Map(events.filter((e) => e.type === 'subtask.placed').map((e) => [e.subTaskId!, String(e.data.host)]));
+    expect(new Set(sessionIds(plan).filter((id) => !id.includes('.')).map((id) => placed.get(id)))).toEqual(new Set(['host-a', 'host-b']));
+    expect(tally(ws, 'ids-1', sessionIds(plan))).toEqual({ lost: [], duplicated: [] });
+  }, 20_000);
 });

@@ -73,7 +73,7 @@ describe('a2a monitor over NATS', () => {
     expect(drawings.length).toBeGreaterThan(1);
     const lastDrawing = drawings.at(-1)!.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
     expect(lastDrawing).toMatch(/design \(w-design\)\s+@architect\s+success\s+@host-a/);
-    expect(lastDrawing).toMatch(/st-3\s+@coder\s+success\s+@host-b/);
+    expect(lastDrawing).toMatch(/w-design\.3\s+@coder\s+success\s+@host-b/);
     expect(lastDrawing).toContain('completion 100% (4/4)');
 
     const lines = mon.lines();
@@ -83,7 +83,7 @@ describe('a2a monitor over NATS', () => {
     // host events (host.joined …, run id `host`)
     const origins = (run: string) => new Set(events.filter((e) => e.runId === run).map((e) => e.origin));
     expect(origins('m-1')).toEqual(new Set(['run-m-1', 'host-a', 'host-b']));
-    expect(events.some((e) => e.origin === 'host-b' && e.type === 'session.state' && String(e.subTaskId).startsWith('st-'))).toBe(true);
+    expect(events.some((e) => e.origin === 'host-b' && e.type === 'session.state' && String(e.subTaskId).startsWith('w-design.'))).toBe(true);
     expect(events.every((e) => e.runId === 'm-1' || e.runId === 'host')).toBe(true);
     const all = snapshots(mon);
     const last = all.at(-1)!;
@@ -95,8 +95,8 @@ describe('a2a monitor over NATS', () => {
     expect(last.runs.map((r) => [r.runId, r.status])).toEqual([['m-1', 'completed']]);
     const tree = last.runs[0]!.tree;
     const flat = (nodes: TreeNode[]): string[] => nodes.flatMap((n) => [`${n.id}@${n.host}:${n.status}`, ...flat(n.children)]);
-    expect(flat(tree).sort()).toEqual(['st-1@host-b:success', 'st-2@host-b:success', 'st-3@host-b:success', 'w-design@host-a:success']);
-    expect(tree[0]!.children.map((c) => c.id).sort()).toEqual(['st-1', 'st-2', 'st-3']);
+    expect(flat(tree).sort()).toEqual(['w-design.1@host-b:success', 'w-design.2@host-b:success', 'w-design.3@host-b:success', 'w-design@host-a:success']);
+    expect(tree[0]!.children.map((c) => c.id).sort()).toEqual(['w-design.1', 'w-design.2', 'w-design.3']);
     expect(last.runs[0]!.processes).toEqual(['host-a', 'host-b', 'run-m-1']);
 
     // both hosts alive, each seen with load while the run ran

@@ -11,9 +11,10 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
+import { hostCommand } from '../../bin/commands/host.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { connectNats } from '../../adapters/transport/nats.js';
 import { ensureQueues, subjects } from '../../actors/remote.js';
@@ -21,7 +22,8 @@ import { isA2AError } from '../../actors/errors.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Transport, TransportMessage } from '../../machines/ports.js';
 import { natsServerBinary, startNatsServer, type NatsServer } from './server.js';
-import { a2aHost, killAll, splitWorkspace, waitFor } from './cluster.js';
+import { a2aHost, capture, killAll, splitWorkspace, waitFor } from './cluster.js';
+import { ownerOf, registered, SeedAgent, specFor, startGateway, waitUntil, type Track, type Wire } from './seed004Kit.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const exampleConfig = readFileSync(join(root, 'examples/nats/server.conf'), 'utf8');
@@ -35,6 +37,7 @@ const passwords = {
   A2A_GATEWAY_PASSWORD: secret('gateway'),
   A2A_MONITOR_PASSWORD: secret('mon'),
   A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
+  A2A_AGENT_BETA_PASSWORD: secret('beta'),
 };
 const allSecrets = Object.values(passwords);
 /** Each user's inbox prefix, as the example's permissions allow (A2A_NATS_INBOX_PREFIX). */
@@ -44,6 +47,16 @@ const inboxPrefix = {
   gateway: '_INBOX_gateway',
   monitor: '_INBOX_monitor',
 } as const;
+/** The monitor's account imports the hosts bucket's reads from A2A under this prefix (A2A_NATS_JS_API_PREFIX). */
+const monitorApi = 'JS.A2A.API';
+/** The environment of an a2a process run as `user` (credentials as the example documents them). */
+const envOf = (user: 'orchestrator' | 'host' | 'gateway' | 'monitor') => ({
+  A2A_NATS_USER: user,
+  A2A_NATS_PASSWORD: { orchestrator: passwords.A2A_ORCHESTRATOR_PASSWORD, host: passwords.A2A_HOST_PASSWORD, gateway: passwords.A2A_GATEWAY_PASSWORD, monitor: passwords.A2A_MONITOR_PASSWORD }[user],
+  A2A_NATS_INBOX_PREFIX: inboxPrefix[user],
+  ...(user === 'monitor' ? { A2A_NATS_JS_API_PREFIX: monitorApi } : {}),
+});
+const UNAUTHENTICATED = 'does not require authentication';
 
 let server: NatsServer;
 const open: Transport[] = [];
@@ -59,17 +72,22 @@ afterEach(async () => {
 });
 afterAll(() => server?.stop());
 
-async function as(user: 'orchestrator' | 'host' | 'gateway' | 'monitor' | 'agent-alpha'): Promise<Transport> {
-  const pass = {
+type User = 'orchestrator' | 'host' | 'gateway' | 'monitor' | 'agent-alpha' | 'agent-beta';
+const passwordOf = (user: User) =>
+  ({
     orchestrator: passwords.A2A_ORCHESTRATOR_PASSWORD,
     host: passwords.A2A_HOST_PASSWORD,
     gateway: passwords.A2A_GATEWAY_PASSWORD,
     monitor: passwords.A2A_MONITOR_PASSWORD,
     'agent-alpha': passwords.A2A_AGENT_ALPHA_PASSWORD,
-  }[user];
+    'agent-beta': passwords.A2A_AGENT_BETA_PASSWORD,
+  })[user];
+
+async function as(user: User): Promise<Transport> {
   // an external agent makes no requests: it has no inbox
-  const prefix = user === 'agent-alpha' ? {} : { inboxPrefix: inboxPrefix[user] };
-  const t = await connectNats({ servers: server.url, user, pass, name: `test-${user}`, ...prefix });
+  const prefix = user === 'agent-alpha' || user === 'agent-beta' ? {} : { inboxPrefix: inboxPrefix[user] };
+  const api = user === 'monitor' ? { jsApiPrefix: monitorApi } : {};
+  const t = await connectNats({ servers: server.url, user, pass: passwordOf(user), name: `test-${user}`, ...prefix, ...api });
   open.push(t);
   return t;
 }
@@ -85,6 +103,26 @@ async function counts(): Promise<Record<'spawn' | 'up' | 'down', number>> {
 
 const violations = (user: string) => server.log().split('\n').filter((l) => /(Publish|Subscription) Violation/.test(l) && l.includes(`User "${user}"`));
 
+
+/** Runs `fn` with `env` in this process's environment (what an a2a command reads its credentials from). */
+async function withEnv<T>(env: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  const set = (values: Record<string, string | undefined>) => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  set(env);
+  try {
+    return await fn();
+  } finally {
+    set(saved);
+  }
+}
+
+/** No credentials at all in the environment. */
+const NO_CREDENTIALS = { A2A_NATS_USER: undefined, A2A_NATS_PASSWORD: undefined, A2A_NATS_TOKEN: undefined, A2A_NATS_INBOX_PREFIX: undefined, A2A_NATS_JS_API_PREFIX: undefined };
 
 function expectNoSecret(text: string): void {
   for (const secretValue of allSecrets) expect(text).not.toContain(secretValue);
@@ -104,7 +142,7 @@ describe('examples/nats/server.conf', () => {
     expect(refused.status).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain('A2A_MONITOR_PASSWORD');
     // the roles it documents are all there, and nobody gets in without credentials
-    for (const user of ['orchestrator', 'host', 'gateway', 'monitor', 'agent-alpha']) expect(exampleConfig).toMatch(new RegExp(`user: ${user}\\b`));
+    for (const user of ['orchestrator', 'host', 'gateway', 'monitor', 'agent-alpha', 'agent-beta']) expect(exampleConfig).toMatch(new RegExp(`user: ${user}\\b`));
     // no anonymous access: no `no_auth_user` outside comments
     expect(exampleConfig.split('\n').filter((l) => !l.trim().startsWith('#') && l.includes('no_auth_user'))).toEqual([]);
   });
@@ -138,7 +176,7 @@ describe('examples/nats/server.conf', () => {
     const monitor = await as('monitor');
     const agent = await as('agent-alpha');
     for (const [who, t] of [['monitor', monitor], ['agent-alpha', agent]] as const) {
-      for (const subject of [s.spawn('coder'), s.up('x'), s.down('x')]) {
+      for (const subject of [s.spawn('coder'), s.up('h', 'x'), s.down('x')]) {
         // a durable enqueue is refused outright, naming the permission (the agent may not even
         // subscribe to the inbox the confirmation would come back on)
         const error = await t.enqueue(subject, { spec: 'forged' }, { msgId: `${who}-${subject}` }).catch((e: unknown) => e);
@@ -149,12 +187,12 @@ describe('examples/nats/server.conf', () => {
       }
     }
     // a round trip on each connection: what they published has reached the server by now
-    await monitor.keyValue('hosts').catch(() => undefined);
+    await (await monitor.readKeyValue('hosts')).keys();
     await agent.publish(s.spawn('coder'), 'last').catch(() => undefined);
     await waitFor('the violations to be logged', () => violations('agent-alpha').filter((l) => l.includes('a2a.default.spawn.coder')).length >= 3);
     expect(await counts()).toEqual(before);
     for (const who of ['monitor', 'agent-alpha']) {
-      for (const subject of [s.spawn('coder'), s.up('x'), s.down('x')]) {
+      for (const subject of [s.spawn('coder'), s.up('h', 'x'), s.down('x')]) {
         expect(violations(who).some((l) => l.includes(`Publish Violation`) && l.includes(`Subject "${subject}"`)), `${who} on ${subject}`).toBe(true);
       }
     }
@@ -179,19 +217,22 @@ describe('examples/nats/server.conf', () => {
     await waitFor('the event and the heartbeat', () => heard.length >= 2);
     expect(heard.map((m) => m.subject).sort()).toEqual([s.events('run-1', 'run.started'), s.heartbeat('host-a')].sort());
 
-    const hosts = await monitor.keyValue('hosts');
+    // it reads the hosts bucket, read-only: no handle it could write with
+    const hosts = await monitor.readKeyValue('hosts');
     expect((await hosts.get('host-a'))?.value).toEqual({ hostId: 'host-a' });
     expect(await hosts.keys()).toContain('host-a');
-    await expect(hosts.put('host-a', { hostId: 'forged' })).rejects.toThrow(/Permissions Violation for Publish to "\$KV\.a2a_default_hosts\.host-a"/);
-    await expect(hosts.delete('host-a')).rejects.toThrow(/Permissions Violation/);
+    await expect(monitor.keyValue('hosts')).rejects.toThrow(/Permissions Violation/);
+    await expect(monitor.publish('$KV.a2a_default_hosts.host-a', { hostId: 'forged' })).resolves.toBeUndefined(); // dropped by the server
+    await (await monitor.readKeyValue('hosts')).keys(); // a round trip: the forged write has reached the server
     expect((await hostsBucket.get('host-a'))?.value).toEqual({ hostId: 'host-a' });
 
     // not the snapshots (prompts, results), not the queues: neither consume nor listen in
     await expect(monitor.keyValue('snapshots')).rejects.toThrow(/Permissions Violation/);
+    await expect((await monitor.readKeyValue('snapshots')).keys()).rejects.toThrow(/Permissions Violation/);
     const consumed: unknown[] = [];
     await expect(
       monitor.consume('spawn', { consumer: 'spawn-coder', filter: s.spawn('coder'), ackWaitMs: 30_000, maxInFlight: 4 }, (m) => void consumed.push(m.data)),
-    ).rejects.toThrow(/Permissions Violation for Publish to "\$JS\.API\.CONSUMER\.CREATE\.a2a_default_spawn\./);
+    ).rejects.toThrow(/Permissions Violation for Publish to "JS\.A2A\.API\.CONSUMER\.CREATE\.a2a_default_spawn\./);
     await expect(monitor.subscribe(`a2a.default.spawn.>`, (m) => consumed.push(m.data))).rejects.toThrow(/the server refused it.*Permissions Violation for Subscription/);
     await expect(monitor.subscribe(`a2a.default.>`, (m) => consumed.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
     await expect(monitor.publish(s.events('run-1', 'forged'), {})).resolves.toBeUndefined(); // dropped by the server
@@ -210,18 +251,17 @@ describe('examples/nats/server.conf', () => {
       expect((error as Error).message).toMatch(/the server refused it/);
       expect((error as Error).message).toContain(`Permissions Violation for Subscription to "${subject}"`);
     }
-    // its own requests still work: they come back on its own prefix (KV get: a direct get;
-    // keys: an ordered consumer delivering to its inbox)
-    const hosts = await monitor.keyValue('hosts');
+    // its own requests still work: they come back on its own prefix (a direct get, a stream info)
+    const hosts = await monitor.readKeyValue('hosts');
     expect((await hosts.get('host-inbox'))?.value).toEqual({ hostId: 'host-inbox' });
     expect(await hosts.keys()).toContain('host-inbox');
     expect(overheard).toEqual([]);
     expect(violations('monitor').filter((l) => l.includes('Subscription Violation') && l.includes(inboxPrefix.monitor))).toEqual([]);
 
     // without its prefix (the client's default `_INBOX`) its requests are refused, with a hint
-    const unprefixed = await connectNats({ servers: server.url, user: 'monitor', pass: passwords.A2A_MONITOR_PASSWORD, name: 'test-monitor' });
+    const unprefixed = await connectNats({ servers: server.url, user: 'monitor', pass: passwords.A2A_MONITOR_PASSWORD, name: 'test-monitor', jsApiPrefix: monitorApi });
     open.push(unprefixed);
-    const refused = await unprefixed.keyValue('hosts').catch((e: unknown) => e);
+    const refused = await (await unprefixed.readKeyValue('hosts')).keys().catch((e: unknown) => e);
     expect(isA2AError(refused), String(refused)).toBe(true);
     expect((refused as Error).message).toMatch(/Permissions Violation for Subscription to "_INBOX\./);
     expect((refused as Error).message).toContain('A2A_NATS_INBOX_PREFIX');
@@ -233,43 +273,50 @@ describe('examples/nats/server.conf', () => {
     }
   });
 
-  it('lets an external agent hear its own subjects and all-agent messages, and write only to the gateway', async () => {
+  it('lets an external agent hear its own subjects and all-agent messages, and speak only on its own subject to the gateway', async () => {
     const gateway = await as('gateway');
     const agent = await as('agent-alpha');
     const toAgent: unknown[] = [];
-    const toGateway: unknown[] = [];
+    const toGateway: string[] = [];
     await agent.subscribe('a2a.default.swarm.agent.alpha', (m) => toAgent.push(m.data));
     await agent.subscribe('a2a.default.swarm.agent.all', (m) => toAgent.push(m.data));
-    await gateway.subscribe('a2a.default.swarm.orchestrator.messages', (m) => toGateway.push(m.data));
+    await gateway.subscribe('a2a.default.swarm.orchestrator.messages.*', (m) => toGateway.push(`${m.subject}: ${String(m.data)}`));
+    await gateway.subscribe('a2a.default.swarm.orchestrator.messages', (m) => toGateway.push(`${m.subject}: ${String(m.data)}`));
     await expect(agent.subscribe('a2a.default.swarm.agent.beta', (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
     await expect(agent.subscribe('a2a.default.swarm.agent.>', (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
-    await expect(agent.subscribe('a2a.default.swarm.orchestrator.messages', (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
+    await expect(agent.subscribe('a2a.default.swarm.orchestrator.messages.*', (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
     await expect(agent.subscribe(s.allEvents, (m) => toAgent.push(m.data))).rejects.toThrow(/Permissions Violation for Subscription/);
 
     await gateway.publish('a2a.default.swarm.agent.alpha', 'to alpha');
     await gateway.publish('a2a.default.swarm.agent.beta', 'to beta');
     await gateway.publish('a2a.default.swarm.agent.all', 'to all');
-    await agent.publish('a2a.default.swarm.orchestrator.messages', 'from alpha');
+    // not on the shared subject (it names no one), not on another agent's, not to another agent
+    await agent.publish('a2a.default.swarm.orchestrator.messages', 'shared, from alpha');
+    await agent.publish('a2a.default.swarm.orchestrator.messages.beta', 'alpha as beta');
     await agent.publish('a2a.default.swarm.agent.beta', 'impersonating the gateway');
+    await agent.publish('a2a.default.swarm.orchestrator.messages.alpha', 'from alpha');
     await waitFor('the messages', () => toAgent.length >= 2 && toGateway.length >= 1);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the violations to be logged', () => violations('agent-alpha').filter((l) => l.includes('a2a.default.swarm.')).length >= 3);
     expect(toAgent.sort()).toEqual(['to all', 'to alpha']);
-    expect(toGateway).toEqual(['from alpha']);
-    expect(violations('agent-alpha').some((l) => l.includes('Publish Violation') && l.includes('a2a.default.swarm.agent.beta'))).toBe(true);
+    expect(toGateway).toEqual(['a2a.default.swarm.orchestrator.messages.alpha: from alpha']);
+    for (const subject of ['a2a.default.swarm.orchestrator.messages', 'a2a.default.swarm.orchestrator.messages.beta', 'a2a.default.swarm.agent.beta']) {
+      expect(violations('agent-alpha').some((l) => l.includes('Publish Violation') && l.includes(`Subject "${subject}"`)), subject).toBe(true);
+    }
     // no JetStream at all: not even a request/reply inbox
     await expect(agent.keyValue('hosts')).rejects.toThrow(/Permissions Violation/);
     // the swarm is the gateway's: the orchestrator (`a2a run`) has no business there
     const orchestrator = await as('orchestrator');
-    await expect(orchestrator.subscribe('a2a.default.swarm.orchestrator.messages', () => undefined)).rejects.toThrow(/Permissions Violation for Subscription/);
+    await expect(orchestrator.subscribe('a2a.default.swarm.orchestrator.messages.*', () => undefined)).rejects.toThrow(/Permissions Violation for Subscription/);
   });
 
   it('gives the gateway everything a host has (it is one), plus the swarm', async () => {
     const block = (user: string) => {
       const start = exampleConfig.indexOf(`user: ${user}\n`);
-      return exampleConfig.slice(start, exampleConfig.indexOf('\n    }\n', start));
+      return exampleConfig.slice(start, exampleConfig.indexOf('\n      }\n', start));
     };
     const subjectsIn = (text: string) => [...text.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
     const gatewaySubjects = new Set(subjectsIn(block('gateway')));
+    expect(gatewaySubjects.size).toBeGreaterThan(40);
     // each its own inbox: the host's is the gateway's own
     expect(subjectsIn(block('host')).map((x) => x.replace(`${inboxPrefix.host}.`, `${inboxPrefix.gateway}.`)).filter((x) => !gatewaySubjects.has(x))).toEqual([]);
     // and it works as one: queues, buckets, consumers, heartbeat
@@ -294,6 +341,113 @@ describe('examples/nats/server.conf', () => {
     await new Promise((r) => setTimeout(r, 250));
     await host.stop();
     expect(violations('gateway')).toEqual([]);
+  });
+
+  it('keeps the monitor from having anything delivered anywhere: no consumer, no redirected reply; `a2a monitor` still reads the hosts bucket', async () => {
+    const host = await as('host');
+    await ensureQueues(host, 'default');
+    const hostsBucket = await host.keyValue('hosts');
+    const beat = { hostId: 'host-kv', agents: ['coder'], concurrency: 2, running: 0, sessions: [], startedAt: Date.now(), at: Date.now(), intervalMs: 60_000, status: 'ready' };
+    await hostsBucket.put('host-kv', beat);
+    const before = await counts();
+    const beta = await as('agent-beta');
+    const toBeta: unknown[] = [];
+    await beta.subscribe('a2a.default.swarm.agent.beta', (m) => toBeta.push(m.data));
+    // where an attacker would have the bucket's entries delivered: a host's spawn queue, an agent, a session's down queue
+    const targets = ['a2a.default.spawn.architect', 'a2a.default.swarm.agent.beta', 'a2a.default.down.run-x.w-t1'];
+
+    const nc = await connect({ servers: server.url, user: 'monitor', pass: passwords.A2A_MONITOR_PASSWORD, inboxPrefix: inboxPrefix.monitor, name: 'test-monitor-raw' });
+    raw.push(nc);
+    for (const apiPrefix of [monitorApi, '$JS.API']) {
+      const jsm = await jetstreamManager(nc, { checkAPI: false, apiPrefix });
+      for (const [i, deliver] of targets.entries()) {
+        // a push consumer on the hosts bucket's stream, delivering to `deliver`, named and not
+        for (const name of [`evil-${i}`, undefined]) {
+          const config = { deliver_subject: deliver, ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All, ...(name ? { name } : {}) };
+          const error = await jsm.consumers.add('KV_a2a_default_hosts', config).catch((e: unknown) => e);
+          expect(String(error), `${apiPrefix} → ${deliver}`).toMatch(/Permissions Violation for Publish to "(JS\.A2A|\$JS)\.API\.CONSUMER\.CREATE\.KV_a2a_default_hosts/);
+        }
+        // the legacy durable form, fire and forget
+        nc.publish(`${apiPrefix}.CONSUMER.DURABLE.CREATE.KV_a2a_default_hosts.evil`, JSON.stringify({ stream_name: 'KV_a2a_default_hosts', config: { durable_name: 'evil', deliver_subject: deliver, ack_policy: 'none' } }));
+        // and the reads it may make, with their reply subject pointed at the target: the answer
+        // goes back to the monitor's account, never into A2A
+        nc.publish(`${monitorApi}.STREAM.INFO.KV_a2a_default_hosts`, '', { reply: deliver });
+        nc.publish(`${monitorApi}.DIRECT.GET.KV_a2a_default_hosts.$KV.a2a_default_hosts.host-kv`, '', { reply: deliver });
+        nc.publish(`${monitorApi}.STREAM.MSG.GET.KV_a2a_default_hosts`, JSON.stringify({ last_by_subj: '$KV.a2a_default_hosts.host-kv' }), { reply: deliver });
+      }
+    }
+    // a round trip after them on the same connection: the server has handled them all
+    await nc.flush();
+    expect(await (await as('monitor')).readKeyValue('hosts').then((kv) => kv.keys())).toContain('host-kv');
+    await waitFor('the refused consumer requests to be logged', () => violations('monitor').filter((l) => l.includes('CONSUMER')).length >= 6 * targets.length);
+    // the durable one was not made either, so nothing will be pushed from it later
+    const hostNc = await connect({ servers: server.url, user: 'host', pass: passwords.A2A_HOST_PASSWORD, inboxPrefix: inboxPrefix.host });
+    raw.push(hostNc);
+    const hjsm = await jetstreamManager(hostNc, { checkAPI: false });
+    for (const name of ['evil', ...targets.map((_, i) => `evil-${i}`)]) await expect(hjsm.consumers.info('KV_a2a_default_hosts', name)).rejects.toThrow(/consumer not found/i);
+    // and nothing was delivered: the spawn and down queues hold what they held, beta heard nothing
+    // (an answer delivered here would have arrived before the round trip's own)
+    await beta.publish('a2a.default.swarm.agent.beta', 'marker').catch(() => undefined); // refused: agents do not write there
+    const gateway = await as('gateway');
+    await gateway.publish('a2a.default.swarm.agent.beta', 'marker');
+    await waitFor('the marker', () => toBeta.includes('marker'));
+    expect(toBeta).toEqual(['marker']);
+    expect(await counts()).toEqual(before);
+
+    // the monitor itself reads the bucket with none of that: a host that only wrote its entry shows
+    const c = capture();
+    const code = await withEnv({ ...NO_CREDENTIALS, ...envOf('monitor') }, () => main(['monitor', '--nats', server.url, '--json', '--for', '300'], c.io));
+    expect(code, c.out() + c.err()).toBe(0);
+    const first = c.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { kind: string; hosts?: Array<{ id: string; agents: string[]; alive: boolean }> }).find((l) => l.kind === 'snapshot');
+    expect(first?.hosts).toEqual([expect.objectContaining({ id: 'host-kv', agents: ['coder'], alive: true })]);
+    expect(c.err()).toEqual('');
+    expect(violations('monitor').filter((l) => l.includes(':nats.js:a2a-monitor'))).toEqual([]);
+  });
+
+  it('keeps external agents to their own identity: alpha cannot report beta\'s task, neither in beta\'s name nor on beta\'s subject', async () => {
+    const cleanups: Array<() => Promise<unknown>> = [];
+    const track: Track = (c) => void cleanups.push(c);
+    try {
+      const { gateway, out, err, prefix } = await startGateway({ url: server.url, ns: 'default', track, env: { ...NO_CREDENTIALS, ...envOf('gateway') }, options: { ackTimeout: 5_000, heartbeat: 1_000 } });
+      expect(prefix).toBe('a2a.default.swarm');
+      let task: Wire | null = null;
+      const beta = await new SeedAgent('beta', prefix, { max: 1, onMessage: (m, self) => m.message_type === 'task' && ((task = m), self.ack(m, 'accepted')) }, track).start(server.url, {
+        user: 'agent-beta',
+        pass: passwords.A2A_AGENT_BETA_PASSWORD,
+      });
+      beta.register();
+      beta.startHeartbeats();
+      await registered(gateway, 'beta');
+      const owner = await ownerOf({ transport: await as('orchestrator'), ns: 'default', spec: specFor('default', 'st-sec'), track });
+      const taskId = (await waitUntil('beta to accept its task', () => task && gateway.agents().find((a) => a.id === 'beta')!.assigned.length === 1 && task)).payload.task_id as string;
+      const alpha = await new SeedAgent('alpha', prefix, { max: 2 }, track).start(server.url, { user: 'agent-alpha', pass: passwords.A2A_AGENT_ALPHA_PASSWORD });
+      alpha.register();
+      await registered(gateway, 'alpha');
+
+      // beta's result, in beta's name, on alpha's own subject: refused by the gateway, the error to alpha
+      const forged = alpha.send(beta.result(taskId, { files_modified: ['backdoor.py'] })) as Wire;
+      const refused = await alpha.waitFor('the refusal', 'error', (m) => m.correlation_id === forged.message_id);
+      expect(refused.payload).toMatchObject({ error_type: 'system_error', error_code: 'E_IDENTITY_MISMATCH', error_message: expect.stringContaining('sender_id: must be "alpha"') });
+      // the same on beta's subject: refused by the server (alpha's user may publish on its own only)
+      alpha.sendOn(`${prefix}.orchestrator.messages.beta`, beta.result(taskId, { files_modified: ['backdoor.py'] }));
+      await waitFor('the server to refuse it', () => violations('agent-alpha').some((l) => l.includes('Publish Violation') && l.includes(`"${prefix}.orchestrator.messages.beta"`)));
+
+      // beta's task goes on as beta's: its own result is the task's result
+      expect(owner.done()).toBe(false);
+      expect(beta.received('error')).toEqual([]);
+      beta.complete(taskId);
+      const result = await owner.result();
+      expect(result.status).toBe('success');
+      expect(result.output).toContain('files modified: api/views.py');
+      expect(result.output).not.toContain('backdoor.py');
+      expect(result.metadata).toMatchObject({ agentId: 'beta', history: [{ agentId: 'beta', outcome: 'completed' }] });
+      expect(out()).toContain('refused a message from alpha');
+      // this server requires authentication: no warning; the gateway's user was refused nothing
+      expect(err()).not.toContain(UNAUTHENTICATED);
+      expect(violations('gateway')).toEqual([]);
+    } finally {
+      for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    }
   });
 
   it('runs a plan with the orchestrator and host users (real `a2a host` processes, `a2a run --nats`): the server refuses nothing', async () => {
@@ -337,7 +491,7 @@ describe('examples/nats/server.conf', () => {
     expect((store.read('sec-1').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
     const events = store.events('sec-1');
     const placed = events.filter((e) => e.type === 'subtask.placed').map((e) => `${e.subTaskId}@${String(e.data.host)}`).sort();
-    expect(placed).toEqual(['st-1@host-b', 'st-2@host-b', 'w-design@host-a']);
+    expect(placed).toEqual(['w-design.1@host-b', 'w-design.2@host-b', 'w-design@host-a']);
     // the sub-tasks' updates crossed back (up queue, host to host), the hosts' events reached the run
     expect(events.filter((e) => e.type === 'update.queued' && e.data.message === 'started' && e.workerId === 'w-design')).toHaveLength(2);
 
@@ -345,6 +499,9 @@ describe('examples/nats/server.conf', () => {
     for (const h of hosts) expect(await h.exited, h.out()).toBe(0);
     expect(hosts[0]!.out()).toContain('host host-a drained');
     expectNoSecret(out + err + hosts.map((h) => h.out()).join(''));
+    // the server requires authentication: no warning that it does not
+    expect(err).not.toContain(UNAUTHENTICATED);
+    for (const h of hosts) expect(h.out()).not.toContain(UNAUTHENTICATED);
     // the roles' permissions were enough: the server refused nothing to these processes (the log
     // names a connection `"<client version>:nats.js:<name>"`; the other tests' connections are
     // `test-<user>`, and provoke violations on purpose)
@@ -376,5 +533,42 @@ describe('token authentication', () => {
     expect(isA2AError(other, 'CONFIGURATION_INVALID')).toBe(true);
     expect((other as Error).message).toMatch(/refused the credentials \(a token\)/);
     expect((other as Error).message).not.toContain(token);
+  });
+});
+
+describe('a server without authentication', () => {
+  let openServer: NatsServer;
+  beforeAll(async () => {
+    openServer = await startNatsServer();
+  });
+  afterAll(() => openServer?.stop());
+
+  it('makes `a2a run --nats`, `a2a host` and `a2a gateway` say once, on stderr, that anyone there can forge results, events and cancels', async () => {
+    const cleanups: Array<() => Promise<unknown>> = [];
+    try {
+      const ws = splitWorkspace({ partMs: 0, parts: 1, planId: 'open', prefix: 'a2a-nats-open-' });
+      const host = capture();
+      const hosting = withEnv(NO_CREDENTIALS, () =>
+        hostCommand({ nats: openServer.url, agents: 'architect,coder', id: 'host-open', workspace: ws, script: join(ws, 'script.json'), heartbeat: 200, drain: 1_000 }, host.io),
+      );
+      cleanups.push(async () => (host.stop(), hosting));
+      await waitFor('the host to serve', () => host.out().includes('host host-open serves'), 10_000, host.err);
+      const run = capture();
+      const code = await withEnv(NO_CREDENTIALS, () =>
+        main(['run', join(ws, 'plan.json'), '--nats', openServer.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--no-tree', '--run-id', 'open-1'], run.io),
+      );
+      expect(code, run.out() + run.err()).toBe(0);
+      const gateway = await startGateway({ url: openServer.url, ns: 'open', track: (c) => void cleanups.push(c), env: NO_CREDENTIALS });
+
+      for (const [who, stderr, stdout] of [['run', run.err(), run.out()], ['host', host.err(), host.out()], ['gateway', gateway.err(), gateway.out()]] as const) {
+        const warnings = stderr.split('\n').filter((l) => l.includes(UNAUTHENTICATED));
+        expect(warnings, who).toEqual([
+          `a2a: warning: the NATS server at ${openServer.url} does not require authentication: any client that reaches it can forge session results, run and audit events, cancels and seed 004 agents' messages. Give each role its own user (examples/nats/server.conf; README, "Security").`,
+        ]);
+        expect(stdout, who).not.toContain(UNAUTHENTICATED);
+      }
+    } finally {
+      for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    }
   });
 });

@@ -5,27 +5,19 @@
  * heartbeat, acknowledge (or reject, or ignore) tasks, report progress, ask for clarification,
  * answer status and capability requests, and return task results.
  */
-import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { createActor, type AnyActorRef, type AnyEventObject } from 'xstate';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
-import { gatewayCommand, type GatewayCommandOptions } from '../../bin/commands/gateway.js';
-import { RunConfig } from '../../actors/config.js';
-import { recordingParent } from '../../actors/graph/paths.js';
-import { createRemoteSessionLogic, ensureQueues } from '../../actors/remote.js';
-import { realClock } from '../../adapters/clock.js';
-import type { Seed004Gateway } from '../../adapters/seed004/gateway.js';
+import type { GatewayCommandOptions } from '../../bin/commands/gateway.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import type { Transport } from '../../machines/ports.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { SessionSpec, SubTaskResult, TaskUpdate } from '../../machines/protocol.js';
-import { parseEnvelope, Seed004Message } from '../../machines/seed004.js';
+import type { SessionSpec } from '../../machines/protocol.js';
 import { tempDir } from '../helpers.js';
 import { startNatsServer, type NatsServer } from './server.js';
+import * as kit from './seed004Kit.js';
+import { captureIo as capture, expectValid, registered, specFor, waitUntil as waitFor, type Wire } from './seed004Kit.js';
 
 // Timings: generous by default (a loaded machine must not make an agent look silent), short only
 // where a test is about them: 1 s to acknowledge, heartbeats every 250 ms (silent 750 ms: unresponsive).
@@ -35,6 +27,7 @@ const DEFAULT = { ackTimeout: 5_000, heartbeat: 1_000 };
 
 let server: NatsServer;
 const cleanups: Array<() => Promise<unknown>> = [];
+const track: kit.Track = (cleanup) => void cleanups.push(cleanup);
 
 beforeAll(async () => {
   server = await startNatsServer();
@@ -46,247 +39,20 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function waitFor<T>(what: string, probe: () => T | undefined | null | false, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+/** An external agent on this file's server (no authentication). */
+class SeedAgent extends kit.SeedAgent {
+  constructor(id: string, prefix: string, options: ConstructorParameters<typeof kit.SeedAgent>[2]) {
+    super(id, prefix, options, track);
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// A seed 004 coding agent, as a plain NATS client
+const startGateway = (ns: string, extra: Partial<GatewayCommandOptions> = {}) => kit.startGateway({ url: server.url, ns, track, options: { ...DEFAULT, ...extra } });
 
-type Wire = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-interface Received {
-  message: Wire;
-  at: number;
-}
-
-class SeedAgent {
-  readonly inbox: Received[] = [];
-  #nc: NatsConnection | null = null;
-  #beat: ReturnType<typeof setInterval> | null = null;
-  #startedAt = Date.now();
-  current = 0;
-
-  constructor(
-    readonly id: string,
-    readonly prefix: string,
-    readonly options: { max: number; heartbeatMs?: number; onMessage?: (message: Wire, agent: SeedAgent) => void },
-  ) {}
-
-  async start(url: string): Promise<this> {
-    this.#nc = await connect({ servers: url, name: this.id });
-    const callback = (error: Error | null, msg: { string(): string }) => {
-      if (error) return;
-      const message = JSON.parse(msg.string()) as Wire;
-      this.inbox.push({ message, at: Date.now() });
-      this.options.onMessage?.(message, this);
-    };
-    this.#nc.subscribe(`${this.prefix}.agent.${this.id}`, { callback });
-    this.#nc.subscribe(`${this.prefix}.agent.all`, { callback });
-    await this.#nc.flush();
-    cleanups.push(() => this.close());
-    return this;
-  }
-
-  envelope(type: string, payload: Wire, extra: Wire = {}): Wire {
-    return { message_id: randomUUID(), sender_id: this.id, recipient_id: 'orchestrator', message_type: type, payload, timestamp: new Date().toISOString(), ...extra };
-  }
-
-  send(message: Wire | string): Wire | string {
-    this.#nc!.publish(`${this.prefix}.orchestrator.messages`, typeof message === 'string' ? message : JSON.stringify(message));
-    return message;
-  }
-
-  register(): void {
-    this.send(
-      this.envelope('registration', {
-        agent_id: this.id,
-        agent_type: 'coding_agent',
-        capabilities: ['implementation', 'refactoring', 'bug_fix', 'feature', 'optimization', 'test_generation'],
-        max_concurrent_tasks: this.options.max,
-        version: '0.1.0',
-      }),
-    );
-  }
-
-  heartbeat(): void {
-    this.send(
-      this.envelope('heartbeat', {
-        agent_id: this.id,
-        timestamp: new Date().toISOString(),
-        current_tasks: this.current,
-        available_capacity: this.options.max - this.current,
-        status: 'healthy',
-        uptime: Math.round((Date.now() - this.#startedAt) / 1000),
-      }),
-    );
-  }
-
-  startHeartbeats(): void {
-    this.heartbeat();
-    this.#beat = setInterval(() => this.heartbeat(), this.options.heartbeatMs ?? DEFAULT.heartbeat / 3);
-  }
-
-  stopHeartbeats(): void {
-    if (this.#beat) clearInterval(this.#beat);
-    this.#beat = null;
-  }
-
-  ack(task: Wire, status: 'accepted' | 'rejected', reason?: string): void {
-    if (status === 'accepted') this.current += 1;
-    this.send(this.envelope('acknowledgment', { task_id: task.payload.task_id, status, ...(reason ? { reason } : {}) }, { correlation_id: task.message_id }));
-  }
-
-  progress(taskId: string, progress: number, message: string): void {
-    this.send(this.envelope('progress', { task_id: taskId, progress, message, timestamp: new Date().toISOString() }));
-  }
-
-  /** Asks for clarification; returns the query's message id. */
-  ask(taskId: string, question: string, options: string[]): string {
-    const query = this.envelope('query', {
-      query_type: 'clarification',
-      task_id: taskId,
-      question,
-      context: { file: 'api/views.py', line: 42, code_snippet: 'def get_data(request):' },
-      suggested_options: options,
-      urgency: 'high',
-    });
-    this.send(query);
-    return query.message_id as string;
-  }
-
-  complete(taskId: string): void {
-    this.current = Math.max(0, this.current - 1);
-    this.send(
-      this.envelope('task_result', {
-        task_id: taskId,
-        status: 'completed',
-        result_type: 'success',
-        files_modified: ['api/views.py'],
-        files_created: ['api/tests/test_views.py'],
-        files_deleted: [],
-        tests_added: ['test_views.py::test_get_data_json'],
-        issues_created: [],
-        pull_request_url: 'https://github.com/org/repo/pull/123',
-        commit_hash: 'abc123def456',
-        error_message: null,
-        warnings: ['Consider refactoring large function at line 150'],
-        execution_time: 45.67,
-        metrics: { lines_added: 250, lines_removed: 50, test_coverage: 85.5, complexity_reduced: true },
-      }),
-    );
-  }
-
-  received(type: string, where: (m: Wire) => boolean = () => true): Wire[] {
-    return this.inbox.filter((r) => r.message.message_type === type && where(r.message)).map((r) => r.message);
-  }
-
-  waitFor(what: string, type: string, where: (m: Wire) => boolean = () => true, ms?: number): Promise<Wire> {
-    return waitFor(`${this.id} to receive ${what}`, () => this.received(type, where)[0], ms);
-  }
-
-  async close(): Promise<void> {
-    this.stopHeartbeats();
-    await this.#nc?.close();
-    this.#nc = null;
-  }
-}
-
-/** Every message the gateway sends is a valid seed 004 message. */
-function expectValid(message: Wire): Seed004Message {
-  const parsed = parseEnvelope(message);
-  if (!parsed.ok) throw new Error(`the gateway sent an invalid ${String(message.message_type)}: ${parsed.problem}`);
-  return parsed.message;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The gateway (in this process, through its command) and an owner of remote sessions
-
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as unknown as { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
-    out: () => out,
-    err: () => err,
-  };
-}
-
-async function startGateway(ns: string, extra: Partial<GatewayCommandOptions> = {}) {
-  let release!: () => void;
-  const until = new Promise<void>((r) => (release = r));
-  const c = capture();
-  let gateway: Seed004Gateway | null = null;
-  let failed: unknown = null;
-  const done = gatewayCommand(
-    { nats: server.url, serve: 'coder=coding_agent', namespace: ns, id: `gw-${ns}`, ...DEFAULT, drain: 200, ...extra },
-    { ...c.io, until, onStarted: (g) => (gateway = g) },
-  ).catch((error: unknown) => {
-    failed = error;
-    return -1;
-  });
-  await waitFor('the gateway to start', () => {
-    if (failed) throw failed;
-    return gateway;
-  });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return 0;
-    stopped = true;
-    release();
-    return done;
-  };
-  cleanups.push(stop);
-  return { gateway: gateway! as Seed004Gateway, out: c.out, stop, prefix: `a2a.${ns}.swarm` };
-}
-
-function specFor(ns: string, id: string, prompt = 'Add a GET /data endpoint to api/views.py'): SessionSpec {
-  const { limits, idle } = RunConfig.parse({});
-  return {
-    id,
-    role: 'subtask',
-    agent: { raw: '@coder', backend: 'default', agentName: 'coder' },
-    prompt,
-    expectedOutput: 'the endpoint\nits tests pass',
-    depth: 1,
-    maxDepth: 2,
-    spawnContext: 'agent',
-    owner: { ownerType: 'worker', ownerId: 'w-owner' },
-    correlation: { runId: `run-${ns}`, planId: 'plan', taskId: 'api', workerId: 'w-owner', worktreePath: '.', depth: 1 },
-    lineage: [],
-    taskType: 'code',
-    limits,
-    idle,
-    permissions: { level: [], forSubtasks: true },
-  };
-}
-
-/** The owner's side of a remote session (what a parent's supervisor runs): its updates and result. */
+/** The owner's side of a remote session, on a connection of its own. */
 async function ownerOf(ns: string, spec: SessionSpec) {
-  const transport: Transport = await connectNats({ servers: server.url, namespace: ns, name: `owner-${ns}` });
-  cleanups.push(() => transport.close());
-  await ensureQueues(transport, ns);
-  const received: AnyEventObject[] = [];
-  const parent = createActor(recordingParent(received) as never, { input: undefined }) as unknown as AnyActorRef;
-  parent.start();
-  const logic = createRemoteSessionLogic({ transport, ns, process: `owner-${ns}`, clock: realClock, events: { emit: () => undefined } });
-  const session = createActor(logic, { parent, input: { spec } }) as unknown as AnyActorRef;
-  session.start();
-  cleanups.push(async () => session.stop());
-  return {
-    session,
-    updates: () => received.filter((e) => e.type === 'SUBTASK_UPDATE').map((e) => (e as unknown as { update: TaskUpdate }).update),
-    result: () => waitFor(`the result of ${spec.id}`, () => (session.getSnapshot() as { status: string }).status === 'done' && (session.getSnapshot() as { output: SubTaskResult }).output, 15_000),
-  };
-}
-
-async function registered(gateway: Seed004Gateway, ...ids: string[]) {
-  await waitFor(`${ids.join(', ')} to register`, () => ids.every((id) => gateway.agents().some((a) => a.id === id)));
+  const transport = await connectNats({ servers: server.url, namespace: ns, name: `owner-${ns}` });
+  track(() => transport.close());
+  return kit.ownerOf({ transport, ns, spec, track });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -649,5 +415,130 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
 
     expect(JSON.stringify(gateway.agents().map(({ lastSeen: _l, ...rest }) => rest))).toBe(before);
     expect(gateway.agents().map((x) => x.id)).toEqual(['agent_a']);
+  }, 20_000);
+
+  it('refuses an agent that speaks as another on its own subject: an error to it, the other agent\'s task and result untouched', async () => {
+    const ns = 'seed-g';
+    const { gateway, prefix, out } = await startGateway(ns);
+    let betaTask: Wire | null = null;
+    const beta = await new SeedAgent('beta', prefix, {
+      max: 1,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        betaTask = m;
+        self.ack(m, 'accepted');
+      },
+    }).start(server.url);
+    beta.register();
+    beta.startHeartbeats();
+    await registered(gateway, 'beta');
+    const owner = await ownerOf(ns, specFor(ns, 'st-g1'));
+    const task = await waitFor('beta to accept its task', () => betaTask && gateway.agents().find((a) => a.id === 'beta')!.assigned.length === 1 && betaTask);
+    const taskId = task.payload.task_id as string;
+    const alpha = await new SeedAgent('alpha', prefix, { max: 2 }).start(server.url);
+    alpha.register();
+    await registered(gateway, 'alpha');
+
+    const refusal = async (sent: Wire) => {
+      const error = await alpha.waitFor(`the error for ${sent.message_id}`, 'error', (m) => m.correlation_id === sent.message_id);
+      expectValid(error);
+      expect(error.recipient_id).toBe('alpha');
+      return error.payload as { error_code: string; error_message: string; suggested_action?: string };
+    };
+    // beta's result, in beta's name, on alpha's subject
+    const forged = alpha.send({ ...beta.result(taskId, { files_modified: ['backdoor.py'] }) }) as Wire;
+    expect(await refusal(forged)).toEqual(
+      expect.objectContaining({
+        error_code: 'E_IDENTITY_MISMATCH',
+        error_message: `sender_id: must be "alpha", the agent whose subject ${prefix}.orchestrator.messages.alpha it came on (got "beta")`,
+        suggested_action: 'Speak only as yourself: "alpha"',
+      }),
+    );
+    // its own name, another's in the payload
+    const heartbeat = alpha.send(alpha.envelope('heartbeat', { agent_id: 'beta', status: 'unhealthy', available_capacity: 0 })) as Wire;
+    expect((await refusal(heartbeat)).error_message).toMatch(/^payload\.agent_id: must be "alpha", .* \(got "beta"\)$/);
+    const reRegister = alpha.send(beta.envelope('registration', { agent_id: 'beta', agent_type: 'coding_agent', capabilities: [], max_concurrent_tasks: 50 })) as Wire;
+    expect((await refusal(reRegister)).error_code).toBe('E_IDENTITY_MISMATCH');
+    const cancelIt = alpha.send(beta.envelope('error', { error_type: 'task_failure', task_id: taskId, error_code: 'E_GIVE_UP', error_message: 'beta gives up' })) as Wire;
+    // in its own name about beta's task: not its task
+    const ownName = alpha.send(alpha.result(taskId)) as Wire;
+    expect(await refusal(ownName)).toMatchObject({ error_code: 'E_NOT_ASSIGNED' });
+    // a broken message in beta's name: the error goes to alpha, whose subject it came on
+    const broken = alpha.send(beta.envelope('progress', { task_id: taskId, progress: 7 })) as Wire;
+    expect((await refusal(broken)).error_code).toBe('E_INVALID_MESSAGE');
+
+    // beta heard nothing of it, its registration and task are as they were (the forged error was not answered either)
+    expect(beta.received('error')).toEqual([]);
+    expect(alpha.received('error', (m) => m.correlation_id === cancelIt.message_id)).toEqual([]);
+    expect(gateway.agents().find((a) => a.id === 'beta')).toMatchObject({ maxConcurrent: 1, assigned: [taskId], responsive: true, status: 'healthy' });
+    expect(owner.done()).toBe(false);
+    beta.complete(taskId);
+    const result = await owner.result();
+    expect(result.status).toBe('success');
+    expect(result.output).not.toContain('backdoor.py');
+    expect(result.metadata).toMatchObject({ agentId: 'beta', history: [{ agentId: 'beta', outcome: 'completed' }] });
+    expect(out()).toContain('refused a message from alpha');
+    expect(out()).not.toContain('gives up');
+  }, 20_000);
+
+  it('refuses the spec\'s shared subject, naming the agent\'s own; accepts it with --shared-subject, saying identities are then unverified', async () => {
+    const strict = await startGateway('seed-h');
+    const shared = `${strict.prefix}.orchestrator.messages`;
+    const a = await new SeedAgent('agent_a', strict.prefix, { max: 1 }).start(server.url);
+    const registration = a.sendOn(shared, a.registration()) as Wire;
+    const error = await a.waitFor('an error', 'error', (m) => m.correlation_id === registration.message_id);
+    expectValid(error);
+    expect(error.payload).toMatchObject({
+      error_code: 'E_SHARED_SUBJECT',
+      error_message: `${shared} names no agent, so nothing said there is accepted: publish on your own subject, ${shared}.agent_a`,
+    });
+    expect(strict.gateway.agents()).toEqual([]);
+    expect(strict.err()).not.toContain('--shared-subject');
+
+    const open = await startGateway('seed-h2', { sharedSubject: true });
+    expect(open.err()).toContain(`a2a: warning: --shared-subject: messages on ${open.prefix}.orchestrator.messages are accepted with their sender_id unverified`);
+    expect(open.out()).toContain(`agents talk on ${open.prefix}.orchestrator.messages.* and ${open.prefix}.orchestrator.messages`);
+    const b = await new SeedAgent('agent_b', open.prefix, { max: 1 }).start(server.url);
+    b.sendOn(`${open.prefix}.orchestrator.messages`, b.registration());
+    b.register(); // its own subject works as well
+    await registered(open.gateway, 'agent_b');
+  }, 20_000);
+
+  it('drops a replayed message: 20 copies of a registration register once, 20 of a task_result give one result', async () => {
+    const ns = 'seed-i';
+    const { gateway, prefix, out } = await startGateway(ns);
+    let taskId = '';
+    const a = await new SeedAgent('agent_a', prefix, {
+      max: 1,
+      onMessage: (m, self) => {
+        if (m.message_type !== 'task') return;
+        taskId = m.payload.task_id;
+        self.ack(m, 'accepted');
+      },
+    }).start(server.url);
+    const registration = a.registration();
+    for (let i = 0; i < 20; i++) a.send(registration);
+    a.startHeartbeats();
+    await registered(gateway, 'agent_a');
+    const owner = await ownerOf(ns, specFor(ns, 'st-i1'));
+    await waitFor('the task to be accepted', () => taskId && out().includes(`task ${taskId} accepted by agent_a`));
+    const result = a.result(taskId);
+    for (let i = 0; i < 20; i++) a.send(result);
+    expect((await owner.result()).status).toBe('success');
+    // a marker after them: its error reply comes after anything the copies could have caused
+    const marker = a.send(a.envelope('acknowledgment', { task_id: taskId, status: 'maybe' })) as Wire;
+    await a.waitFor('the marker\'s error', 'error', (m) => m.correlation_id === marker.message_id);
+
+    const lines = out().split('\n');
+    expect(lines.filter((l) => l.includes('agent agent_a registered'))).toHaveLength(1);
+    expect(lines.filter((l) => l.includes('re-registered'))).toEqual([]);
+    expect(lines.filter((l) => l.includes(`task ${taskId} completed by agent_a`))).toHaveLength(1);
+    // one line per replayed message, not per copy
+    expect(lines.filter((l) => l.includes('replay dropped'))).toEqual([
+      `gateway: replay dropped: registration ${registration.message_id} from agent_a was already handled`,
+      `gateway: replay dropped: task_result ${result.message_id} from agent_a was already handled`,
+    ]);
+    // the copies after the result were not refused as about an unknown task: they were dropped
+    expect(a.received('error').map((m) => m.correlation_id)).toEqual([marker.message_id]);
   }, 20_000);
 });

@@ -491,6 +491,32 @@ export function transportContract(name: string, make: () => Promise<TransportUnd
         expect(await other.get('k')).toBeNull();
       });
 
+      it('should read a bucket without writing or creating it: the same keys and values, deleted keys left out', async () => {
+        const reader = await t.readKeyValue('readonly');
+        // nobody wrote to it yet: it reads as empty and is not created by reading
+        expect(await reader.keys()).toEqual([]);
+        expect(await reader.get('a.1')).toBeNull();
+        const kv = await t.keyValue('readonly');
+        const r1 = await kv.put('a.1', { v: 1 });
+        await kv.put('a.2', 'two');
+        await kv.put('b.1', [true]);
+        await kv.put('gone', 1);
+        await kv.delete('gone');
+        // the reader made before the bucket existed sees it now, as does a new one
+        for (const r of [reader, await t.readKeyValue('readonly')]) {
+          expect(await r.get('a.1')).toEqual({ value: { v: 1 }, revision: r1 });
+          expect(await r.get('gone')).toBeNull();
+          expect(await r.get('never')).toBeNull();
+          expect(await r.keys()).toEqual(['a.1', 'a.2', 'b.1']);
+          expect(await r.keys('a.')).toEqual(['a.1', 'a.2']);
+          expect(await r.keys('b')).toEqual(['b.1']);
+        }
+        const r2 = await kv.put('a.1', { v: 2 });
+        expect(await reader.get('a.1')).toEqual({ value: { v: 2 }, revision: r2 });
+        expect(isA2AError(await rejection(reader.get('a b')), 'VALIDATION_ERROR')).toBe(true);
+        expect(isA2AError(await rejection(t.readKeyValue('bad.bucket')), 'VALIDATION_ERROR')).toBe(true);
+      });
+
       it('should refuse invalid bucket names and keys', async () => {
         expect(isA2AError(await rejection(t.keyValue('bad.bucket')), 'VALIDATION_ERROR')).toBe(true);
         const kv = await t.keyValue('keys');

@@ -258,6 +258,14 @@ describe('nats transport specifics', () => {
     open.push(ok);
   });
 
+  it('should refuse a JetStream API prefix with wildcards or empty tokens, before connecting', async () => {
+    for (const bad of ['', 'JS.>', 'JS.*.API', 'JS..API', 'JS API']) {
+      const error = await connectNats({ servers: server.url, user: 'agent', pass: 's3cret-pw', jsApiPrefix: bad, reconnect: false }).catch((e: unknown) => e);
+      expect(isA2AError(error, 'CONFIGURATION_INVALID'), JSON.stringify(bad)).toBe(true);
+      expect((error as Error).message).toContain(`invalid JetStream API prefix "${bad}" (A2A_NATS_JS_API_PREFIX)`);
+    }
+  });
+
   it('should deliver between two connections (two actor systems)', async () => {
     const a = await connectAgent();
     const b = await connectAgent();

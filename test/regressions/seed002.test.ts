@@ -42,8 +42,8 @@ describe('seed 002 bug 1: a child never inherits its parent\'s agent type', () =
     const run = h.run({ tasks: [{ id: 't', agent: '@architect', prompt: 'design' }] });
     await h.until(() => run.summary() !== null);
 
-    const coder = h.model.calls.find((c) => c.sessionId === 'st-1')!;
-    const reviewer = h.model.calls.find((c) => c.sessionId === 'st-2')!;
+    const coder = h.model.calls.find((c) => c.sessionId === 'w-t.1')!;
+    const reviewer = h.model.calls.find((c) => c.sessionId === 'w-t.2')!;
     expect(coder.request.agentType).toEqual({ raw: '@coder', backend: 'default', agentName: 'coder' });
     expect(reviewer.request.agentType).toEqual({ raw: 'claude:reviewer', backend: 'claude', agentName: 'reviewer' });
     expect(coder.request.system).toContain('You are the coder.');
@@ -118,11 +118,11 @@ describe('seed 002 bug 2: a parent is never blocked until all children finish', 
     const woken = parent.find((c) => c.reply?.text === 'using the fast result already')!;
     expect(woken).toBeDefined();
     const injected = woken.request.messages.at(-1)!.content;
-    expect(injected).toContain('Sub-task st-1 (@agent) completed (success):\nfast result');
+    expect(injected).toContain('Sub-task session.1 (@agent) completed (success):\nfast result');
     expect(injected).toContain('1 of your sub-tasks are still running');
     // the spawn tool returned at once, long before the slow child finished
     const spawnResult = parent[1]!.request.messages.find((m) => m.role === 'tool')!;
-    expect(JSON.parse(spawnResult.content)).toMatchObject({ subTaskIds: ['st-1', 'st-2'] });
+    expect(JSON.parse(spawnResult.content)).toMatchObject({ subTaskIds: ['session.1', 'session.2'] });
   });
 });
 
@@ -155,15 +155,15 @@ describe('seed 002 bug 3: an idle child is asked, never marked completed', () =>
     });
     const run = h.standalone('parent');
     await h.advance(1_000);
-    const state = () => h.of('session.state', 'st-1').at(-1)!.data.state;
+    const state = () => h.of('session.state', 'session.1').at(-1)!.data.state;
     expect(state()).toBe('idle');
-    expect(h.of('subtask.result', 'st-1')).toHaveLength(0);
+    expect(h.of('subtask.result', 'session.1')).toHaveLength(0);
     await h.advance(33_000);
-    expect(h.of('inquiry.sent', 'st-1')).toHaveLength(0); // 34 s idle: 30 s threshold + 5 s grace not yet over
+    expect(h.of('inquiry.sent', 'session.1')).toHaveLength(0); // 34 s idle: 30 s threshold + 5 s grace not yet over
     await h.advance(1_100);
-    expect(h.of('inquiry.sent', 'st-1')).toHaveLength(1);
+    expect(h.of('inquiry.sent', 'session.1')).toHaveLength(1);
     await h.until(() => run.result() !== null);
-    expect(h.of('subtask.result', 'st-1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'success', output: 'the result' })]);
+    expect(h.of('subtask.result', 'session.1').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'success', output: 'the result' })]);
     // the answer reached the parent as an idle_response
     expect(h.of('update.queued').filter((e) => e.data.updateType === 'idle_response').map((e) => e.data.message)).toEqual(['Sorry, here it is.']);
   });

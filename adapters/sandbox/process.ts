@@ -1,27 +1,19 @@
 /**
- * Runs one shell command for run_command: its own process group (so that a timeout or a
- * cancelled session kills everything it started), stdout and stderr interleaved as they come,
- * and a capped output that keeps the beginning and the end (errors are usually at the end).
+ * Runs one process for run_command (a shell, or bwrap around one): its own process group (so that
+ * a timeout or a cancelled session kills everything it started), stdout and stderr interleaved as
+ * they come, and a capped output that keeps the beginning and the end (errors are usually at the
+ * end). Both command runners use it; only what they start differs.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import type { CommandResult } from '../../machines/ports.js';
 
 export const OUTPUT_HEAD_BYTES = 32 * 1024;
 export const OUTPUT_TAIL_BYTES = 32 * 1024;
 /** How long a process may ignore SIGTERM before it gets SIGKILL. */
 const KILL_GRACE_MS = 1000;
-/** After the shell exits, how long background processes may keep its output open. */
+/** After the process exits, how long background processes may keep its output open. */
 const DRAIN_MS = 500;
-
-export interface ShellResult {
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  output: string;
-  /** Bytes of output left out in the middle. */
-  cut: number;
-  timedOut: boolean;
-  aborted: boolean;
-  durationMs: number;
-}
 
 class CappedOutput {
   #head: Buffer[] = [];
@@ -51,15 +43,25 @@ class CappedOutput {
   }
 }
 
-export function runShell(command: string, options: { cwd: string; timeoutMs: number; signal: AbortSignal }): Promise<ShellResult> {
+export interface ProcessOptions {
+  cwd: string;
+  /** The whole environment of the process (nothing is inherited). */
+  env: Record<string, string>;
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** Descriptors the process gets as fd 3, 4, … (bwrap's --ro-bind-fd). */
+  fds?: number[];
+}
+
+export function runProcess(file: string, args: string[], options: ProcessOptions): Promise<CommandResult> {
   const started = Date.now();
   const output = new CappedOutput();
-  const child = spawn('/bin/sh', ['-c', command], {
+  const child = spawn(file, args, {
     cwd: options.cwd,
     detached: true, // a process group of its own, killed as a whole
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
-  });
+    stdio: ['ignore', 'pipe', 'pipe', ...(options.fds ?? [])],
+    env: options.env,
+  }) as ChildProcessByStdio<null, Readable, Readable>;
   child.stdout.on('data', (c: Buffer) => output.push(c));
   child.stderr.on('data', (c: Buffer) => output.push(c));
 
@@ -89,7 +91,8 @@ export function runShell(command: string, options: { cwd: string; timeoutMs: num
       settled = true;
       for (const t of timers) clearTimeout(t);
       options.signal.removeEventListener('abort', onAbort);
-      if (timedOut || aborted) killGroup('SIGKILL'); // whatever ignored SIGTERM
+      // nothing the command started outlives it: background processes, whatever ignored SIGTERM
+      if (child.pid !== undefined) killGroup('SIGKILL');
       resolve({ exitCode, signal, ...output.result(), timedOut, aborted, durationMs: Date.now() - started });
     };
     child.on('error', (error) => {

@@ -1,0 +1,116 @@
+/**
+ * The default command runner: each command in a bubblewrap sandbox (mounts.ts says what it sees),
+ * in new pid, ipc, uts and cgroup namespaces and, unless `network_access` was granted, a new
+ * network namespace with only its own loopback. No capabilities, its own session (no terminal to
+ * push input into), and when bwrap ends, everything inside ends with it: the pid namespace dies
+ * with its first process, and bwrap dies with the runtime (`--die-with-parent`).
+ */
+import { execFile } from 'node:child_process';
+import { access, constants, realpath } from 'node:fs/promises';
+import { delimiter, join } from 'node:path';
+import type { CommandRequest, CommandResult, CommandRunner, CommandRunnerStatus } from '../../machines/ports.js';
+import { A2AError } from '../../actors/errors.js';
+import { commandEnv } from './env.js';
+import { MountPlan, readOnlyArgs, systemArgs, worktreeMounts } from './mounts.js';
+import { runProcess } from './process.js';
+
+export interface BubblewrapOptions {
+  /** The bwrap binary (default: `bwrap` on PATH, else /usr/bin/bwrap). */
+  bwrap?: string;
+  /** Environment variable names passed to commands besides the built-in allowlist. */
+  env?: readonly string[];
+  /** Host paths made visible read-only (a toolchain outside /usr, e.g. ~/.nvm). */
+  readOnlyPaths?: readonly string[];
+}
+
+const CHECK_TIMEOUT_MS = 10_000;
+const NAMESPACES = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
+const PROCESS = ['--die-with-parent', '--new-session', '--cap-drop', 'ALL'];
+/**
+ * Descriptors the runtime inherited without close-on-exec (from whatever started it) would reach
+ * the command, and an open directory is a way around every mount. bash closes them (dash cannot
+ * name descriptors above 9), then becomes the /bin/sh that runs the command.
+ */
+const CLOSE_INHERITED = 'for p in /proc/self/fd/*; do f=${p##*/}; if [ "$f" -gt 2 ] && [ -e "$p" ]; then exec {f}>&-; fi; done; exec /bin/sh -c "$1"';
+
+const INSTALL = 'Install it with `apt-get install bubblewrap` (Debian, Ubuntu; `dnf install bubblewrap` on Fedora)';
+const OPT_OUT = 'opt out in the configuration with `sandbox: { mode: none }`: commands then run unconfined, and each one asks a person.';
+
+async function firstExecutable(candidates: string[]): Promise<string | null> {
+  for (const candidate of candidates) {
+    if (await access(candidate, constants.X_OK).then(() => true, () => false)) return candidate;
+  }
+  return null;
+}
+
+const findBwrap = (explicit: string | undefined) =>
+  firstExecutable(explicit ? [explicit] : [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'bwrap')), '/usr/bin/bwrap']);
+
+/** The bash that closes inherited descriptors (looked up once), or null: then /bin/sh runs the command directly. */
+let closer: Promise<string | null> | null = null;
+const closingShell = () => (closer ??= firstExecutable(['/usr/bin/bash', '/bin/bash']));
+
+/** Whether a sandbox starts here: bwrap exists and runs /bin/true inside the system mounts. */
+async function selfCheck(explicit: string | undefined): Promise<{ bwrap: string; status: CommandRunnerStatus }> {
+  const bwrap = await findBwrap(explicit);
+  if (!bwrap) {
+    return { bwrap: '', status: { ready: false, reason: `run_command runs commands in a bubblewrap sandbox, and bwrap${explicit ? ` (${explicit})` : ''} is not installed. ${INSTALL}, or ${OPT_OUT}` } };
+  }
+  const args = [...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), '/bin/true'];
+  const failure = await new Promise<string | null>((done) => {
+    execFile(bwrap, args, { timeout: CHECK_TIMEOUT_MS, env: commandEnv([]) }, (error, _stdout, stderr) =>
+      done(error ? (stderr.trim() || error.message).split('\n').slice(0, 3).join(' ') : null),
+    );
+  });
+  if (failure === null) return { bwrap, status: { ready: true } };
+  return {
+    bwrap,
+    status: {
+      ready: false,
+      reason:
+        `run_command runs commands in a bubblewrap sandbox, and ${bwrap} cannot start one here: ${failure}. ` +
+        `It needs user namespaces (or root); in a container, allow them (a seccomp profile that permits unshare and mount). Or ${OPT_OUT}`,
+    },
+  };
+}
+
+/** One self-check per binary and process, on first use. */
+const checks = new Map<string, Promise<{ bwrap: string; status: CommandRunnerStatus }>>();
+
+export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner {
+  const key = options.bwrap ?? '';
+  const checked = () => {
+    let check = checks.get(key);
+    if (!check) {
+      check = selfCheck(options.bwrap);
+      checks.set(key, check);
+    }
+    return check;
+  };
+  return {
+    name: 'bubblewrap',
+    confined: true,
+    async check() {
+      return (await checked()).status;
+    },
+    async run(request: CommandRequest): Promise<CommandResult> {
+      const { bwrap, status } = await checked();
+      if (!status.ready) throw new A2AError('TOOL_NOT_ALLOWED', status.reason);
+      const root = await realpath(request.worktree);
+      const plan = new MountPlan();
+      try {
+        plan.args.push(...PROCESS, ...NAMESPACES, ...(request.network ? [] : ['--unshare-net']), ...(await systemArgs()), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
+        await worktreeMounts(plan, root);
+        // the sandbox's own root (where the mount points were made) is read-only too
+        plan.args.push('--remount-ro', '/', '--chdir', request.cwd);
+        const shell = await closingShell();
+        plan.args.push(...(shell ? [shell, '-c', CLOSE_INHERITED, 'sh'] : ['/bin/sh', '-c']), request.command);
+        const env = commandEnv(options.env ?? []);
+        // bwrap has its own copies of the descriptors once spawned: ours are closed right after
+        return runProcess(bwrap, plan.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds });
+      } finally {
+        await plan.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,436 @@
+/**
+ * The sandbox under attack: real bwrap, real files in temp dirs. Every way out of the worktree
+ * is tried through run_command and the file tools; each attempt is counted, and the last test
+ * asserts that none got out. Without bubblewrap every test fails, saying how to install it.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join, relative } from 'node:path';
+import { SimulatedClock } from 'xstate';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FileLockTable } from '../../actors/fileLocks.js';
+import { AgentRegistry, type AgentDefinition } from '../../actors/registry.js';
+import { codingTools } from '../../actors/tools/coding.js';
+import { childIds, ToolCatalog, type ToolContext } from '../../actors/tools/index.js';
+import type { PermissionAnswer, PermissionAsk } from '../../actors/tools/types.js';
+import { createGit } from '../../adapters/git.js';
+import { bubblewrapRunner, unconfinedRunner } from '../../adapters/sandbox/index.js';
+import type { CommandRunner } from '../../machines/ports.js';
+import type { SessionSpec } from '../../machines/protocol.js';
+import { tempDir } from '../helpers.js';
+
+const catalog = new ToolCatalog([...codingTools]);
+const coder = {
+  capability: { id: 'coder', name: 'coder', description: '', strengths: [], weaknesses: [], canSpawnSubTasks: false, tools: codingTools.map((t) => t.name), source: 'builtin' },
+  systemPrompt: '',
+  files: [],
+} as AgentDefinition;
+const sandbox = bubblewrapRunner();
+
+function context(worktree: string, o: { commands?: CommandRunner; deny?: PermissionAsk['action'][] } = {}) {
+  const asks: PermissionAsk[] = [];
+  const ctx: ToolContext = {
+    spec: { id: 'w-t.1' } as SessionSpec,
+    worktree,
+    signal: new AbortController().signal,
+    permit: async (ask): Promise<PermissionAnswer> => {
+      asks.push(ask);
+      return o.deny?.includes(ask.action) ? { approved: false, decidedBy: 'human', reason: 'no' } : { approved: true, decidedBy: 'policy' };
+    },
+    locks: new FileLockTable(),
+    registry: new AgentRegistry([]),
+    family: null,
+    updates: [],
+    ids: childIds(),
+    clock: new SimulatedClock(),
+    commands: o.commands ?? sandbox,
+  };
+  return { ctx, asks };
+}
+const call = (ctx: ToolContext, name: string, args: Record<string, unknown>) => catalog.run({ id: 'c1', name, arguments: args }, coder, ctx);
+const run = async (worktree: string, command: string, extra: Record<string, unknown> = {}) => (await call(context(worktree).ctx, 'run_command', { command, ...extra })).content;
+/** What a command printed: a tool result without its "$ command" and status lines. */
+const body = (content: string) => content.split('\n').slice(2).join('\n');
+
+/** Every escape attempt, and whether it got out. */
+const table: Array<{ form: string; via: string; escaped: boolean }> = [];
+function attempt(form: string, via: string, escaped: boolean): void {
+  table.push({ form, via, escaped });
+  expect(escaped, `${form} through ${via} got out`).toBe(false);
+}
+
+/** Polls `done` until it holds (or fails after `ms`): waits on a condition, never a fixed sleep. */
+async function waitFor(done: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const processesWith = (marker: string) =>
+  execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.includes(marker) && !l.includes('ps -eo'));
+
+function git(cwd: string, ...args: string[]): string {
+  const env = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@l', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@l' };
+  return execFileSync('git', args, { cwd, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+const SECRET = `TOP-SECRET-${process.pid}-${Date.now()}`;
+const base = tempDir('a2a-sandbox-');
+const outside = join(base, 'outside');
+const repo = join(base, 'repo');
+const wt = join(repo, '.a2a', 'worktrees', 'r1', 't1');
+const sibling = join(repo, '.a2a', 'worktrees', 'r1', 't2');
+const plain = join(base, 'plain');
+const common = join(repo, '.git');
+
+let missing: string | null = null;
+// every test fails, one by one, with how to install bubblewrap: never skipped
+beforeEach(() => {
+  if (missing) throw new Error(`The sandbox tests need bubblewrap: ${missing}`);
+});
+beforeAll(async () => {
+  const status = await sandbox.check();
+  if (!status.ready) return void (missing = status.reason);
+  mkdirSync(outside);
+  writeFileSync(join(outside, 'secret.txt'), `${SECRET}\n`);
+  mkdirSync(repo);
+  git(repo, 'init', '-q', '-b', 'main');
+  writeFileSync(join(repo, 'README.md'), 'main checkout\n');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-qm', 'init');
+  const port = createGit();
+  await port.createWorktree(repo, { path: wt, branch: 'a2a/r1/t1', base: 'main' });
+  await port.createWorktree(repo, { path: sibling, branch: 'a2a/r1/t2', base: 'main' });
+  writeFileSync(join(sibling, 'sibling.txt'), `${SECRET}\n`);
+  mkdirSync(join(repo, '.a2a', 'runs', 'r1'), { recursive: true });
+  writeFileSync(join(repo, '.a2a', 'runs', 'r1', 'events.jsonl'), `${SECRET}\n`);
+  // a workspace without git: the worktree is the workspace, and holds .a2a/
+  mkdirSync(join(plain, '.a2a', 'runs', 'r1', 'control'), { recursive: true });
+  writeFileSync(join(plain, '.a2a', 'runs', 'r1', 'events.jsonl'), `${SECRET}\n`);
+  writeFileSync(join(plain, 'main.c'), 'int main(void) { return 0; }\n');
+  // a hard link placed in the worktree from outside: the same inode as the secret
+  linkSync(join(outside, 'secret.txt'), join(wt, 'hard.txt'));
+});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+describe('sandbox: bubblewrap is there', () => {
+  it('should start a sandbox on this machine (or every test here fails, saying how to install it)', async () => {
+    expect(await sandbox.check()).toEqual({ ready: true });
+  });
+});
+
+describe('sandbox: the file system through run_command', () => {
+  it('should not read outside by a relative path, an absolute path or /proc/self/root', async () => {
+    const rel = relative(wt, join(outside, 'secret.txt'));
+    for (const [form, command] of [
+      ['relative ../ path (read)', `cat ${rel}`],
+      ['absolute path outside (read)', `cat ${join(outside, 'secret.txt')}`],
+      ['/proc/self/root/... (read)', `cat /proc/self/root${join(outside, 'secret.txt')}`],
+      ['/proc/1/root/... (read)', `cat /proc/1/root${join(outside, 'secret.txt')}`],
+    ] as const) {
+      const out = await run(wt, command);
+      attempt(form, 'run_command', out.includes(SECRET));
+      expect(out).toMatch(/No such file or directory/);
+    }
+  });
+
+  it('should not write outside by a relative or absolute path', async () => {
+    const out = await run(wt, `echo pwned >> ${relative(wt, join(outside, 'secret.txt'))}; echo pwned > ${join(outside, 'new.txt')}; mkdir -p ${join(outside, 'dir')}`);
+    attempt('relative ../ path (write)', 'run_command', readFileSync(join(outside, 'secret.txt'), 'utf8') !== `${SECRET}\n`);
+    attempt('absolute path outside (write)', 'run_command', existsSync(join(outside, 'new.txt')) || existsSync(join(outside, 'dir')));
+    expect(out).toMatch(/cannot create .*: Directory nonexistent/);
+  });
+
+  it('should not follow a symbolic link out, to read or to write', async () => {
+    const out = await run(wt, `ln -s ${join(outside, 'secret.txt')} link-read; cat link-read; ln -s ${join(outside, 'victim.txt')} link-write; echo pwned > link-write; ln -s ${outside} link-dir; ls link-dir/`);
+    attempt('symlink to outside (read)', 'run_command', out.includes(SECRET));
+    attempt('symlink to outside (write)', 'run_command', existsSync(join(outside, 'victim.txt')));
+    attempt('symlinked directory outside (list)', 'run_command', body(out).includes('secret.txt'));
+  });
+
+  it('should not make a hard link to a file outside, nor to git config', async () => {
+    const out = await run(wt, `ln ${join(outside, 'secret.txt')} hl; cat hl; ln ${join(common, 'config')} cfg && echo '[core] hooksPath = /tmp' >> cfg`);
+    attempt('hard link to outside (create + read)', 'run_command', out.includes(SECRET));
+    attempt('hard link to the repository config (write)', 'run_command', readFileSync(join(common, 'config'), 'utf8').includes('hooksPath'));
+  });
+
+  it('should show only the system at /, and no host directory', async () => {
+    const out = await run(wt, 'cd / && ls -A');
+    const listed = out.split('\n').slice(2);
+    const allowed = ['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'tmp', 'usr'];
+    attempt('cd / && ls (host directories visible)', 'run_command', listed.some((d) => !allowed.includes(d)));
+    expect(listed).toEqual(expect.arrayContaining(['usr', 'etc', 'tmp', 'proc']));
+    const tmp = await run(wt, `ls -A /tmp ${base} ${repo}`);
+    attempt('the parents of the worktree (list)', 'run_command', /outside|plain|README|runs/.test(body(tmp)));
+  });
+
+  it('should not show another worktree, the main checkout or .a2a/ state', async () => {
+    const out = await run(wt, `cat ${join(sibling, 'sibling.txt')}; ls -A ${join(repo, '.a2a', 'worktrees', 'r1')}; cat ${join(repo, 'README.md')}; cat ${join(repo, '.a2a', 'runs', 'r1', 'events.jsonl')}`);
+    attempt('a sibling worktree (read)', 'run_command', out.includes(SECRET) || /^t2$/m.test(body(out)));
+    attempt('the main checkout (read)', 'run_command', body(out).includes('main checkout'));
+    attempt('.a2a/ run state in a git repository (read)', 'run_command', out.includes(SECRET));
+    const plainOut = await run(plain, 'ls -A .a2a; cat .a2a/runs/r1/events.jsonl; touch .a2a/runs/r1/control/approve-all; echo done');
+    attempt('.a2a/ of a workspace without git (read)', 'run_command', plainOut.includes(SECRET));
+    attempt('.a2a/ of a workspace without git (write a control request)', 'run_command', existsSync(join(plain, '.a2a', 'runs', 'r1', 'control', 'approve-all')));
+    expect(await run(plain, 'cat main.c')).toContain('int main');
+  });
+
+  it('should mask /etc secrets, and run without capabilities', async () => {
+    const out = await run(wt, 'cat /etc/shadow; ls -A /etc/ssh; umount /etc/shadow; grep CapEff /proc/self/status; touch /etc/x /usr/x');
+    attempt('/etc/shadow (read)', 'run_command', /^root:/m.test(out));
+    attempt('unmount a mask (needs CAP_SYS_ADMIN)', 'run_command', !/CapEff:\s+0+\n/.test(out));
+    attempt('write to the system', 'run_command', existsSync('/etc/x') || existsSync('/usr/x'));
+  });
+
+  it('should close every descriptor the runtime holds or inherited', async () => {
+    const out = await run(wt, 'ls /proc/self/fd');
+    // 0-2, and the one ls reads the directory with
+    attempt('descriptors of the runtime (inherited by the command)', 'run_command', body(out).split('\n').some((fd) => Number(fd) > 3));
+  });
+
+  it('should not see the runtime\'s processes', async () => {
+    const out = await run(wt, `cat /proc/${process.pid}/environ; ls /proc | grep -c '^[0-9]'`);
+    attempt('/proc/<runtime pid>/environ (read)', 'run_command', out.includes('PATH='));
+    expect(Number(out.trim().split('\n').at(-1))).toBeLessThan(10);
+  });
+});
+
+describe('sandbox: environment, processes, network', () => {
+  it('should pass no credentials, and HOME is private', async () => {
+    process.env.OPENAI_API_KEY = `sk-${SECRET}`;
+    process.env.A2A_NATS_PASSWORD = `nats-${SECRET}`;
+    try {
+      const out = await run(wt, 'echo "key=[$OPENAI_API_KEY] nats=[$A2A_NATS_PASSWORD] home=$HOME"; env');
+      attempt('echo $OPENAI_API_KEY / env', 'run_command', out.includes(SECRET));
+      expect(out).toContain('key=[] nats=[] home=/tmp');
+      const loose = await call(context(wt, { commands: unconfinedRunner() }).ctx, 'run_command', { command: 'echo "key=[$OPENAI_API_KEY]"; env' });
+      attempt('echo $OPENAI_API_KEY / env (unconfined opt-out)', 'run_command', loose.content.includes(SECRET));
+    } finally {
+      delete process.env.OPENAI_API_KEY;
+      delete process.env.A2A_NATS_PASSWORD;
+    }
+  });
+
+  it('should kill a background process when the command ends: its marker never appears', async () => {
+    const tag = `30.${process.pid % 1000}${String(Date.now()).slice(-6)}`;
+    const out = await run(wt, `(sleep ${tag}; echo late > marker) & echo started`);
+    expect(out).toMatch(/\[exit code 0; \d+ ms\]\nstarted$/);
+    await waitFor(() => processesWith(`sleep ${tag}`).length === 0, 3000, `a process "sleep ${tag}" is still running`);
+    attempt('a background process outliving its command', 'run_command', processesWith(tag).length > 0 || existsSync(join(wt, 'marker')));
+  });
+
+  it('should kill everything a command started when it times out', async () => {
+    const tag = `40.${process.pid % 1000}${String(Date.now()).slice(-6)}`;
+    const started = Date.now();
+    const out = await run(wt, `sleep ${tag} & echo started; sleep 5${tag.slice(2)}`, { timeoutMs: 300 });
+    expect(out).toContain('[timed out after 300 ms: the command and everything it started were killed;');
+    expect(Date.now() - started).toBeLessThan(3000);
+    await waitFor(() => processesWith(tag.slice(3)).length === 0, 3000, `a process with ${tag} is still running`);
+    attempt('processes outliving a timeout', 'run_command', processesWith(tag.slice(3)).length > 0);
+  });
+
+  describe('network', () => {
+    let server: Server;
+    let port = 0;
+    const received: string[] = [];
+    beforeAll(async () => {
+      server = createServer((socket: Socket) => socket.on('data', (d) => received.push(d.toString())));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      port = (server.address() as { port: number }).port;
+    });
+    afterAll(() => new Promise<void>((r) => server.close(() => r())));
+    const connect = (word: string) => `bash -c 'echo ${word} > /dev/tcp/127.0.0.1/${port}' && echo CONNECTED`;
+
+    it('should refuse a connection without network: true, asking nothing', async () => {
+      const { ctx, asks } = context(wt);
+      const out = (await call(ctx, 'run_command', { command: connect('no-network') })).content;
+      attempt('a TCP connection to the host\'s loopback (no network)', 'run_command', body(out).includes('CONNECTED') || received.includes('no-network\n'));
+      expect(out).toMatch(/Connection refused/);
+      expect(asks.map((a) => a.action)).toEqual(['command_execution']);
+    });
+
+    it('should run nothing when network_access is denied', async () => {
+      const { ctx, asks } = context(wt, { deny: ['network_access'] });
+      const out = (await call(ctx, 'run_command', { command: connect('denied'), network: true })).content;
+      expect(out).toMatch(/^TOOL_NOT_ALLOWED: Permission network_access for `.*` was denied by human: no\. Nothing was run\.$/);
+      expect(asks.map((a) => a.action)).toEqual(['command_execution', 'network_access']);
+      attempt('a TCP connection with network_access denied', 'run_command', received.includes('denied\n'));
+    });
+
+    it('should connect with network: true once network_access is approved', async () => {
+      const out = await run(wt, connect('approved'), { network: true });
+      expect(body(out)).toContain('CONNECTED');
+      await waitFor(() => received.includes('approved\n'), 3000, 'the server did not receive the approved connection');
+    });
+  });
+});
+
+describe('sandbox: git', () => {
+  it('should let git status and git commit work on the worktree\'s own branch, and nothing else', async () => {
+    const out = await run(wt, 'echo work > work.txt && git status --short && git add work.txt && git -c user.name=a -c user.email=a@l commit -qm work && git log --oneline -1');
+    expect(out).toMatch(/\[exit code 0; \d+ ms\]\n[\s\S]*\?\? work\.txt[\s\S]*work$/);
+    expect(git(repo, 'log', '--oneline', '-1', 'a2a/r1/t1')).toMatch(/ work$/);
+    const main = git(repo, 'rev-parse', 'main');
+    await run(wt, 'git update-ref refs/heads/main HEAD; git branch -f a2a/r1/other HEAD; git update-ref -d refs/heads/main');
+    attempt('move or delete the base branch (refs/heads/main)', 'run_command', git(repo, 'rev-parse', 'main') !== main);
+  });
+
+  it('should not let a hook, git config or the .git pointers be planted for the runtime\'s git', async () => {
+    const evil = `#!/bin/sh\ntouch ${join(outside, 'hook-ran')}\n`;
+    const out = await run(
+      wt,
+      [
+        `printf '${evil.replace(/\n/g, '\\n')}' > ${join(common, 'hooks', 'pre-commit')}`,
+        `git config core.hooksPath ${wt}`,
+        `git config core.fsmonitor ${join(wt, 'fsmon')}`,
+        `echo "gitdir: ${wt}/evil" > .git`,
+        `echo ${wt}/evil > ${join(common, 'worktrees', 't1', 'commondir')}`,
+        `echo evil > ${join(common, 'worktrees', 't2', 'HEAD')}`,
+        'echo end',
+      ].join('; '),
+    );
+    expect(out).toMatch(/Read-only file system|could not lock config file/);
+    attempt('plant .git/hooks/pre-commit', 'run_command', existsSync(join(common, 'hooks', 'pre-commit')));
+    attempt('set core.hooksPath / core.fsmonitor in the repository config', 'run_command', /hooksPath|fsmonitor/.test(readFileSync(join(common, 'config'), 'utf8')));
+    attempt('rewrite the worktree\'s .git pointer or commondir', 'run_command', !readFileSync(join(wt, '.git'), 'utf8').includes(join(common, 'worktrees', 't1')) || readFileSync(join(common, 'worktrees', 't1', 'commondir'), 'utf8').includes('evil'));
+    attempt('change another worktree\'s git metadata', 'run_command', readFileSync(join(common, 'worktrees', 't2', 'HEAD'), 'utf8').includes('evil'));
+  });
+
+  it('should not take a .git an agent wrote as a way to show host directories', async () => {
+    const ws = join(base, 'forged');
+    mkdirSync(join(ws, 'fake'), { recursive: true });
+    const look = `cat ${join(outside, 'secret.txt')}; ls ${outside}`;
+    // a .git file pointing straight at a host directory
+    await run(ws, `echo "gitdir: ${outside}" > .git`);
+    const shows = (out: string) => out.includes(SECRET) || /^secret\.txt$/m.test(body(out));
+    attempt('a forged .git file (gitdir: <host dir>)', 'run_command', shows(await run(ws, look)));
+    // with a back-pointer and commondir of its own making, inside the worktree
+    await run(ws, `echo "${join(ws, '.git')}" > fake/gitdir; echo "${outside}" > fake/commondir; mkdir -p ${join(outside, 'worktrees')}; echo "gitdir: ${join(ws, 'fake')}" > .git`);
+    attempt('a forged .git file with its own gitdir/commondir', 'run_command', shows(await run(ws, look)));
+    // a .git directory whose config is a link to a host file: bound by descriptor, so refused
+    await run(ws, `rm .git && mkdir -p .git && ln -s ${join(outside, 'secret.txt')} .git/config`);
+    const refused = await run(ws, 'cat .git/config');
+    attempt('a .git/config symlink to a host file', 'run_command', refused.includes(SECRET));
+    expect(refused).toMatch(/^TOOL_NOT_ALLOWED: .*\.git\/config changed while the sandbox was being prepared \(it should be a regular file\); nothing was run\.$/);
+  });
+
+  it('should run no hook or fsmonitor planted in the repository when the runtime commits', async () => {
+    // planted from outside (as a commit by hand or an unsandboxed tool could): the runtime's git ignores them
+    const hooks = join(base, 'planted-hooks');
+    mkdirSync(hooks, { recursive: true });
+    for (const dir of [join(common, 'hooks'), hooks]) {
+      for (const hook of ['pre-commit', 'post-commit', 'commit-msg', 'post-checkout']) {
+        writeFileSync(join(dir, hook), `#!/bin/sh\ntouch ${join(outside, `ran-${hook}`)}\n`, { mode: 0o755 });
+      }
+    }
+    writeFileSync(join(base, 'fsmon'), `#!/bin/sh\ntouch ${join(outside, 'ran-fsmonitor')}\n`, { mode: 0o755 });
+    try {
+      git(repo, 'config', 'core.fsmonitor', join(base, 'fsmon'));
+      writeFileSync(join(wt, 'change.txt'), 'x\n');
+      const port = createGit();
+      expect(await port.commitAll(wt, 'runtime commit')).toMatch(/^[0-9a-f]{40}$/);
+      await port.diffSummary(wt, 'main');
+      git(repo, 'config', 'core.hooksPath', hooks);
+      writeFileSync(join(wt, 'change2.txt'), 'y\n');
+      expect(await port.commitAll(wt, 'runtime commit 2')).toMatch(/^[0-9a-f]{40}$/);
+      const ran = ['pre-commit', 'post-commit', 'commit-msg', 'post-checkout', 'fsmonitor'].filter((h) => existsSync(join(outside, `ran-${h}`)));
+      attempt('a planted hook / fsmonitor run by the runtime\'s git', 'adapters/git.ts', ran.length > 0);
+      // the hook is real: git without the runtime's settings runs it
+      git(wt, 'commit', '-q', '--allow-empty', '-m', 'by hand');
+      expect(existsSync(join(outside, 'ran-pre-commit'))).toBe(true);
+    } finally {
+      git(repo, 'config', '--unset', 'core.hooksPath');
+      git(repo, 'config', '--unset', 'core.fsmonitor');
+      for (const hook of ['pre-commit', 'post-commit', 'commit-msg', 'post-checkout']) rmSync(join(common, 'hooks', hook), { force: true });
+    }
+  });
+});
+
+describe('sandbox: the file tools', () => {
+  it('should refuse paths that lead out: relative, absolute, symlinks', async () => {
+    symlinkSync(join(outside, 'secret.txt'), join(wt, 'tool-link'));
+    symlinkSync(join(outside, 'tool-victim.txt'), join(wt, 'tool-dangling'));
+    const { ctx, asks } = context(wt);
+    for (const [form, path] of [
+      ['relative ../ path', relative(wt, join(outside, 'secret.txt'))],
+      ['absolute path outside', join(outside, 'secret.txt')],
+      ['symlink to outside', 'tool-link'],
+      ['/proc/self/root/...', `/proc/self/root${join(outside, 'secret.txt')}`],
+    ] as const) {
+      const read = await call(ctx, 'read_file', { path });
+      attempt(`${form} (read)`, 'read_file', read.content.includes(SECRET));
+      expect(read.content).toMatch(/^TOOL_NOT_ALLOWED: edits_outside_worktree: /);
+      const write = await call(ctx, 'write_file', { path, content: 'pwned' });
+      attempt(`${form} (write)`, 'write_file', readFileSync(join(outside, 'secret.txt'), 'utf8') !== `${SECRET}\n`);
+      expect(write.content).toMatch(/^TOOL_NOT_ALLOWED: edits_outside_worktree: /);
+    }
+    await call(ctx, 'write_file', { path: 'tool-dangling', content: 'pwned' });
+    attempt('dangling symlink to outside (create)', 'write_file', existsSync(join(outside, 'tool-victim.txt')));
+    expect(asks).toEqual([]);
+  });
+
+  it('should refuse a hard-linked file: read, write, edit, and skip it in search', async () => {
+    const { ctx, asks } = context(wt);
+    const read = await call(ctx, 'read_file', { path: 'hard.txt' });
+    attempt('hard link to outside (read)', 'read_file', read.content.includes(SECRET));
+    expect(read.content).toMatch(/^TOOL_NOT_ALLOWED: hard\.txt has 2 hard links: it shares its content with another name, which may be outside the worktree/);
+    const write = await call(ctx, 'write_file', { path: 'hard.txt', content: 'pwned' });
+    const edit = await call(ctx, 'edit_file', { path: 'hard.txt', old_string: 'TOP', new_string: 'pwned' });
+    attempt('hard link to outside (write, edit)', 'write_file/edit_file', readFileSync(join(outside, 'secret.txt'), 'utf8') !== `${SECRET}\n`);
+    expect(write.content).toMatch(/^TOOL_NOT_ALLOWED: hard\.txt has 2 hard links/);
+    expect(edit.content).toMatch(/^TOOL_NOT_ALLOWED: hard\.txt has 2 hard links/);
+    const search = await call(ctx, 'search', { pattern: 'TOP-SECRET' });
+    attempt('hard link to outside (search)', 'search', search.content.includes(SECRET));
+    expect(search.content).toContain('[skipped 1 hard-linked file: hard.txt]');
+    expect(asks).toEqual([]);
+  });
+
+  it('should refuse the runtime\'s .a2a/ state in a workspace without git, and leave it out of listings', async () => {
+    const { ctx } = context(plain);
+    const read = await call(ctx, 'read_file', { path: '.a2a/runs/r1/events.jsonl' });
+    attempt('.a2a/ run state (read)', 'read_file', read.content.includes(SECRET));
+    expect(read.content).toMatch(/^TOOL_NOT_ALLOWED: \.a2a\/runs\/r1\/events\.jsonl is the runtime's own state/);
+    await call(ctx, 'write_file', { path: '.a2a/runs/r1/control/approve.json', content: '{}' });
+    attempt('.a2a/ control request (write)', 'write_file', existsSync(join(plain, '.a2a', 'runs', 'r1', 'control', 'approve.json')));
+    const listed = (await call(ctx, 'list_files', { recursive: true })).content;
+    const found = (await call(ctx, 'search', { pattern: 'TOP-SECRET' })).content;
+    attempt('.a2a/ run state (list, search)', 'list_files/search', listed.includes('.a2a') || found.includes(SECRET));
+    expect(listed).toBe('main.c');
+  });
+});
+
+describe('sandbox: when it cannot start, and the opt-out', () => {
+  it('should refuse run_command when bwrap is missing, saying how to install it, and ask nobody', async () => {
+    const { ctx, asks } = context(plain, { commands: bubblewrapRunner({ bwrap: join(base, 'no-such-bwrap') }) });
+    const outcome = await call(ctx, 'run_command', { command: 'touch ran' });
+    expect(outcome.isError).toBe(true);
+    expect(outcome.content).toMatch(/^TOOL_NOT_ALLOWED: run_command runs commands in a bubblewrap sandbox, and bwrap \(.*no-such-bwrap\) is not installed\. Install it with `apt-get install bubblewrap`.*sandbox: \{ mode: none \}.* Nothing was run\.$/);
+    expect(asks).toEqual([]);
+    expect(existsSync(join(plain, 'ran'))).toBe(false);
+  });
+
+  it('should refuse run_command when the sandbox self-check fails, saying why', async () => {
+    const outcome = await call(context(plain, { commands: bubblewrapRunner({ bwrap: '/bin/false' }) }).ctx, 'run_command', { command: 'true' });
+    expect(outcome.content).toMatch(/^TOOL_NOT_ALLOWED: run_command runs commands in a bubblewrap sandbox, and \/bin\/false cannot start one here: .*sandbox: \{ mode: none \}/);
+  });
+
+  it('should ask a person for every unconfined command', async () => {
+    const { ctx, asks } = context(plain, { commands: unconfinedRunner() });
+    const outcome = await call(ctx, 'run_command', { command: 'echo unconfined' });
+    expect(outcome.content).toMatch(/\nunconfined$/);
+    expect(asks).toEqual([{ action: 'command_execution', detail: 'echo unconfined', needsPerson: true }]);
+  });
+});
+
+describe('sandbox: the count', () => {
+  it('should have let nothing out', () => {
+    const escaped = table.filter((t) => t.escaped);
+    console.log(`sandbox escape attempts: ${table.length}, escaped: ${escaped.length}\n${table.map((t) => `  ${t.escaped ? 'ESCAPED' : 'held   '}  ${t.via.padEnd(22)} ${t.form}`).join('\n')}`);
+    expect(table.length).toBeGreaterThanOrEqual(40);
+    expect(escaped).toEqual([]);
+  });
+});

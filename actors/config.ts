@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { IdleConfig, Limits, type OrchestratorPolicy } from '../machines/protocol.js';
 import { A2AError, describeIssues } from './errors.js';
 import { buildPolicy, PermissionsLayer, type PermissionPolicy } from './permissions.js';
-import { ModelsConfig, validateModelsConfig } from './profiles.js';
+import { ModelsConfig, ProfileName, validateModelsConfig } from './profiles.js';
 
 export const DEFAULT_POLICY_ANSWER =
   'No one is available to answer questions in this run. Proceed with your best judgement and state the assumptions you make in your result.';
@@ -31,6 +31,47 @@ const EnvName = z
     const secret = secretEnvName(name);
     if (secret) ctx.addIssue({ code: 'custom', message: secret });
   });
+
+/** The standard roles of the SDLC workflow (seed 003); a configuration may add custom ones. */
+export const STANDARD_ROLES = ['architect', 'primaryCoder', 'secondaryCoder', 'sceptic', 'documentationWriter', 'debugger'] as const;
+export type StandardRole = (typeof STANDARD_ROLES)[number];
+
+export const RoleName = z.string().regex(/^[a-z][A-Za-z0-9-]{0,63}$/, 'a role name: a lowercase letter, then letters, digits or "-" (e.g. "sceptic", "securityReviewer")');
+
+/** A role: the agent type that plays it and, optionally, the model profile it runs on. A bare string is the profile. */
+export const RoleAssignment = z.union([
+  ProfileName.transform((profile) => ({ profile })),
+  z.strictObject({
+    /** Agent type (`@code-sceptic`, `claude:@reviewer` …); the role's built-in agent when absent. */
+    agent: z.string().min(1).optional(),
+    /** Model profile (models.profiles); the agent's assignment when absent. */
+    profile: ProfileName.optional(),
+    /** What the role does, for the organiser's context (custom roles). */
+    description: z.string().min(1).max(500).optional(),
+  }),
+]);
+export type RoleAssignment = z.infer<typeof RoleAssignment>;
+
+/** The organiser's SDLC workflow (`a2a run --workflow sdlc`). */
+export const WorkflowConfig = z.strictObject({
+  /** Role → agent and profile (`{ "sceptic": "claude-reviewer" }`); unlisted standard roles use their built-in agent. */
+  roles: z.record(RoleName, RoleAssignment).default({}),
+  /** The organiser's own model profile; the default profile when absent. */
+  organiser: z.strictObject({ profile: ProfileName.optional() }).prefault({}),
+  /** Roles that review the plan and the code (each in parallel); a custom role listed here reviews too. */
+  reviewers: z.array(RoleName).min(1).default(['sceptic']),
+  /** Plan revisions allowed before the workflow stops in ERROR (rounds exhausted). */
+  maxPlanRevisions: z.number().int().min(0).max(20).default(2),
+  /** Code fixing rounds (after a review or failed tests) allowed before the workflow stops in ERROR. */
+  maxFixRounds: z.number().int().min(0).max(20).default(3),
+  /** Secondary coders implementing files in parallel, at most. */
+  secondaryCoders: z.number().int().min(1).max(16).default(2),
+  /** Times the organiser may answer `wait` in a row before the step counts as failed (ERROR). */
+  maxWaits: z.number().int().min(0).max(50).default(3),
+  /** The command the debugger runs the tests with (a hint in its brief). */
+  testCommand: z.string().min(1).max(500).optional(),
+});
+export type WorkflowConfig = z.infer<typeof WorkflowConfig>;
 
 /** How run_command's commands are confined. */
 export const SandboxConfig = z.strictObject({
@@ -88,6 +129,8 @@ export const RunConfig = z.strictObject({
     .prefault({}),
   /** The sandbox of run_command: mode, the environment commands see, extra read-only paths. */
   sandbox: SandboxConfig.prefault({}),
+  /** The organiser's SDLC workflow: roles, reviewers, revision and fixing bounds. */
+  workflow: WorkflowConfig.prefault({}),
   /** How the orchestrator answers questions and treats stuck workers. */
   orchestrator: z
     .strictObject({

@@ -26,6 +26,7 @@ const FAULT: Record<ErrorCode, Fault> = {
   MODEL_MISBEHAVIOUR: 'model',
   NOT_FOUND: 'user',
   BUDGET_EXCEEDED: 'user',
+  ARTIFACT_NOT_FOUND: 'user',
 };
 
 export class A2AError extends Error {

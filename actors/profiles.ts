@@ -17,7 +17,7 @@ export type ProviderKind = z.infer<typeof ProviderKind>;
 export const CostTier = z.enum(['small', 'standard', 'large']);
 export type CostTier = z.infer<typeof CostTier>;
 
-const ProfileName = z
+export const ProfileName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a profile name is letters, digits, ".", "_" and "-", starting with a letter or digit');
 

@@ -636,6 +636,8 @@ export const SessionSpec = z.object({
   targetFiles: z.array(z.string()).optional(),
   /** The kind of work, for model assignment; children inherit it unless they name their own. */
   taskType: z.string().optional(),
+  /** The SDLC workflow role this worker plays (architect, sceptic …): its artifacts' producer role. */
+  workflowRole: z.string().max(64).optional(),
   timeoutMs: z.number().int().positive().optional(),
   limits: Limits,
   idle: IdleConfig,

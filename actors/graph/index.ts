@@ -6,6 +6,7 @@ import { subtaskMachine } from '../../machines/subtask.machine.js';
 import { workerMachine } from '../../machines/worker.machine.js';
 import { taskBranchMachine } from '../../machines/taskBranch.machine.js';
 import { externalTaskMachine } from '../../machines/externalTask.machine.js';
+import { sdlcWorkflowMachine } from '../../machines/sdlcWorkflow.machine.js';
 import { models } from './models.js';
 
 export const machines: Record<string, AnyStateMachine> = {
@@ -15,6 +16,7 @@ export const machines: Record<string, AnyStateMachine> = {
   idleInquiry: idleInquiryMachine,
   taskBranch: taskBranchMachine,
   externalTask: externalTaskMachine,
+  sdlcWorkflow: sdlcWorkflowMachine,
 };
 
 export { models };

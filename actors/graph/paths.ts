@@ -72,8 +72,9 @@ export function transitionKey(t: TransitionDef): string {
 
 /** Every state node (root included) and every transition (on, after, done/error, always). */
 export function machineGraph(machine: AnyStateMachine): { states: string[]; transitions: TransitionKey[] } {
-  const nodes = [machine.root, ...getStateNodes(machine)] as unknown as Array<TransitionDef['source']>;
-  const states = nodes.map((n) => n.id);
+  const nodes = [machine.root, ...getStateNodes(machine)] as unknown as Array<TransitionDef['source'] & { type?: string }>;
+  // a history node is a pseudo-state: a transition to it lands in the state it remembers, never in it
+  const states = nodes.filter((n) => n.type !== 'history').map((n) => n.id);
   const transitions: TransitionKey[] = [];
   for (const node of nodes) {
     for (const defs of node.transitions.values()) for (const t of defs) transitions.push({ key: transitionKey(t), source: node.id, event: t.eventType });

@@ -39,6 +39,7 @@ export interface ArtifactRevision {
   producerRole?: string;
   /** Default `completed`: a revision is a finished new version, to be reviewed again. */
   status?: ArtifactStatus;
+  /** Default: the files of the previous version (its content may name more). */
   files?: string[];
   /** More artifacts it builds on (added to the existing ones): the review a fix answers. */
   related?: string[];
@@ -195,7 +196,7 @@ export class ArtifactStore {
     const { meta: current } = await this.#record(id);
     const content = this.#sanitize(args.content);
     if (args.related?.length) await this.#requireExisting(args.related);
-    const summary = summarizeArtifact(current.type, content, args.files);
+    const summary = summarizeArtifact(current.type, content, args.files ?? current.summary.filesAffected);
     const now = this.clock.now();
     let record: ArtifactContent | null = null;
     for (let version = current.version + 1, round = 0; record === null; version++, round++) {

@@ -5,7 +5,7 @@
  * else its agent's name.
  */
 import { z } from 'zod';
-import { ArtifactId, ArtifactStatus, ArtifactType, type ArtifactMeta, type SessionSpec } from '../../machines/protocol.js';
+import { ArtifactStatus, ArtifactType, type ArtifactMeta, type SessionSpec } from '../../machines/protocol.js';
 import type { ArtifactStore } from '../artifacts.js';
 import { A2AError } from '../errors.js';
 import type { ToolContext, ToolDefinition } from './types.js';
@@ -24,18 +24,24 @@ function roleOf(spec: SessionSpec): string {
   return (typeof workflowRole === 'string' && workflowRole.length > 0 ? workflowRole : spec.agent.agentName).slice(0, 64);
 }
 
+/**
+ * The shape of an id, checked here so that a malformed one is refused naming its argument; the
+ * store checks the type names. (Not the protocol's full pattern: every tool schema is sent to the
+ * model on every call, and that pattern, repeated per id argument, costs tokens on each.)
+ */
+const Id = z.string().max(64).regex(/^[a-z_]+-[1-9][0-9]*$/, 'an artifact id: "<type>-<n>", e.g. "code-3"');
+
 const WriteArgs = z.object({
-  type: ArtifactType.describe('What it is: implementation_plan, pseudocode, code, review_report, documentation, test_results, error_report (or user_task).'),
-  content: z.string().min(1).describe('The full content (Markdown, code, test output). Others read it with a2a_read_artifact; the organiser sees a summary.'),
-  files: z.array(z.string().min(1).max(500)).max(200).optional().describe('Files it concerns (besides those its content names with "file: <path>" lines).'),
-  related: z.array(ArtifactId).max(100).optional().describe('Ids of artifacts it builds on: the plan a structure follows, the code a review judges.'),
-  status: ArtifactStatus.optional().describe('Default completed; in_progress for a draft.'),
-  reviseId: ArtifactId.optional().describe('Write a new version of this artifact instead of a new one (same type); older versions stay readable.'),
+  type: ArtifactType,
+  content: z.string().min(1).describe('The full content (Markdown, code, test output); the organiser sees a summary.'),
+  files: z.array(z.string().min(1).max(500)).max(200).optional().describe('Files it concerns, besides "file: <path>" lines of the content.'),
+  related: z.array(Id).max(100).optional().describe('Ids it builds on: the plan it follows, the code a review judges.'),
+  status: ArtifactStatus.optional().describe('Default completed.'),
+  reviseId: Id.optional().describe('Write a new version of this artifact (same type).'),
 });
 const writeArtifact: ToolDefinition<typeof WriteArgs> = {
   name: 'a2a_write_artifact',
-  description:
-    'Store a work product (plan, pseudocode, code, review, documentation, test results, error report) in the run\'s artifact store, or a new version of one (reviseId). Returns its id and version.',
+  description: 'Store a work product (plan, structure, code, review, docs, test results, error report) in the run\'s artifact store, or a new version of one. Returns its id and version.',
   parameters: WriteArgs,
   execute: async (args, ctx) => {
     const store = storeOf(ctx);
@@ -55,8 +61,8 @@ const writeArtifact: ToolDefinition<typeof WriteArgs> = {
 };
 
 const ReadArgs = z.object({
-  id: ArtifactId.describe('The artifact id, e.g. "implementation_plan-1" (see a2a_list_artifacts).'),
-  version: z.number().int().min(1).optional().describe('A version number; default the latest.'),
+  id: Id,
+  version: z.number().int().min(1).optional().describe('Default the latest.'),
 });
 const readArtifact: ToolDefinition<typeof ReadArgs> = {
   name: 'a2a_read_artifact',
@@ -65,7 +71,7 @@ const readArtifact: ToolDefinition<typeof ReadArgs> = {
   execute: async (args, ctx) => {
     const store = storeOf(ctx);
     const meta = await store.get(args.id);
-    const content = await store.read(args.id, args.version);
+    const content = await store.read(args.id, args.version ?? meta.version);
     const files = meta.summary.filesAffected;
     const head = `${meta.id} version ${content.version} of ${meta.version} (${meta.type}, ${meta.status}${meta.archived ? ', archived' : ''}) by ${content.producer}${files.length ? `; files: ${files.join(', ')}` : ''}`;
     return { isError: false, content: `${head}\n\n${content.content}` };
@@ -75,12 +81,12 @@ const readArtifact: ToolDefinition<typeof ReadArgs> = {
 const ListArgs = z.object({
   type: ArtifactType.optional(),
   producer: z.string().min(1).optional().describe('A session id.'),
-  producerRole: z.string().min(1).optional().describe('A role, e.g. architect, coder, code-sceptic.'),
+  producerRole: z.string().min(1).optional(),
   status: ArtifactStatus.optional(),
 });
 const listArtifacts: ToolDefinition<typeof ListArgs> = {
   name: 'a2a_list_artifacts',
-  description: 'List the run\'s artifacts (id, type, version, status, producer role and a one-line brief), oldest first; filter by type, producer, role or status.',
+  description: 'List the run\'s artifacts (id, type, version, status, producer role, brief), oldest first.',
   parameters: ListArgs,
   execute: async (args, ctx) => {
     const found = await storeOf(ctx).list(args);

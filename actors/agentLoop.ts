@@ -43,6 +43,7 @@ import { decideLocally } from './permissions.js';
 import { workerKey } from './limits.js';
 import { correlationOf } from './events.js';
 import type { Budgets, CostLedger } from './cost.js';
+import type { ArtifactStore } from './artifacts.js';
 import { estimateTokens, fitConversation } from './summarize.js';
 
 /** The model a session runs on: the client, the model name (requests, prices), its window. */
@@ -80,6 +81,8 @@ export interface AgentLoopDeps {
   costs?: CostControl;
   /** Runs run_command's commands (absent: they are refused). */
   commands?: CommandRunner;
+  /** The artifact store of a run (absent: the artifact tools say there is none). */
+  artifacts?: (runId: string) => ArtifactStore;
 }
 
 type LoopSnapshot = Snapshot<undefined> & {
@@ -224,6 +227,7 @@ export function runTool(
     ids: deps.ids,
     clock: deps.clock,
     commands: deps.commands ?? null,
+    artifacts: deps.artifacts ?? null,
   });
 }
 

@@ -55,6 +55,11 @@ function protocolSection(definition: AgentDefinition, spec: SessionSpec, tools: 
       `Use a2a_notify_orchestrator to report status, ask a question, or report an error to ${spec.owner.ownerType === 'orchestrator' ? 'the orchestrator' : `your parent ${spec.owner.ownerId}`}; answers arrive as messages.`,
     );
   }
+  if (has('a2a_write_artifact')) {
+    lines.push(
+      'Work products others build on (a plan, the file structure, code, a review, documentation, test results) go to the run\'s artifact store with a2a_write_artifact; a2a_list_artifacts and a2a_read_artifact show what the others wrote (ids like "code-2"). Name artifact ids in your result instead of repeating their content.',
+    );
+  }
   return `## How you work in this team\n${lines.map((l) => `- ${l}`).join('\n')}`;
 }
 

@@ -15,6 +15,7 @@ import type { AgentLoopLogic, SupervisorLogic } from '../machines/session.js';
 import { subtaskMachine } from '../machines/subtask.machine.js';
 import { workerMachine } from '../machines/worker.machine.js';
 import { createAgentLoop, type CostControl, type ModelResolver } from './agentLoop.js';
+import type { ArtifactStore } from './artifacts.js';
 import { SpawnBudget } from './limits.js';
 import { FileLockTable } from './fileLocks.js';
 
@@ -47,6 +48,8 @@ export interface RuntimeDeps {
   profiles?: ProfileCatalog;
   /** Runs run_command's commands: a sandbox, or the unconfined opt-out (absent: commands are refused). */
   commands?: CommandRunner;
+  /** The artifact store of each run (seed 003): files of the run, or the NATS KV hosts share. */
+  artifacts?: (runId: string) => ArtifactStore;
   /** Sessions on other hosts (NATS): which children are placed remotely, and how to reach them. */
   remote?: { deps: RemoteDeps; placeRemotely(spec: SessionSpec): boolean };
 }
@@ -169,6 +172,7 @@ export function createRuntime(deps: RuntimeDeps) {
     events: deps.events,
     ...(deps.costs ? { costs: deps.costs } : {}),
     ...(deps.commands ? { commands: deps.commands } : {}),
+    ...(deps.artifacts ? { artifacts: deps.artifacts } : {}),
   }) as unknown as AgentLoopLogic;
 
   const logics: Partial<Record<SessionSpec['role'], AnyActorLogic>> = {};

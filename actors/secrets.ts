@@ -15,13 +15,18 @@
 /** Variable names that hold secrets, whatever their value looks like. */
 const SECRET_NAME = /(^|_)(API_?KEY|ACCESS_?KEY|SECRET(_ACCESS)?_?KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|CREDENTIALS?|PRIVATE_?KEY)$/i;
 
-/** Shapes of credentials that must never reach a log, whoever's they are. */
-const SHAPES: RegExp[] = [
+/** Credentials that say what they are by their prefix: never ordinary code or prose. */
+const TOKEN_SHAPES: RegExp[] = [
   /\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}/g, // OpenAI, Anthropic
   /\bgh[pousr]_[A-Za-z0-9]{20,}/g, // GitHub tokens
   /\bgithub_pat_[A-Za-z0-9_]{20,}/g,
   /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // Slack
   /\bAKIA[0-9A-Z]{16}\b/g, // AWS access key id
+];
+
+/** Shapes of credentials that must never reach a log, whoever's they are. */
+const SHAPES: RegExp[] = [
+  ...TOKEN_SHAPES,
   /(\bBearer\s+)[A-Za-z0-9._~+/-]{16,}=*/gi,
   /((?:api[_-]?key|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',}\]\\]{8,}/gi,
 ];
@@ -34,8 +39,11 @@ const MIN_SECRET_LENGTH = 8;
  * (logs, the audit, events, printed output). `state`: known secret values only, for what is read
  * back (checkpoints, the journal, messages between processes, a tool's output to the model): a
  * shape also matches ordinary code (`token: getToken()`), and state must come back as it was.
+ * `content`: known secret values and the tokens that name themselves (`sk-…`, `ghp_…`, `AKIA…`),
+ * for what agents hand each other and people read alike (artifacts): code stays code, and a key
+ * pasted from a `.env` file still goes.
  */
-export type RedactionMode = 'records' | 'state';
+export type RedactionMode = 'records' | 'state' | 'content';
 
 export class SecretRedactor {
   /** name → value, longest value first (so that no tail of one survives another's marker). */
@@ -63,8 +71,8 @@ export class SecretRedactor {
   text(text: string, mode: RedactionMode = 'records'): string {
     let out = text;
     for (const { name, value } of this.#secrets) if (out.includes(value)) out = out.split(value).join(`[redacted:${name}]`);
-    if (mode === 'records') {
-      for (const shape of SHAPES) {
+    if (mode !== 'state') {
+      for (const shape of mode === 'records' ? SHAPES : TOKEN_SHAPES) {
         out = out.replace(shape, (match: string, prefix?: unknown) => (typeof prefix === 'string' && match.startsWith(prefix) ? `${prefix}[redacted]` : '[redacted]'));
       }
     }

@@ -13,6 +13,7 @@ import { gatewayCommand } from './commands/gateway.js';
 import { monitorCommand } from './commands/monitor.js';
 import { inspectCommand } from './commands/inspect.js';
 import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
+import { ARTIFACT_TYPES, artifactsCommand } from './commands/artifacts.js';
 import { redactText, secrets } from '../actors/secrets.js';
 
 const int = (name: string, min = 0) => (value: string) => {
@@ -148,6 +149,20 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--workspace <dir>', 'workspace directory')
     .action((options) => {
       code = statusCommand(options, io.stdout);
+    });
+
+  program
+    .command('artifacts')
+    .description("A run's artifacts (plans, structure, code, reviews, docs, test results): a table, or one's content with --show")
+    .argument('[runId]', 'run (default: the latest)')
+    .addOption(new Option('--type <type>', 'only artifacts of this type').choices([...ARTIFACT_TYPES]))
+    .option('--show <id[@version]>', 'print the content of an artifact (default: its latest version)')
+    .option('--json', 'print the records (or with --show the stored content) as JSON')
+    .option('--workspace <dir>', 'workspace directory')
+    .option('--nats <url>', 'for a run deployed over NATS: read its artifacts from the KV bucket (read only)')
+    .addOption(new Option('--namespace <ns>', 'NATS namespace (default: default)').argParser(token('--namespace')))
+    .action(async (runId: string | undefined, options) => {
+      code = await artifactsCommand(runId, options, io);
     });
 
   program

@@ -3,6 +3,8 @@
  * `actors/` implements the actors, `adapters/` implements the ports, `bin/` wires them.
  */
 import type {
+  ArtifactContent,
+  ArtifactMeta,
   ChatMessage,
   HumanAnswer,
   HumanItem,
@@ -193,6 +195,37 @@ export interface Transport {
    */
   readKeyValue(bucket: string): Promise<KeyValueReader>;
   close(): Promise<void>;
+}
+
+/** A record read back from an artifact backend: not yet parsed (the store parses it), and where it lives. */
+export interface StoredRecord {
+  value: unknown;
+  /** Compare-and-set token: pass it to `writeMeta` to change this record. */
+  revision: number;
+  /** Where it is (a file path, `bucket/key`), for the message when it is not a valid record. */
+  key: string;
+}
+
+/**
+ * Where the artifact store (actors/artifacts.ts) keeps its records: per run, per artifact, one
+ * record (`ArtifactMeta`, changed by compare-and-set) and one content per version (`ArtifactContent`,
+ * written once). Two operations are atomic, so that processes on one disk or on several hosts
+ * share a store without a lock: `createContent` (create-if-absent: it claims a new id or a new
+ * version) and `writeMeta` at a revision. Implementations: adapters/store/artifactFiles.ts (files
+ * under the run's directory), adapters/store/artifactKv.ts (a key-value bucket: in process, or
+ * NATS JetStream shared by hosts).
+ */
+export interface ArtifactBackend {
+  /** What it is and where, for messages ("files under /ws/.a2a/runs", "KV bucket artifacts"). */
+  readonly where: string;
+  /** Ids of the run's artifacts, in no particular order (one being created may have no record yet). */
+  ids(runId: string): Promise<string[]>;
+  readMeta(runId: string, id: string): Promise<StoredRecord | null>;
+  /** Writes the record if it is at `revision` (0: absent); the new revision, or null when it is not. */
+  writeMeta(runId: string, id: string, meta: ArtifactMeta, revision: number): Promise<number | null>;
+  /** Writes a version's content if that version has none yet; false when it has one. */
+  createContent(runId: string, id: string, version: number, content: ArtifactContent): Promise<boolean>;
+  readContent(runId: string, id: string, version: number): Promise<StoredRecord | null>;
 }
 
 /** One shell command of run_command, in a session's worktree. */

@@ -11,6 +11,7 @@ import { redactSecrets } from '../secrets.js';
 import type { AgentDefinition } from '../registry.js';
 import { a2aTools, SPAWNING_TOOLS } from './a2a.js';
 import { codingTools } from './coding.js';
+import { artifactTools } from './artifacts.js';
 import type { ToolContext, ToolDefinition } from './types.js';
 
 export type { IdGenerator, ToolContext, ToolDefinition } from './types.js';
@@ -22,7 +23,7 @@ export class ToolCatalog {
   /** A session's tool list is fixed by its spec: computed once per spec. */
   readonly #allowed = new WeakMap<SessionSpec, { definition: AgentDefinition; names: string[] }>();
 
-  constructor(tools: ReadonlyArray<ToolDefinition<z.ZodType>> = [...a2aTools, ...codingTools]) {
+  constructor(tools: ReadonlyArray<ToolDefinition<z.ZodType>> = [...a2aTools, ...codingTools, ...artifactTools]) {
     for (const tool of tools) this.#tools.set(tool.name, tool);
   }
 

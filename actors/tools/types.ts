@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { Clock, CommandRunner, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
 import type { SessionSpec, TaskUpdate } from '../../machines/protocol.js';
 import type { AgentRegistry } from '../registry.js';
+import type { ArtifactStore } from '../artifacts.js';
 
 /**
  * Ids for new sub-tasks: `<parentId>.<n>`, numbered per parent. Unique by construction across
@@ -43,6 +44,8 @@ export interface ToolContext {
   clock: Clock;
   /** Runs run_command's commands (the sandbox); null: commands are refused. */
   commands: CommandRunner | null;
+  /** The artifact store of a run (seed 003); absent or null: the artifact tools say there is none. */
+  artifacts?: ((runId: string) => ArtifactStore) | null;
 }
 
 export interface ToolDefinition<S extends z.ZodType> {

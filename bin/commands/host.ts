@@ -10,6 +10,8 @@ import type { EventSink, Transport } from '../../machines/ports.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { createRuntime } from '../../actors/runtime.js';
+import { artifactStores } from '../../actors/artifacts.js';
+import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { realClock } from '../../adapters/clock.js';
 import { loadConfig, loadRegistry, loadScript } from '../../adapters/config.js';
@@ -96,6 +98,8 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
     bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${commands.warning}`, sandbox: 'none' } });
   }
   const runtime = createRuntime({
+    // the runs' artifacts, in the KV bucket the run's process and the other hosts use too
+    artifacts: artifactStores(new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)), realClock),
     registry,
     clock: realClock,
     events: bus,

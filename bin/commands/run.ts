@@ -31,6 +31,9 @@ import { ensureQueues } from '../../actors/remote.js';
 import { natsCredentials, warnIfUnauthenticated } from './host.js';
 import { snapshotHolders } from '../../adapters/host.js';
 import { FileRunStore } from '../../adapters/store/file.js';
+import { artifactStores } from '../../actors/artifacts.js';
+import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
+import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
 import { liveDisplay, logDisplay, palette, renderSummary, type RunDisplay } from '../../adapters/terminal.js';
 import { connectInspector, type InspectorConnection } from '../../adapters/inspector.js';
 
@@ -266,7 +269,10 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   if (github) secrets.add(github.tokenEnv, token);
   const pullRequests: PullRequests | undefined =
     github && token ? { open: (o) => createPullRequest({ ...o, token, ...(github.apiUrl ? { apiUrl: github.apiUrl } : {}) }) } : undefined;
+  // the artifact store (seed 003): the run's files, or with --nats the KV bucket the hosts share
+  const artifacts = artifactStores(transport ? new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)) : new FileArtifactBackend(store.root), realClock);
   const runtime = createRuntime({
+    artifacts,
     registry: p.registry,
     clock: realClock,
     events: bus,

@@ -92,7 +92,7 @@ describe('switching the model of a running worker', () => {
       },
       resolve: (model) => (spec) =>
         spec.model === 'small'
-          ? { model, name: 'scripted', profile: 'small', contextWindow: 4_000, maxTokens: 200 }
+          ? { model, name: 'scripted', profile: 'small', contextWindow: 5_000, maxTokens: 200 }
           : { model, name: 'scripted', profile: 'big' },
     });
     const run = h.run({ tasks: [{ id: 't', agent: '@agent', prompt: 'study the parser' }] });

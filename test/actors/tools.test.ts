@@ -11,7 +11,19 @@ describe('tool catalog', () => {
 
   it('should give each agent only its own tools, and spawning tools only while it may spawn', () => {
     const reviewer = h.registry.get('reviewer');
-    expect(catalog.toolsFor(reviewer, worker)).toEqual(['a2a_list_agents', 'a2a_check_updates', 'a2a_notify_orchestrator', 'a2a_subtask_complete', 'read_file', 'list_files', 'search', 'run_command']);
+    expect(catalog.toolsFor(reviewer, worker)).toEqual([
+      'a2a_list_agents',
+      'a2a_check_updates',
+      'a2a_notify_orchestrator',
+      'a2a_subtask_complete',
+      'a2a_write_artifact',
+      'a2a_read_artifact',
+      'a2a_list_artifacts',
+      'read_file',
+      'list_files',
+      'search',
+      'run_command',
+    ]);
     const architect = h.registry.get('architect');
     expect(catalog.toolsFor(architect, { ...worker, depth: 0, maxDepth: 2 })).toContain('a2a_spawn_parallel_subtasks');
     expect(catalog.toolsFor(architect, { ...worker, depth: 2, maxDepth: 2 })).not.toContain('a2a_spawn_subtask');
@@ -44,7 +56,7 @@ describe('tool catalog', () => {
     };
     const outcome = await catalog.run({ id: 'c', name: 'a2a_spawn_subtask', arguments: {} }, h.registry.get('agent'), ctx);
     expect(outcome.content).toMatchInlineSnapshot(
-      `"TOOL_NOT_ALLOWED: "a2a_spawn_subtask" is not available at depth 1: sub-tasks of this session may not nest deeper (limit 1). Your tools: a2a_list_agents, a2a_check_updates, a2a_notify_orchestrator, a2a_subtask_complete, read_file, write_file, edit_file, list_files, search, run_command."`,
+      `"TOOL_NOT_ALLOWED: "a2a_spawn_subtask" is not available at depth 1: sub-tasks of this session may not nest deeper (limit 1). Your tools: a2a_list_agents, a2a_check_updates, a2a_notify_orchestrator, a2a_subtask_complete, a2a_write_artifact, a2a_read_artifact, a2a_list_artifacts, read_file, write_file, edit_file, list_files, search, run_command."`,
     );
     const unknown = await catalog.run({ id: 'c', name: 'rm', arguments: {} }, h.registry.get('agent'), ctx);
     expect(unknown.content).toMatch(/^TOOL_NOT_ALLOWED: Unknown tool "rm"\. Your tools: /);

@@ -343,6 +343,27 @@ describe('examples/nats/server.conf', () => {
     expect(violations('gateway')).toEqual([]);
   });
 
+  it('lets a host and the run\'s process share the artifacts bucket, and not the monitor', async () => {
+    const { ArtifactStore } = await import('../../actors/artifacts.js');
+    const { ARTIFACT_BUCKET, KvArtifactBackend } = await import('../../adapters/store/artifactKv.js');
+    const { realClock } = await import('../../adapters/clock.js');
+    const storeAs = async (user: 'host' | 'orchestrator' | 'monitor') => {
+      const t = await as(user);
+      return new ArtifactStore(new KvArtifactBackend(() => t.keyValue(ARTIFACT_BUCKET)), 'sec-run', realClock);
+    };
+    // the server's log is shared with the tests before: only new violations count
+    const seen = { host: violations('host').length, orchestrator: violations('orchestrator').length };
+    const host = await storeAs('host');
+    await host.create({ type: 'code', content: 'file: a.ts\nlet a = 1;', producer: 'w-code', producerRole: 'coder' });
+    const orchestrator = await storeAs('orchestrator');
+    expect((await orchestrator.list()).map((a) => a.id)).toEqual(['code-1']);
+    expect((await orchestrator.setStatus('code-1', 'approved')).status).toBe('approved');
+    expect((await host.get('code-1')).status).toBe('approved');
+    expect(violations('host').slice(seen.host)).toEqual([]);
+    expect(violations('orchestrator').slice(seen.orchestrator)).toEqual([]);
+    await expect((await storeAs('monitor')).list()).rejects.toThrow(/could not open or create the KV bucket artifacts/);
+  });
+
   it('keeps the monitor from having anything delivered anywhere: no consumer, no redirected reply; `a2a monitor` still reads the hosts bucket', async () => {
     const host = await as('host');
     await ensureQueues(host, 'default');

@@ -53,6 +53,11 @@ function asLayer(value: unknown, file: string): ConfigLayer {
 
 const CONFIG_NAMES = ['a2a.config.json', 'a2a.config.yaml', 'a2a.config.yml'];
 
+/** The workspace's config file (`a2a.config.json`, `.yaml`, `.yml`, first found), or null. */
+export function workspaceConfigFile(workspace: string): string | null {
+  return firstExisting(workspace, CONFIG_NAMES);
+}
+
 export function userConfigDir(): string {
   return process.env.A2A_CONFIG_HOME ?? join(process.env.XDG_CONFIG_HOME ?? join(homedir(), '.config'), 'a2a');
 }
@@ -71,15 +76,23 @@ export interface LoadedConfig {
   policy: PermissionPolicy;
   /** Files read, in layer order. */
   files: string[];
+  /** Each layer as read, in order: which one set a field, for messages about the merged config. */
+  layers: Array<{ source: string; data: ConfigLayer }>;
   /** Directory each layer's relative paths resolve against (for `model.script`). */
   scriptBase: string | null;
 }
 
 /**
  * Loads: defaults → workspace `a2a.config.{json,yaml}` (or `explicitFile`) → user config →
- * extra layers (the plan's config, CLI flags).
+ * extra layers (the plan's config, CLI flags). `workspaceLayer` stands for the workspace file's
+ * content (`a2a config import` checks an edit before it writes it).
  */
-export function loadConfig(options: { workspace: string; explicitFile?: string; extra?: Array<{ source: string; data: ConfigLayer; base?: string }> }): LoadedConfig {
+export function loadConfig(options: {
+  workspace: string;
+  explicitFile?: string;
+  workspaceLayer?: { file: string; data: ConfigLayer };
+  extra?: Array<{ source: string; data: ConfigLayer; base?: string }>;
+}): LoadedConfig {
   const layers: Array<{ source: string; data: ConfigLayer; base: string | null }> = [];
   const permissionLayers: Array<{ source: string; layer: PermissionsLayer }> = [];
   const permissionsFile = join(options.workspace, '.github', 'agents', 'orchestrator', 'permissions.md');
@@ -89,11 +102,14 @@ export function loadConfig(options: { workspace: string; explicitFile?: string; 
     // its Limits section is the lowest layer of the run's limits: config files and flags override it
     if (Object.keys(parsed.limits).length > 0) layers.push({ source: `${permissionsFile} (Limits)`, data: { limits: parsed.limits }, base: null });
   }
-  const workspaceFile = options.explicitFile ? resolve(options.explicitFile) : firstExisting(options.workspace, CONFIG_NAMES);
-  if (options.explicitFile && !existsSync(workspaceFile!)) {
+  const workspaceFile = options.workspaceLayer?.file ?? (options.explicitFile ? resolve(options.explicitFile) : firstExisting(options.workspace, CONFIG_NAMES));
+  if (options.workspaceLayer) {
+    layers.push({ source: workspaceFile!, data: asLayer(options.workspaceLayer.data, workspaceFile!), base: dirname(workspaceFile!) });
+  } else if (options.explicitFile && !existsSync(workspaceFile!)) {
     throw new A2AError('CONFIGURATION_INVALID', `config file not found: ${workspaceFile}`);
+  } else if (workspaceFile) {
+    layers.push({ source: workspaceFile, data: asLayer(readStructured(workspaceFile), workspaceFile), base: dirname(workspaceFile) });
   }
-  if (workspaceFile) layers.push({ source: workspaceFile, data: asLayer(readStructured(workspaceFile), workspaceFile), base: dirname(workspaceFile) });
   const userFile = firstExisting(userConfigDir(), ['config.json', 'config.yaml', 'config.yml']);
   if (userFile) layers.push({ source: userFile, data: asLayer(readStructured(userFile), userFile), base: dirname(userFile) });
   for (const extra of options.extra ?? []) layers.push({ source: extra.source, data: extra.data, base: extra.base ?? null });
@@ -104,7 +120,13 @@ export function loadConfig(options: { workspace: string; explicitFile?: string; 
   }
   const policy = buildPolicy(permissionLayers);
   const scriptLayer = [...layers].reverse().find((l) => (l.data.model as { script?: unknown } | undefined)?.script !== undefined);
-  return { config, policy, files: layers.map((l) => l.source), scriptBase: scriptLayer?.base ?? null };
+  return {
+    config,
+    policy,
+    files: layers.map((l) => l.source),
+    layers: layers.map(({ source, data }) => ({ source, data })),
+    scriptBase: scriptLayer?.base ?? null,
+  };
 }
 
 /**

@@ -14,6 +14,7 @@ import { monitorCommand } from './commands/monitor.js';
 import { inspectCommand } from './commands/inspect.js';
 import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
 import { ARTIFACT_TYPES, artifactsCommand } from './commands/artifacts.js';
+import { configExportCommand, configImportCommand, configValidateCommand } from './commands/config.js';
 import { redactText, secrets } from '../actors/secrets.js';
 
 const int = (name: string, min = 0) => (value: string) => {
@@ -214,6 +215,36 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--workspace <dir>', 'workspace directory')
     .action((options) => {
       code = agentsCommand(options, io.stdout);
+    });
+
+  const config = program.command('config').description('The workflow\'s roles and the model profiles: validate them, export them to a portable document, import one');
+  config
+    .command('validate')
+    .description('Load the configuration as a run would and check the roles\' agents and profiles and the reviewers (exit 1 when invalid)')
+    .option('--workspace <dir>', 'workspace directory')
+    .option('--config <file>', 'configuration file (default: a2a.config.json or .yaml in the workspace)')
+    .option('--json', 'print the result as JSON: { isValid, errors, warnings }')
+    .action((options) => {
+      code = configValidateCommand(options, io);
+    });
+  config
+    .command('export')
+    .description('Write the effective roles and the profiles as { version: 1, workflow, models } (never a key)')
+    .option('--workspace <dir>', 'workspace directory')
+    .option('--config <file>', 'configuration file (default: a2a.config.json or .yaml in the workspace)')
+    .addOption(new Option('--format <format>', 'output format (default: json, or yaml for an --out file ending in .yaml)').choices(['json', 'yaml']))
+    .option('--out <file>', 'write to this file instead of printing')
+    .action((options) => {
+      code = configExportCommand(options, io);
+    });
+  config
+    .command('import')
+    .description('Merge a document\'s workflow and models sections into the workspace config file (nothing is written when the result would be invalid)')
+    .argument('<file>', 'a document written by a2a config export (JSON or YAML)')
+    .option('--workspace <dir>', 'workspace directory')
+    .option('--dry-run', 'print the resulting config file instead of writing it')
+    .action((file: string, options) => {
+      code = configImportCommand(file, options, io);
     });
 
   program

@@ -132,18 +132,37 @@ const byCreation = (a: ArtifactMeta, b: ArtifactMeta) => a.createdAt - b.created
 /** Compare-and-set rounds before giving up: only a storm of writers to one artifact gets there. */
 const MAX_ROUNDS = 100;
 
+/** Told of every artifact created or revised (run events: `artifact.created`, `artifact.updated`). */
+export type ArtifactListener = (meta: ArtifactMeta, change: 'created' | 'updated') => void;
+
+/**
+ * The run event of an artifact change: id, type, version, status, producer, summary; never the
+ * content. It carries its run id (a host serves several runs), and an id per version so that a
+ * re-emission is dropped.
+ */
+export function artifactEvent(meta: ArtifactMeta, change: 'created' | 'updated') {
+  return {
+    type: `artifact.${change}` as const,
+    id: `artifact:${meta.runId}:${meta.id}@${meta.version}`,
+    runId: meta.runId,
+    data: { artifactId: meta.id, artifactType: meta.type, version: meta.version, status: meta.status, producer: meta.producer, producerRole: meta.producerRole, brief: meta.summary.brief, files: meta.summary.filesAffected.length },
+  };
+}
+
 export class ArtifactStore {
   readonly #cache: ContentCache;
+  readonly #onChange: ArtifactListener | undefined;
 
   constructor(
     private readonly backend: ArtifactBackend,
     readonly runId: string,
     private readonly clock: Clock,
-    options: { cacheSize?: number } = {},
+    options: { cacheSize?: number; onChange?: ArtifactListener } = {},
   ) {
     const valid = RunId.safeParse(runId);
     if (!valid.success) throw new A2AError('VALIDATION_ERROR', `invalid run id "${runId}" for the artifact store: ${inlineIssues(valid.error.issues)}`, { where: 'runId' });
     this.#cache = new ContentCache(options.cacheSize ?? 50);
+    this.#onChange = options.onChange;
   }
 
   /** Content cache counters: hits and misses of `read`, and contents held. */
@@ -187,6 +206,7 @@ export class ArtifactStore {
     // the id's first version was ours alone, so nobody else can have written its record
     if (written === null) throw new A2AError('AGENT_ERROR', `artifact ${meta.id} of run ${this.runId} got a record from another writer while it was created (${this.backend.where})`);
     this.#cache.put(`${meta.id}@1`, record);
+    this.#onChange?.(meta, 'created');
     return meta;
   }
 
@@ -206,7 +226,7 @@ export class ArtifactStore {
     }
     const mine = record;
     this.#cache.put(`${id}@${mine.version}`, mine);
-    return this.#change(id, (meta) => {
+    const revised = await this.#change(id, (meta) => {
       const related = [...new Set([...meta.related, ...(args.related ?? [])])];
       // a concurrent revision with a higher number is the latest: it keeps its summary
       if (meta.version > mine.version) return { ...meta, related, modifiedAt: now };
@@ -223,6 +243,8 @@ export class ArtifactStore {
         archived: false,
       };
     });
+    this.#onChange?.({ ...revised, version: mine.version }, 'updated');
+    return revised;
   }
 
   async setStatus(id: string, status: ArtifactStatus): Promise<ArtifactMeta> {
@@ -406,13 +428,13 @@ function parseStored<T>(schema: z.ZodType<T>, stored: StoredRecord, what: string
  * A store per run over one backend, as the runtime's tools ask for them (a host serves many
  * runs). The stores of the last `keep` runs asked for are kept, with their caches.
  */
-export function artifactStores(backend: ArtifactBackend, clock: Clock, options: { cacheSize?: number; keep?: number } = {}): (runId: string) => ArtifactStore {
+export function artifactStores(backend: ArtifactBackend, clock: Clock, options: { cacheSize?: number; keep?: number; onChange?: ArtifactListener } = {}): (runId: string) => ArtifactStore {
   const stores = new Map<string, ArtifactStore>();
   const keep = options.keep ?? 8;
   return (runId) => {
     let store = stores.get(runId);
     if (store) stores.delete(runId);
-    else store = new ArtifactStore(backend, runId, clock, options.cacheSize === undefined ? {} : { cacheSize: options.cacheSize });
+    else store = new ArtifactStore(backend, runId, clock, { ...(options.cacheSize === undefined ? {} : { cacheSize: options.cacheSize }), ...(options.onChange ? { onChange: options.onChange } : {}) });
     stores.set(runId, store);
     while (stores.size > keep) stores.delete(stores.keys().next().value!);
     return store;

@@ -70,6 +70,10 @@ export const WorkflowConfig = z.strictObject({
   maxWaits: z.number().int().min(0).max(50).default(3),
   /** The command the debugger runs the tests with (a hint in its brief). */
   testCommand: z.string().min(1).max(500).optional(),
+  /** A workflow in ERROR: `stop` ends the run (failed); `wait` keeps it for `a2a retry`, `a2a resume` or `a2a stop`. */
+  onError: z.enum(['stop', 'wait']).default('stop'),
+  /** How long the organiser's `wait` lasts before it is asked again (ms). */
+  waitMs: z.number().int().min(0).max(3_600_000).default(5_000),
 });
 export type WorkflowConfig = z.infer<typeof WorkflowConfig>;
 

@@ -7,7 +7,7 @@ import { createRootActor } from './scheduler.js';
 import { observeSessions } from './observe.js';
 import type { GitPlan, OrchestratorEmitted, OrchestratorInput, RunSummary } from '../machines/orchestrator.machine.js';
 import type { Clock } from '../machines/ports.js';
-import { Plan, type QueueMessage, type SessionSpec, type SubTaskResult } from '../machines/protocol.js';
+import { Plan, type ParsedAgentType, type QueueMessage, type SessionSpec, type SubTaskResult, type WorkflowRequest } from '../machines/protocol.js';
 import { restoreTimers, type Checkpoint } from './checkpoint.js';
 import { orchestratorPolicy, type RunConfig } from './config.js';
 import { buildPolicy, workerPermissions, type PermissionPolicy } from './permissions.js';
@@ -119,6 +119,64 @@ export function orchestratorInput(plan: Plan, runtime: Pick<Runtime, 'registry'>
       };
       return { id: task.id, dependsOn: task.dependsOn, spec };
     }),
+  };
+}
+
+/**
+ * The orchestrator's input for a workflow run: no tasks (the workflow adds them step by step),
+ * the roles resolved to agents and profiles, and the spec template of every step's worker.
+ */
+export function workflowRunInput(
+  request: WorkflowRequest,
+  runtime: Pick<Runtime, 'registry'>,
+  options: RunOptions & { roles: Record<string, { agent: string; profile: string }>; startedAt: number },
+): OrchestratorInput {
+  const { limits, idle, workflow } = options.config;
+  const roles: Record<string, { agent: ParsedAgentType; model?: string }> = {};
+  for (const [role, r] of Object.entries(options.roles)) roles[role] = { agent: runtime.registry.resolve(r.agent).parsed, model: r.profile };
+  const architect = roles.architect ?? { agent: runtime.registry.resolve(options.config.defaultAgent).parsed };
+  const template: SessionSpec = {
+    id: 'w-template',
+    role: 'worker',
+    agent: architect.agent,
+    prompt: '',
+    expectedOutput: 'The artifact this step produces (a2a_write_artifact), and a short report of what you did.',
+    depth: 0,
+    maxDepth: limits.maxDepth,
+    spawnContext: 'orchestrator',
+    owner: { ownerType: 'orchestrator', ownerId: 'orchestrator' },
+    correlation: { runId: options.runId, planId: request.id, taskId: 'template', workerId: 'w-template', worktreePath: options.workspace, depth: 0 },
+    lineage: [],
+    limits,
+    idle,
+    permissions: workerPermissions(policyOf(options)),
+  };
+  return {
+    runId: options.runId,
+    planId: request.id,
+    maxParallelWorkers: limits.maxParallelWorkers,
+    policy: orchestratorPolicy(options.config, policyOf(options)),
+    git: options.git ?? null,
+    tasks: [],
+    workflow: {
+      input: {
+        runId: options.runId,
+        goal: request.goal,
+        startedAt: options.startedAt,
+        settings: {
+          maxPlanRevisions: workflow.maxPlanRevisions,
+          maxFixRounds: workflow.maxFixRounds,
+          maxWaits: workflow.maxWaits,
+          secondaryCoders: workflow.secondaryCoders,
+          reviewers: workflow.reviewers,
+          onError: workflow.onError,
+          waitMs: workflow.waitMs,
+          ...(workflow.testCommand ? { testCommand: workflow.testCommand } : {}),
+        },
+      },
+      roles,
+      template,
+    },
   };
 }
 

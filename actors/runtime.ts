@@ -8,6 +8,8 @@ import type { Clock, CommandRunner, EventSink, Git, Model, PullRequests } from '
 import { taskBranchMachine } from '../machines/taskBranch.machine.js';
 import type { DiffStats, ParsedAgentType, SessionSpec } from '../machines/protocol.js';
 import { orchestratorMachine, type AnswerQuestionInput } from '../machines/orchestrator.machine.js';
+import { sdlcWorkflowMachine } from '../machines/sdlcWorkflow.machine.js';
+import { createDecide, createRecordStep } from './organiser.js';
 import { createHumanGateLogic, type HumanChannel } from './humanGate.js';
 import { createInboxLogic, type InboxJournal } from './inbox.js';
 import { createRemoteSessionLogic, type RemoteDeps } from './remote.js';
@@ -34,6 +36,8 @@ export interface RuntimeDeps {
   catalog?: ToolCatalog;
   /** The model the orchestrator answers worker questions with (`orchestrator.questions: model`). */
   orchestratorModel?: Model;
+  /** The organiser's model (workflow runs: `workflow.organiser.profile`); the orchestrator's when absent. */
+  organiserModel?: Model;
   /** Where the inbox journals arrivals and handled ids (the file store). */
   journal?: InboxJournal;
   /** Where questions for a person are shown (terminal prompt, `a2a inbox`). */
@@ -193,12 +197,19 @@ export function createRuntime(deps: RuntimeDeps) {
   const inbox = createInboxLogic({ clock: deps.clock, events: deps.events, ...(deps.journal ? { journal: deps.journal } : {}) });
   const humanGate = createHumanGateLogic({ clock: deps.clock, events: deps.events, ...(deps.humanChannel ? { channel: deps.humanChannel } : {}) });
   const orchestratorModel = deps.orchestratorModel ?? (typeof model === 'function' ? null : model);
+  const sdlcWorkflow = sdlcWorkflowMachine.provide({
+    actors: {
+      recordStep: createRecordStep({ artifacts: deps.artifacts ?? null, clock: deps.clock }),
+      decide: createDecide({ model: deps.organiserModel ?? orchestratorModel, clock: deps.clock }),
+    },
+  });
   const orchestrator = orchestratorMachine.provide({
     actors: {
       workers: supervisor,
       inbox: inbox as never,
       humanGate: humanGate as never,
       answerQuestion: createAnswerQuestion(orchestratorModel),
+      sdlcWorkflow,
       taskBranch: createTaskBranch({ ...(deps.git ? { git: deps.git } : {}), ...(deps.pullRequests ? { pullRequests: deps.pullRequests } : {}), events: deps.events }),
     },
   });

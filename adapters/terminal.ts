@@ -120,6 +120,28 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
     case 'run.resumed':
       if (d.restarted) return `${p.bold('▶')} run ${event.runId} started again: ${String(d.reason ?? '')}`;
       return `${p.bold('▶')} run ${event.runId} resumed from its checkpoint (${(d.replayed as unknown[] | undefined)?.length ?? 0} message(s) replayed from the journal)`;
+    case 'workflow.state': {
+      const state = String(d.state);
+      if (state === 'ERROR') return `${p.red('◆')} workflow ERROR after ${String(d.from)}: ${String(d.reason ?? '')}`;
+      if (state === 'PAUSED') return `${p.yellow('◆')} workflow PAUSED in ${String(d.from)}${d.by ? ` by ${String(d.by)}` : ''}`;
+      if (state === 'IDLE') return `${p.yellow('◆')} workflow stopped (${String(d.code)}): ${String(d.reason ?? '')}`;
+      if (state === 'COMPLETED') return `${p.green('◆')} workflow COMPLETED`;
+      const roles = (d.tasks as Array<{ role: string }> | undefined)?.map((t) => t.role).join(', ');
+      return `${p.cyan('◆')} workflow ${state}${d.round !== undefined ? ` (round ${String(d.round)})` : ''}${d.resumed ? ' resumed' : ''}${d.retry ? ' retried' : ''}${roles ? `: ${roles}` : ''}`;
+    }
+    case 'workflow.decision':
+      return `${p.cyan('◇')} organiser in ${String(d.state)}: ${String(d.action)}${d.nextState ? ` → ${String(d.nextState)}` : ''} — ${oneLine(String(d.reasoning ?? ''), 90)}`;
+    case 'workflow.refused':
+      return `${p.yellow('◇')} refused (${String(d.code)}): ${String(d.reason ?? '')}`;
+    case 'workflow.completed':
+      return `${p.green('◇')} ${d.stepsCompleted} steps, ${d.artifactsCreated} artifacts, ${(d.filesModified as unknown[] | undefined)?.length ?? 0} files, ${d.linesOfCode} lines of code, issues found ${d.issuesFound} / fixed ${d.issuesFixed}`;
+    case 'artifact.created':
+    case 'artifact.updated':
+      return `${p.dim('▣')} ${String(d.artifactId)} v${String(d.version)} ${event.type === 'artifact.created' ? 'created' : 'revised'} by ${String(d.producerRole)} [${String(d.status)}]: ${oneLine(String(d.brief ?? ''), 70)}`;
+    case 'run.paused':
+      return `${p.yellow('‖')} run paused by ${String(d.by ?? '?')}: agents finish their current model call, then wait`;
+    case 'run.unpaused':
+      return `${p.bold('▶')} run resumed by ${String(d.by ?? '?')}`;
     case 'warning':
       return `${p.yellow('⚠')} ${who ? `${who} ` : ''}${String(d.message ?? '')}`;
     case 'run.finished':
@@ -247,6 +269,17 @@ export function renderSummary(summary: RunSummary, p: Palette = palette(false)):
     }
     if (r?.error) lines.push(p.dim(`error: ${r.error}`));
     if (r?.output) lines.push(r.output);
+  }
+  const w = summary.workflow;
+  if (w) {
+    lines.push(`\n${p.bold('## workflow')} ${w.state}: ${w.status}${w.reason ? ` — ${w.reason}` : ''}`);
+    const c = w.completion;
+    if (c) {
+      lines.push(`time ${formatElapsed(c.totalTimeMs)} · ${c.stepsCompleted} steps · ${c.artifactsCreated} artifacts · ${c.linesOfCode} lines of code · issues found ${c.issuesFound}, fixed ${c.issuesFixed}`);
+      if (c.filesModified.length) lines.push(`files modified: ${c.filesModified.join(', ')}`);
+    }
+  } else if (summary.workflow === null) {
+    lines.push(`\n${p.bold('## workflow')} did not end`);
   }
   const u = summary.usage;
   lines.push(p.dim(`\nmodel calls: ${u.modelCalls} · tokens in ${u.inputTokens} · out ${u.outputTokens}${u.costUsd ? ` · cost ${formatUsd(u.costUsd)}` : ''}`));

@@ -58,6 +58,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .argument('[target]', 'plan.json, a directory holding plan.json, or "a task in quotes"')
     .option('--resume <runId>', 'continue a run that was killed, from its checkpoint and inbox journal')
     .option('--model <profile>', 'model profile (or model name) for workers whose task names none')
+    .option('--workflow <name>', 'run a workflow instead of a plan: sdlc (the target is the goal in quotes, or a workflow.json)')
     .option('--nats <url>', 'deploy workers to hosts (a2a host) over this NATS server; credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX')
     .option('--namespace <ns>', 'NATS namespace shared with the hosts (default: default)')
     .addOption(new Option('--questions <who>', 'who answers worker questions').choices(['policy', 'model', 'human']))

@@ -55,5 +55,8 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
   const ledger = new CostLedger(config.models.prices);
   const costs = { ledger, budgets: config.models.budgets ?? {} };
   const orchestratorModel: Model = pool.resolve({ agent: { raw: '@orchestrator', backend: 'default', agentName: 'orchestrator' } }).model;
-  return { pool, resolveModel, profiles, ledger, costs, orchestratorModel };
+  // the organiser of workflow runs: its own profile, else what the agent assignment says
+  const organiserProfile = config.workflow.organiser.profile;
+  const organiserModel: Model = pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, ...(organiserProfile ? { override: organiserProfile } : {}) }).model;
+  return { pool, resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel };
 }

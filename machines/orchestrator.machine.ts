@@ -20,6 +20,8 @@ import type { HumanGateEvent, HumanGateReply, InboxEvent, InboxReply, Management
 import type { OrchestratorCommand, WorkerManagementEvent } from './protocol.js';
 import type { SupervisorLogic } from './session.js';
 import { taskBranchMachine, type BranchAction, type TaskBranchEvent, type TaskBranchInput, type TaskBranchReply } from './taskBranch.machine.js';
+import { sdlcWorkflowMachine, type SdlcCommand, type SdlcEmitted, type SdlcInput, type SdlcToParent } from './sdlcWorkflow.machine.js';
+import type { TaskOutcome } from './sdlcSteps.js';
 import {
   PERMISSION_CATEGORY,
   QUEUE_PRIORITY,
@@ -36,6 +38,8 @@ import {
   type SubTaskResult,
   type TaskUpdate,
   type Usage,
+  type CompletionSummary,
+  type WorkflowState,
 } from './protocol.js';
 
 /**
@@ -87,6 +91,24 @@ export interface OrchestratorInput {
   policy: OrchestratorPolicy;
   /** Null when the workspace is not a git repository (or git is switched off): workers share it. */
   git?: GitPlan | null;
+  /** The organiser's SDLC workflow (`a2a run --workflow sdlc`): it adds the tasks, step by step. */
+  workflow?: OrchestratorWorkflow | null;
+}
+
+/** A workflow run: the chart's input, who plays each role, and the spec every step's worker starts from. */
+export interface OrchestratorWorkflow {
+  input: SdlcInput;
+  roles: Record<string, { agent: ParsedAgentType; model?: string }>;
+  /** Limits, permissions, workspace and correlation of the run; id, agent and prompt are the step's. */
+  template: SessionSpec;
+}
+
+/** How the workflow ended, for the summary. */
+export interface WorkflowEnding {
+  status: 'completed' | 'failed' | 'stopped';
+  state: WorkflowState;
+  reason: string | null;
+  completion: CompletionSummary | null;
 }
 
 export interface RunSummary {
@@ -100,6 +122,8 @@ export interface RunSummary {
   /** Per task: the questions, answers, redirects and decisions exchanged with its worker. */
   conversations: Record<string, ConversationEntry[]>;
   stopReason: string | null;
+  /** A workflow run: how its workflow ended (null while it runs, absent for a plan). */
+  workflow?: WorkflowEnding | null;
 }
 
 /** What the orchestrator's own model is asked when it answers a worker's question. */
@@ -122,6 +146,8 @@ export type OrchestratorEvent =
   | InboxReply
   | HumanGateReply
   | TaskBranchReply
+  | SdlcToParent
+  | { type: 'WORKFLOW_COMMAND'; command: SdlcCommand }
   | { type: 'xstate.done.actor.answerQuestion'; actorId: string; output: string }
   | { type: 'xstate.error.actor.answerQuestion'; actorId: string; error: unknown };
 
@@ -142,6 +168,7 @@ export type OrchestratorEmitted = {
     | 'worker.resumed'
     | 'stuck.detected'
     | 'run.stopped'
+    | SdlcEmitted['type']
     | 'warning';
   taskId?: string;
   workerId?: string;
@@ -173,6 +200,8 @@ interface OrchestratorContext {
   /** Model switches waiting for a person's approval, by request id. */
   switches: Record<string, { taskId: string; profile: string; by: string }>;
   stopReason: string | null;
+  /** A workflow run: roles, the spec template, the tasks whose outcome it was told, how it ended. */
+  workflow: { input: SdlcInput; roles: OrchestratorWorkflow['roles']; template: SessionSpec; told: Record<string, true>; ended: WorkflowEnding | null } | null;
 }
 
 const SETTLED: TaskState[] = ['succeeded', 'failed', 'skipped', 'cancelled'];
@@ -301,7 +330,7 @@ export const orchestratorMachine = setup({
     events: {} as OrchestratorEvent,
     output: {} as RunSummary,
     emitted: {} as OrchestratorEmitted,
-    children: {} as { workers: 'workers'; inbox: 'inbox'; humanGate: 'humanGate'; answerQuestion: 'answerQuestion' } & Record<`branch-${string}`, 'taskBranch'>,
+    children: {} as { workers: 'workers'; inbox: 'inbox'; humanGate: 'humanGate'; answerQuestion: 'answerQuestion'; workflow: 'sdlcWorkflow' } & Record<`branch-${string}`, 'taskBranch'>,
   },
   actors: {
     workers: {
@@ -329,10 +358,16 @@ export const orchestratorMachine = setup({
       throw new Error('no orchestrator model is provided: build the machines with createRuntime()');
     }),
     taskBranch: taskBranchMachine,
+    sdlcWorkflow: sdlcWorkflowMachine,
   },
   guards: {
     allSettled: ({ context }) => context.order.every((id) => SETTLED.includes(context.tasks[id]!.state)),
-    allSucceeded: ({ context }) => context.order.every((id) => context.tasks[id]!.state === 'succeeded'),
+    /** A plan: every task succeeded. A workflow run: its workflow completed. */
+    allSucceeded: ({ context }) => (context.workflow ? context.workflow.ended?.status === 'completed' : context.order.every((id) => context.tasks[id]!.state === 'succeeded')),
+    /** No workflow, or one that has ended (completed, failed, stopped). */
+    workflowEnded: ({ context }) => context.workflow === null || context.workflow.ended !== null,
+    /** A task of the workflow settled and the workflow has not been told. */
+    workflowNeedsNews: ({ context }) => context.workflow !== null && context.workflow.ended === null && context.order.some((id) => isNews(context, id)),
     /** Everything sent to the inbox is in, and it holds nothing. */
     inboxDrained: ({ context }) => context.drainedAt === context.enqueued,
     answeredByModel: ({ context, event }) =>
@@ -890,6 +925,79 @@ export const orchestratorMachine = setup({
         data: { message: `${event.type} ignored: task "${event.taskId as string}" ${task ? `is ${task.state}, not running` : 'does not exist'}` },
       });
     }),
+    /** A workflow run starts its workflow, which asks for the first step's workers. */
+    startWorkflow: enqueueActions(({ context, enqueue }, params: { input: SdlcInput | null }) => {
+      if (!context.workflow || !params.input) return;
+      enqueue.spawnChild('sdlcWorkflow', { id: 'workflow', input: params.input });
+      enqueue.sendTo('workflow', { type: 'START' } satisfies SdlcCommand);
+    }),
+    /** A step's workers: tasks like a plan's, built from the role's agent and the run's template. */
+    addWorkflowTasks: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'WORKFLOW_TASKS' || !context.workflow) return;
+      const { roles, template } = context.workflow;
+      const tasks = { ...context.tasks };
+      const byWorker = { ...context.byWorker };
+      const order = [...context.order];
+      for (const t of event.tasks) {
+        if (tasks[t.taskId]) continue; // asked again after a restore: already there
+        const role = roles[t.role];
+        const id = `w-${t.taskId}`;
+        const spec: SessionSpec = {
+          ...template,
+          id,
+          agent: role?.agent ?? template.agent,
+          prompt: t.prompt,
+          workflowRole: t.role,
+          ...(role?.model ? { model: role.model } : {}),
+          correlation: { ...template.correlation, taskId: t.taskId, workerId: id },
+        };
+        tasks[t.taskId] = { id: t.taskId, dependsOn: [], spec, state: 'waiting', result: null, note: null, brief: null, rounds: 0 };
+        byWorker[id] = t.taskId;
+        order.push(t.taskId);
+      }
+      enqueue.assign({ tasks, byWorker, order });
+    }),
+    /** Each settled task of the workflow, once, to the workflow. */
+    tellWorkflow: enqueueActions(({ context, enqueue }) => {
+      if (!context.workflow) return;
+      const told = { ...context.workflow.told };
+      for (const id of context.order) {
+        if (!isNews(context, id)) continue;
+        const task = context.tasks[id]!;
+        told[id] = true;
+        const outcome: TaskOutcome = {
+          taskId: id,
+          role: task.spec.workflowRole ?? task.spec.agent.agentName,
+          workerId: task.spec.id,
+          state: task.state as TaskOutcome['state'],
+          result: task.result,
+        };
+        enqueue.sendTo('workflow', { type: 'TASK_SETTLED', outcome });
+      }
+      enqueue.assign({ workflow: { ...context.workflow, told } });
+    }),
+    recordWorkflowEnd: assign(({ context, event }) => {
+      if (event.type !== 'WORKFLOW_ENDED' || !context.workflow) return {};
+      return { workflow: { ...context.workflow, ended: { status: event.status, state: event.state, reason: event.reason, completion: event.completion } } };
+    }),
+    forwardWorkflowEvent: enqueueActions(({ event, enqueue }) => {
+      if (event.type !== 'WORKFLOW_EVENT') return;
+      enqueue.emit({ type: event.event.type, data: event.event.data });
+    }),
+    /** pause, resume, retry from a person: the workflow takes them or refuses them (INVALID_STATE_TRANSITION). */
+    commandWorkflow: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'WORKFLOW_COMMAND') return;
+      if (!context.workflow || context.workflow.ended) {
+        enqueue.emit({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', event: event.command.type, reason: context.workflow ? `the workflow has ended (${context.workflow.ended!.status})` : 'this run has no workflow' } });
+        return;
+      }
+      enqueue.sendTo('workflow', event.command);
+    }),
+    /** The run is stopped: its workflow stops too (WORKFLOW_STOPPED). */
+    stopWorkflow: enqueueActions(({ context, event, enqueue }) => {
+      if (!context.workflow || context.workflow.ended) return;
+      enqueue.sendTo('workflow', { type: 'STOP', by: 'run', reason: event.type === 'STOP' ? event.reason : 'run stopped' } satisfies SdlcCommand);
+    }),
     cancelWorkers: sendTo('workers', ({ event }) => ({
       type: 'CANCEL_ALL' as const,
       reason: event.type === 'STOP' ? event.reason : 'run stopped',
@@ -945,6 +1053,7 @@ export const orchestratorMachine = setup({
     reviewers: {},
     switches: {},
     stopReason: null,
+    workflow: input.workflow ? { input: input.workflow.input, roles: input.workflow.roles, template: input.workflow.template, told: {}, ended: null } : null,
   }),
   invoke: [
     {
@@ -968,16 +1077,21 @@ export const orchestratorMachine = setup({
     INBOX_DRAINED: { actions: 'recordDrained' },
     HUMAN_ANSWER: { actions: 'forwardHumanAnswer' },
     HUMAN_DECIDED: { actions: 'applyHumanDecision' },
+    WORKFLOW_EVENT: { actions: 'forwardWorkflowEvent' },
+    WORKFLOW_ENDED: { actions: 'recordWorkflowEnd' },
+    WORKFLOW_COMMAND: { actions: 'commandWorkflow' },
   },
+  always: { guard: 'workflowNeedsNews', actions: 'tellWorkflow' },
   initial: 'running',
   states: {
     running: {
-      entry: 'deployReadyTasks',
-      always: { guard: and(['allSettled', 'inboxDrained']), target: 'finished' },
+      entry: ['deployReadyTasks', { type: 'startWorkflow', params: ({ context }) => ({ input: context.workflow?.input ?? null }) }],
+      always: { guard: and(['allSettled', 'inboxDrained', 'workflowEnded']), target: 'finished' },
       on: {
         SPAWN_RESULT: { actions: ['recordDeployment', 'deployReadyTasks'] },
         BRANCH_DONE: { actions: ['settleBranch', 'deployReadyTasks'] },
-        STOP: { target: 'stopping', actions: 'recordStop' },
+        WORKFLOW_TASKS: { actions: ['addWorkflowTasks', 'deployReadyTasks'] },
+        STOP: { target: 'stopping', actions: ['recordStop', 'stopWorkflow'] },
         REASSIGN_WORKER: [{ guard: 'workerRunning', actions: 'manageWorker' }, { actions: 'refuseManagement' }],
         REDIRECT_WORKER: [{ guard: 'workerRunning', actions: 'manageWorker' }, { actions: 'refuseManagement' }],
         REINITIALIZE_WORKER: [{ guard: 'workerRunning', actions: 'manageWorker' }, { actions: 'refuseManagement' }],
@@ -1026,7 +1140,7 @@ export const orchestratorMachine = setup({
     },
     stopping: {
       entry: 'cancelWorkers',
-      always: { guard: and(['allSettled', 'inboxDrained']), target: 'cancelled' },
+      always: { guard: and(['allSettled', 'inboxDrained', 'workflowEnded']), target: 'cancelled' },
       on: {
         SPAWN_RESULT: { actions: 'recordDeployment' },
         INBOX_MESSAGE: { actions: 'handleMessage' },
@@ -1056,7 +1170,17 @@ function summarize(context: OrchestratorContext): RunSummary {
     { inputTokens: 0, outputTokens: 0, modelCalls: 0 },
   );
   const status: RunSummary['status'] =
-    context.stopReason !== null ? 'cancelled' : tasks.every((t) => t.state === 'succeeded') ? 'completed' : 'failed';
+    context.workflow
+      ? context.workflow.ended?.status === 'completed'
+        ? 'completed'
+        : context.stopReason !== null || context.workflow.ended?.status === 'stopped'
+          ? 'cancelled'
+          : 'failed'
+      : context.stopReason !== null
+        ? 'cancelled'
+        : tasks.every((t) => t.state === 'succeeded')
+          ? 'completed'
+          : 'failed';
   return {
     runId: context.runId,
     planId: context.planId,
@@ -1066,5 +1190,13 @@ function summarize(context: OrchestratorContext): RunSummary {
     notes: context.notes,
     conversations: context.conversations,
     stopReason: context.stopReason,
+    ...(context.workflow ? { workflow: context.workflow.ended } : {}),
   };
 }
+
+/** A settled task of the workflow it has not been told about. */
+function isNews(context: OrchestratorContext, id: string): boolean {
+  const task = context.tasks[id]!;
+  return task.spec.workflowRole !== undefined && SETTLED.includes(task.state) && !context.workflow!.told[id];
+}
+

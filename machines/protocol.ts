@@ -492,6 +492,21 @@ export const Plan = z.object({
 });
 export type Plan = z.infer<typeof Plan>;
 
+/** A workflow to run instead of a plan (`workflow.json`, or `a2a run --workflow sdlc "<goal>"`). */
+export const WorkflowRequest = z.strictObject({
+  workflow: z.literal('sdlc'),
+  id: Id.default('sdlc'),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  /** What the team is to build: the organiser's user task. */
+  goal: z.string().trim().min(1, 'the goal is empty: say what the team is to build').max(20_000),
+  /** Path (relative to the file) of a scripted-model script, for the embedded default model. */
+  script: z.string().optional(),
+  /** Run configuration overrides, same shape as the config file (roles: `workflow.roles`). */
+  config: z.record(z.string(), z.unknown()).optional(),
+});
+export type WorkflowRequest = z.infer<typeof WorkflowRequest>;
+
 // ---------------------------------------------------------------------------------------------
 // Run events: one JSON object per line for `a2a run --json` and the monitors
 

@@ -16,7 +16,7 @@
  * again, from its start) and RESUME (the phase it failed in). STOP goes to IDLE (WORKFLOW_STOPPED).
  * An event the current state does not take is refused with INVALID_STATE_TRANSITION, never applied.
  */
-import { and, assign, emit, enqueueActions, fromPromise, not, sendParent, setup } from 'xstate';
+import { and, assign, enqueueActions, fromPromise, not, setup } from 'xstate';
 import type { CompletionSummary, WorkDistribution, WorkflowDecision, WorkflowState } from './protocol.js';
 import {
   NEXT,
@@ -99,9 +99,10 @@ export type SdlcEvent =
   | { type: 'xstate.done.actor.decide'; output: DecideOutput }
   | { type: 'xstate.error.actor.decide'; error: unknown };
 
-/** What the workflow tells the orchestrator. */
+/** What the workflow tells the orchestrator (its run events too: the orchestrator stamps and logs them). */
 export type SdlcToParent =
   | { type: 'WORKFLOW_TASKS'; state: WorkingState; tasks: StepTask[] }
+  | { type: 'WORKFLOW_EVENT'; event: SdlcEmitted }
   | { type: 'WORKFLOW_ENDED'; status: 'completed' | 'failed' | 'stopped'; state: WorkflowState; reason: string | null; completion: CompletionSummary | null };
 
 export type SdlcEmitted = { type: 'workflow.state' | 'workflow.decision' | 'workflow.refused' | 'workflow.completed' | 'warning'; data: Record<string, unknown> };
@@ -142,6 +143,9 @@ interface SdlcContext {
   /** The latest time a phase reported (the run's clock): the completion's end. */
   lastAt: number;
 }
+
+/** A run event, sent to the orchestrator, which stamps it and puts it on the run's bus. */
+const announce = (event: SdlcEmitted): SdlcToParent => ({ type: 'WORKFLOW_EVENT', event });
 
 const MAX_HISTORY = 20;
 const MAX_ARTIFACTS = 100;
@@ -276,7 +280,6 @@ export const sdlcWorkflowMachine = setup({
     context: {} as SdlcContext,
     events: {} as SdlcEvent,
     output: {} as SdlcOutput,
-    emitted: {} as SdlcEmitted,
   },
   actors: {
     recordStep: fromPromise<RecordOutput, { runId: string; state: WorkingState; round: number; outcomes: TaskOutcome[] }>(async () => {
@@ -317,7 +320,7 @@ export const sdlcWorkflowMachine = setup({
         strikes: 0,
         error: null,
       });
-      enqueue.emit({ type: 'workflow.state', data: { state, round: entries[state]!, tasks: tasks.map((t) => ({ taskId: t.taskId, role: t.role })) } });
+      enqueue.sendParent(announce({ type: 'workflow.state', data: { state, round: entries[state]!, tasks: tasks.map((t) => ({ taskId: t.taskId, role: t.role })) } }));
       enqueue.sendParent({ type: 'WORKFLOW_TASKS', state, tasks } satisfies SdlcToParent);
     }),
     /** A task of the step settled (results that come while paused are kept for when it resumes). */
@@ -358,20 +361,20 @@ export const sdlcWorkflowMachine = setup({
       const { decision, distribution, contextTokens, at } = event.output;
       const state = context.step.state!;
       enqueue.assign({ lastAt: Math.max(context.lastAt, at), ...(distribution ? { distribution } : {}) });
-      enqueue.emit({ type: 'workflow.decision', data: { state, ...decision, ...(distribution ? { distribution } : {}), contextTokens, artifacts: context.artifacts.length } });
+      enqueue.sendParent(announce({ type: 'workflow.decision', data: { state, ...decision, ...(distribution ? { distribution } : {}), contextTokens, artifacts: context.artifacts.length } }));
     }),
     refuseDecision: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'xstate.done.actor.decide') return;
       const state = context.step.state!;
       const reason = refusalReason(state, event.output.decision);
       enqueue.assign({ refused: reason, refusals: context.refusals + 1 });
-      enqueue.emit({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', state, decision: event.output.decision, reason } });
+      enqueue.sendParent(announce({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', state, decision: event.output.decision, reason } }));
     }),
     organiserFailed: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'xstate.error.actor.decide') return;
       const reason = `the organiser's decision could not be used: ${errorText(event.error)}`;
       enqueue.assign({ refused: reason });
-      enqueue.emit({ type: 'warning', data: { message: `${context.step.state}: ${reason}` } });
+      enqueue.sendParent(announce({ type: 'warning', data: { message: `${context.step.state}: ${reason}` } }));
     }),
     strike: assign({ strikes: ({ context }) => context.strikes + 1 }),
     fail: enqueueActions(({ context, event, enqueue }, params: { why: 'task' | 'record' | 'exhausted' | 'strikes' }) => {
@@ -390,7 +393,7 @@ export const sdlcWorkflowMachine = setup({
         reason = `the organiser gave no usable decision ${context.strikes + 1} times in a row${context.refused ? ` (last: ${context.refused})` : ''}`;
       }
       enqueue.assign({ error: { state, reason }, history: push(context.history, 'ERROR') });
-      enqueue.emit({ type: 'workflow.state', data: { state: 'ERROR', from: state, reason } });
+      enqueue.sendParent(announce({ type: 'workflow.state', data: { state: 'ERROR', from: state, reason } }));
       if (context.settings.onError === 'stop') {
         enqueue.sendParent({ type: 'WORKFLOW_ENDED', status: 'failed', state: 'ERROR', reason, completion: null } satisfies SdlcToParent);
       }
@@ -399,33 +402,33 @@ export const sdlcWorkflowMachine = setup({
       const at = event.type === 'xstate.done.actor.decide' ? event.output.at : context.lastAt;
       const completion = completionOf(context, Math.max(at, context.lastAt));
       enqueue.assign({ completion, history: push(context.history, 'COMPLETED') });
-      enqueue.emit({ type: 'workflow.state', data: { state: 'COMPLETED' } });
-      enqueue.emit({ type: 'workflow.completed', data: { ...completion } });
+      enqueue.sendParent(announce({ type: 'workflow.state', data: { state: 'COMPLETED' } }));
+      enqueue.sendParent(announce({ type: 'workflow.completed', data: { ...completion } }));
       enqueue.sendParent({ type: 'WORKFLOW_ENDED', status: 'completed', state: 'COMPLETED', reason: null, completion } satisfies SdlcToParent);
     }),
     paused: enqueueActions(({ context, event, enqueue }) => {
       enqueue.assign({ history: push(context.history, 'PAUSED') });
-      enqueue.emit({ type: 'workflow.state', data: { state: 'PAUSED', from: context.step.state, by: (event as { by?: string }).by ?? null } });
+      enqueue.sendParent(announce({ type: 'workflow.state', data: { state: 'PAUSED', from: context.step.state, by: (event as { by?: string }).by ?? null } }));
     }),
     resumed: enqueueActions(({ context, event, enqueue }) => {
       const state = context.step.state!;
       enqueue.assign({ history: push(context.history, state), error: null, strikes: 0 });
-      enqueue.emit({ type: 'workflow.state', data: { state, resumed: true, by: (event as { by?: string }).by ?? null } });
+      enqueue.sendParent(announce({ type: 'workflow.state', data: { state, resumed: true, by: (event as { by?: string }).by ?? null } }));
     }),
     retry: enqueueActions(({ context, enqueue }) => {
-      enqueue.emit({ type: 'workflow.state', data: { state: context.error?.state ?? null, retry: true } });
+      enqueue.sendParent(announce({ type: 'workflow.state', data: { state: context.error?.state ?? null, retry: true } }));
     }),
     stopped: enqueueActions(({ context, event, enqueue }) => {
       const reason = event.type === 'STOP' ? (event.reason ?? `stopped by ${event.by}`) : 'stopped';
       enqueue.assign({ history: push(context.history, 'IDLE') });
-      enqueue.emit({ type: 'workflow.state', data: { state: 'IDLE', code: 'WORKFLOW_STOPPED', reason } });
+      enqueue.sendParent(announce({ type: 'workflow.state', data: { state: 'IDLE', code: 'WORKFLOW_STOPPED', reason } }));
       enqueue.sendParent({ type: 'WORKFLOW_ENDED', status: 'stopped', state: 'IDLE', reason, completion: null } satisfies SdlcToParent);
     }),
     /** An event this state does not take: refused, nothing changes but the count of refusals. */
     refuse: enqueueActions(({ context, event, enqueue }) => {
       const where = workflowStateOf(context);
       enqueue.assign({ refusals: context.refusals + 1 });
-      enqueue.emit({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', event: event.type, state: where, reason: `${event.type} is not allowed in ${where}` } });
+      enqueue.sendParent(announce({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', event: event.type, state: where, reason: `${event.type} is not allowed in ${where}` } }));
     }),
   },
 }).createMachine({

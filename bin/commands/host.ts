@@ -10,7 +10,7 @@ import type { EventSink, Transport } from '../../machines/ports.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { createRuntime } from '../../actors/runtime.js';
-import { artifactStores } from '../../actors/artifacts.js';
+import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { realClock } from '../../adapters/clock.js';
@@ -99,7 +99,7 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
   }
   const runtime = createRuntime({
     // the runs' artifacts, in the KV bucket the run's process and the other hosts use too
-    artifacts: artifactStores(new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)), realClock),
+    artifacts: artifactStores(new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)), realClock, { onChange: (meta, change) => bus.emit(artifactEvent(meta, change)) }),
     registry,
     clock: realClock,
     events: bus,

@@ -7,10 +7,13 @@ import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { secrets } from '../../actors/secrets.js';
-import { RunId as RunIdSchema, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
-import { A2AError } from '../../actors/errors.js';
+import { RunId as RunIdSchema, WorkflowRequest, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
+import { A2AError, describeIssues } from '../../actors/errors.js';
+import { checkWorkflow, layerSource } from '../../actors/workflowRoles.js';
+import type { AgentRegistry } from '../../actors/registry.js';
+import type { RunConfig } from '../../actors/config.js';
 import { busStartOf, RunEventBus } from '../../actors/events.js';
-import { orchestratorInput, parsePlan, standaloneSpec, startRun, startStandalone } from '../../actors/run.js';
+import { orchestratorInput, parsePlan, standaloneSpec, startRun, startStandalone, workflowRunInput } from '../../actors/run.js';
 import { isAudited } from '../../actors/audit.js';
 import { Checkpointer, ControlServer, handleControl, planResume, type ResumePlan } from '../../adapters/runHost.js';
 import { PrintedNotice, TerminalPrompt } from '../../adapters/humanPrompt.js';
@@ -31,7 +34,7 @@ import { ensureQueues } from '../../actors/remote.js';
 import { natsCredentials, warnIfUnauthenticated } from './host.js';
 import { snapshotHolders } from '../../adapters/host.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { artifactStores } from '../../actors/artifacts.js';
+import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
 import { liveDisplay, logDisplay, palette, renderSummary, type RunDisplay } from '../../adapters/terminal.js';
@@ -73,6 +76,8 @@ export interface RunOptions {
   /** Deploy workers to hosts over NATS (`a2a host`) instead of running them in this process. */
   nats?: string;
   namespace?: string;
+  /** Run a workflow instead of a plan: `sdlc` (the target is the goal, in quotes). */
+  workflow?: string;
 }
 
 export interface RunIo {
@@ -117,32 +122,54 @@ function flagLayer(o: RunOptions): ConfigLayer {
 }
 
 interface Target {
-  kind: 'plan' | 'task';
+  kind: 'plan' | 'task' | 'workflow';
   plan?: Plan;
+  /** A workflow run: what to build, and the workflow file's script and config if any. */
+  workflow?: WorkflowRequest;
   source: string;
   baseDir: string;
   task?: string;
 }
 
-function resolveTarget(target: string, workspace: string): Target {
+const WORKFLOWS = ['sdlc'];
+
+function parseWorkflow(data: unknown, source: string): WorkflowRequest {
+  const parsed = WorkflowRequest.safeParse(data);
+  if (!parsed.success) {
+    throw new A2AError('VALIDATION_ERROR', `${source}: invalid workflow:\n${describeIssues(parsed.error.issues)}\nA workflow file is {"workflow": "sdlc", "goal": "...", "script"?: "script.json", "config"?: {...}}.`, { where: source });
+  }
+  return parsed.data;
+}
+
+function resolveTarget(target: string, workspace: string, workflow: string | undefined): Target {
+  if (workflow !== undefined && !WORKFLOWS.includes(workflow)) {
+    throw new A2AError('VALIDATION_ERROR', `--workflow ${workflow}: unknown workflow; known: ${WORKFLOWS.join(', ')}`, { where: '--workflow' });
+  }
   const path = isAbsolute(target) ? target : resolve(process.cwd(), target);
   if (existsSync(path)) {
-    const file = statSync(path).isDirectory() ? join(path, 'plan.json') : path;
-    if (!existsSync(file)) throw new A2AError('VALIDATION_ERROR', `${path} is a directory without a plan.json`);
-    return { kind: 'plan', plan: parsePlan(readStructured(file), file), source: file, baseDir: dirname(file) };
+    const dir = statSync(path).isDirectory();
+    const file = dir ? [join(path, 'plan.json'), join(path, 'workflow.json')].find((f) => existsSync(f)) : path;
+    if (!file) throw new A2AError('VALIDATION_ERROR', `${path} is a directory without a plan.json or a workflow.json`);
+    const data = readStructured(file);
+    if (workflow !== undefined || (typeof data === 'object' && data !== null && 'workflow' in data)) {
+      return { kind: 'workflow', workflow: parseWorkflow(data, file), source: file, baseDir: dirname(file) };
+    }
+    return { kind: 'plan', plan: parsePlan(data, file), source: file, baseDir: dirname(file) };
   }
   if (/\.(json|ya?ml)$/i.test(target)) {
     throw new A2AError('VALIDATION_ERROR', `plan file not found: ${path}. Pass a plan file, a directory with plan.json, or a task in quotes.`);
   }
+  if (workflow !== undefined) return { kind: 'workflow', workflow: parseWorkflow({ workflow, goal: target }, 'the goal'), source: 'command line', baseDir: workspace };
   return { kind: 'task', task: target, source: 'command line', baseDir: workspace };
 }
 
 /** Everything a run needs, built from the target and options (the same way again on resume). */
 function prepare(targetArg: string, options: RunOptions, runId: string) {
   const workspace = resolve(options.workspace ?? process.cwd());
-  const target = resolveTarget(targetArg, workspace);
+  const target = resolveTarget(targetArg, workspace, options.workflow);
   const extra: Array<{ source: string; data: ConfigLayer; base?: string }> = [];
-  if (target.plan?.config) extra.push({ source: `${target.source} (config)`, data: target.plan.config, base: target.baseDir });
+  const targetConfig = target.plan?.config ?? target.workflow?.config;
+  if (targetConfig) extra.push({ source: `${target.source} (config)`, data: targetConfig, base: target.baseDir });
   extra.push({ source: 'command-line flags', data: flagLayer(options) });
   const loaded = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}), extra });
   const { config, policy } = loaded;
@@ -150,13 +177,24 @@ function prepare(targetArg: string, options: RunOptions, runId: string) {
   const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"' });
   const scriptFile = options.script
     ? resolve(options.script)
-    : target.plan?.script
-      ? resolve(target.baseDir, target.plan.script)
+    : (target.plan?.script ?? target.workflow?.script)
+      ? resolve(target.baseDir, (target.plan?.script ?? target.workflow?.script)!)
       : config.model.script
         ? resolve(loaded.scriptBase ?? workspace, config.model.script)
         : null;
   const script: Script = scriptFile ? loadScript(scriptFile) : { rules: [] };
-  return { workspace, target, config, policy, catalog, registry, script, runId };
+  // a workflow's roles: every agent in the registry, every profile configured
+  const roles = target.workflow ? workflowRoles(config, registry, loaded.layers) : null;
+  return { workspace, target, config, policy, catalog, registry, script, runId, roles };
+}
+
+/** Every role of the workflow with its agent and profile; errors name the file and field. */
+function workflowRoles(config: RunConfig, registry: AgentRegistry, layers: Array<{ source: string; data: ConfigLayer }>): Record<string, { agent: string; profile: string }> {
+  const check = checkWorkflow(config, registry, (path) => layerSource(layers, path));
+  if (!check.result.isValid) {
+    throw new A2AError('CONFIGURATION_INVALID', `the workflow's roles are not valid:\n${check.result.errors.map((e) => `  - ${e}`).join('\n')}\n(check them with: a2a config validate)`, { where: 'workflow.roles' });
+  }
+  return Object.fromEntries(Object.entries(check.roles).map(([role, r]) => [role, { agent: r.agent, profile: r.profile }]));
 }
 
 /** The run's record says how it was started; resume only what ended without finishing. */
@@ -215,7 +253,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   const logged = resuming ? store0.events(runId) : [];
   const bus = new RunEventBus(runId, realClock, resuming ? busStartOf(logged) : undefined);
   // model clients by profile (the scripted model unless profiles say otherwise), priced per call
-  const { resolveModel, profiles, ledger, costs, orchestratorModel } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
+  const { resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
   if (resuming) {
     // the spending before the kill counts against the budgets (as far as the event log has it)
     for (const e of logged) {
@@ -270,7 +308,9 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   const pullRequests: PullRequests | undefined =
     github && token ? { open: (o) => createPullRequest({ ...o, token, ...(github.apiUrl ? { apiUrl: github.apiUrl } : {}) }) } : undefined;
   // the artifact store (seed 003): the run's files, or with --nats the KV bucket the hosts share
-  const artifacts = artifactStores(transport ? new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)) : new FileArtifactBackend(store.root), realClock);
+  const artifacts = artifactStores(transport ? new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)) : new FileArtifactBackend(store.root), realClock, {
+    onChange: (meta, change) => bus.emit(artifactEvent(meta, change)),
+  });
   const runtime = createRuntime({
     artifacts,
     registry: p.registry,
@@ -278,6 +318,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     events: bus,
     model: resolveModel,
     orchestratorModel,
+    organiserModel,
     costs,
     profiles,
     catalog: p.catalog,
@@ -291,7 +332,8 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
 
   // validate before anything is written
   const plan: Plan | null = p.target.plan ?? null;
-  const orchestratedRun = !!plan || effective.standalone !== true;
+  const workflowRequest = p.target.workflow ?? null;
+  const orchestratedRun = !!plan || !!workflowRequest || effective.standalone !== true;
   const gitPlan =
     orchestratedRun && !resuming?.checkpoint
       ? await planGit(p.config.git, { workspace: p.workspace, runId, git, reviewer: p.registry.resolve(p.config.git.reviewer).parsed })
@@ -300,14 +342,19 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     throw new A2AError('CONFIGURATION_INVALID', `git.github is set (${p.config.git.github!.repo}) but ${p.config.git.github!.tokenEnv} is not set: export a token, or remove git.github to push without opening a PR`);
   }
   const runOptions = { runId, config: p.config, policy: p.policy, workspace: p.workspace, git: gitPlan, ...(effective.model ? { model: effective.model } : {}) };
-  const input = plan ? orchestratorInput(plan, runtime, runOptions, p.target.source) : null;
-  const standalone = !plan && effective.standalone === true;
+  const input = plan
+    ? orchestratorInput(plan, runtime, runOptions, p.target.source)
+    : workflowRequest
+      ? workflowRunInput(workflowRequest, runtime, { ...runOptions, roles: p.roles!, startedAt: Date.now() })
+      : null;
+  const standalone = !plan && !workflowRequest && effective.standalone === true;
   const single: Plan | null =
-    !plan && !standalone ? parsePlan({ id: 'task', tasks: [{ id: 'task', prompt: p.target.task, ...(effective.agent ? { agent: effective.agent } : {}) }] }, 'the task') : null;
+    !plan && !workflowRequest && !standalone ? parsePlan({ id: 'task', tasks: [{ id: 'task', prompt: p.target.task, ...(effective.agent ? { agent: effective.agent } : {}) }] }, 'the task') : null;
   const orchestrated = input ?? (single ? orchestratorInput(single, runtime, runOptions, 'the task') : null);
   const planId = orchestrated?.planId ?? 'standalone';
   // an unknown profile or a missing API key fails here, before anything runs
   for (const t of orchestrated?.tasks ?? []) resolveModel(t.spec);
+  for (const role of Object.values(orchestrated?.workflow?.roles ?? {})) resolveModel({ ...orchestrated!.workflow!.template, agent: role.agent, ...(role.model ? { model: role.model } : {}) });
 
   let plannedResume: ResumePlan | null = null;
   if (resuming) {

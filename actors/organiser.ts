@@ -1,0 +1,189 @@
+/**
+ * The organiser (seed 003): the two effects of the SDLC workflow chart.
+ *
+ * - `recordStep`: a step's workers settled; what they produced becomes artifacts (the ones they
+ *   wrote with a2a_write_artifact, else their result as the step's artifact type), reviews set the
+ *   status of what they reviewed, test results say passed or failed. Idempotent: a phase run again
+ *   after a restore finds what the worker already has and records nothing twice.
+ * - `decide`: the organiser's model reads the minimal context (task, state, artifact summaries,
+ *   agent statuses, to-dos, history; never an artifact's content) and answers with a
+ *   `workflow_decision` tool call (and in STRUCTURE_CREATION a `work_distribution`). Both are
+ *   parsed with their zod schemas; the chart checks the decision against its transitions.
+ */
+import { fromPromise } from 'xstate';
+import { z } from 'zod';
+import type { Clock, Model } from '../machines/ports.js';
+import { WorkDistribution, WorkflowDecision, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol.js';
+import { reviewVerdict } from '../machines/orchestrator.machine.js';
+import type { DecideOutput, OrganiserView, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
+import { STEP_ARTIFACT, type TaskOutcome, type WorkingState } from '../machines/sdlcSteps.js';
+import { parseTestCounts, type ArtifactStore } from './artifacts.js';
+import { A2AError, inlineIssues } from './errors.js';
+
+export const ORGANISER_AGENT: ParsedAgentType = { raw: '@organiser', backend: 'default', agentName: 'organiser' };
+
+const REVIEW_STEPS: WorkingState[] = ['PLAN_REVIEW', 'CODE_REVIEW'];
+
+/** What a review step judges: the latest plan, or the code artifacts. */
+function reviewed(state: WorkingState, all: ArtifactMeta[]): ArtifactMeta[] {
+  if (state === 'PLAN_REVIEW') return all.filter((a) => a.type === 'implementation_plan').slice(-1);
+  return all.filter((a) => a.type === 'code');
+}
+
+const contentOf = (r: SubTaskResult | null) => (r?.output.trim() ? r.output : `(no output: ${r?.status ?? 'no result'})`);
+
+/** Files a worker's branch changed (git runs), besides those its artifact names. */
+function changedFiles(r: SubTaskResult | null): string[] {
+  return r?.diffStats?.files ?? [];
+}
+
+export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock }) {
+  return fromPromise<RecordOutput, { runId: string; state: WorkingState; round: number; outcomes: TaskOutcome[] }>(async ({ input }) => {
+    if (!o.artifacts) throw new A2AError('CONFIGURATION_INVALID', 'this run has no artifact store: the workflow needs one (a2a run gives every run one)');
+    const store = o.artifacts(input.runId);
+    const type: ArtifactType = STEP_ARTIFACT[input.state];
+    const before = await store.list({ includeArchived: true });
+    let created = 0;
+    const mine: ArtifactMeta[] = [];
+    const files = new Set<string>();
+    for (const outcome of input.outcomes) {
+      if (outcome.state !== 'succeeded') continue;
+      // what the worker wrote itself (a2a_write_artifact), or, recorded earlier, its result
+      const written = (await store.list({ producer: outcome.workerId, includeArchived: true })).filter((a) => a.type === type);
+      let artifact = written.at(-1);
+      if (!artifact) {
+        const related = before.filter((a) => a.type === 'implementation_plan' || a.type === 'pseudocode').slice(-2).map((a) => a.id);
+        // a revision continues the artifact of the files it changed (else the latest of its type)
+        const changed = changedFiles(outcome.result);
+        const ofType = before.filter((a) => a.type === type);
+        const previous = ofType.filter((a) => a.summary.filesAffected.some((f) => changed.includes(f))).at(-1) ?? ofType.at(-1);
+        const revising = (input.state === 'PLAN_REVISION' || input.state === 'CODE_FIXING') && previous;
+        artifact = revising
+          ? await store.revise(previous.id, { content: contentOf(outcome.result), producer: outcome.workerId, producerRole: outcome.role, files: changedFiles(outcome.result).length ? changedFiles(outcome.result) : previous.summary.filesAffected })
+          : await store.create({ type, content: contentOf(outcome.result), producer: outcome.workerId, producerRole: outcome.role, related, files: changedFiles(outcome.result) });
+      }
+      created++;
+      mine.push(artifact);
+      for (const f of [...artifact.summary.filesAffected, ...changedFiles(outcome.result)]) files.add(f);
+    }
+
+    let verdict: RecordOutput['verdict'] = null;
+    let issuesFound = 0;
+    if (REVIEW_STEPS.includes(input.state)) {
+      const verdicts = input.outcomes.map((t) => (t.result ? reviewVerdict(t.result).approved : false));
+      const approved = verdicts.length > 0 && verdicts.every(Boolean);
+      verdict = approved ? 'approved' : 'needs_revision';
+      for (const [i, review] of mine.entries()) {
+        const ok = verdicts[i] ?? false;
+        if (review.status !== (ok ? 'approved' : 'needs_revision')) await store.setStatus(review.id, ok ? 'approved' : 'needs_revision');
+        issuesFound += review.summary.metrics?.issuesFound ?? (ok ? 0 : 1);
+      }
+      for (const target of reviewed(input.state, before)) {
+        for (const review of mine) await store.addReviewer(target.id, review.producer);
+        await store.setStatus(target.id, approved ? 'approved' : 'needs_revision');
+      }
+    }
+    if (input.state === 'TESTING') {
+      // the recorder reads the report itself (the organiser only ever sees its summary)
+      const counts = await Promise.all(mine.map(async (a) => parseTestCounts((await store.read(a.id)).content) ?? { passed: 0, failed: a.summary.metrics?.testsFailed ?? 0 }));
+      const failed = counts.reduce((n, c) => n + (c.failed ?? 0), 0);
+      const passed = counts.reduce((n, c) => n + (c.passed ?? 0), 0);
+      verdict = failed === 0 && passed > 0 ? 'passed' : 'failed';
+      issuesFound = failed;
+      for (const a of mine) await store.setStatus(a.id, verdict === 'passed' ? 'approved' : 'rejected');
+    }
+    const code = (await store.list({ type: 'code', includeArchived: true })).reduce((n, a) => n + (a.summary.metrics?.linesOfCode ?? 0), 0);
+    return {
+      artifacts: await store.organiserView(100),
+      created,
+      verdict,
+      files: [...files].sort(),
+      linesOfCode: code,
+      issuesFound,
+      at: o.clock.now(),
+    };
+  });
+}
+
+const ORGANISER_SYSTEM = [
+  'You are the organiser of a software team working through an SDLC workflow: planning, plan review, structure, implementation, code review, fixing, documentation, testing.',
+  'You never see the content of the work, only summaries of artifacts, and you decide what happens next.',
+  'Answer with exactly one call of the workflow_decision tool: "approve" moves on, "request_revision" sends the work back (plan revision, code fixing),',
+  '"transition" names nextState (one of the allowed states), "wait" waits. Give your reasoning in one or two sentences.',
+  'Approve a review step only when every review approved; approve testing only when the tests passed.',
+  'In STRUCTURE_CREATION also call work_distribution: split the files between the primary coder and the secondary coders.',
+].join('\n');
+
+const DECISION_TOOL = {
+  name: 'workflow_decision',
+  description: 'The next step of the workflow.',
+  parameters: withoutSchemaKey(z.toJSONSchema(WorkflowDecision, { io: 'input' }) as Record<string, unknown>),
+};
+const DISTRIBUTION_TOOL = {
+  name: 'work_distribution',
+  description: 'Which files the primary coder implements and which the secondary coders implement in parallel.',
+  parameters: withoutSchemaKey(z.toJSONSchema(WorkDistribution, { io: 'input' }) as Record<string, unknown>),
+};
+
+function withoutSchemaKey(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _ignored, ...rest } = schema;
+  return rest;
+}
+
+/**
+ * The organiser's prompt. Its first line names the state and this step's artifacts with their
+ * statuses, so that a person (or a scripted model) can tell the situation at a glance.
+ */
+export function organiserPrompt(view: OrganiserView): string {
+  const stepArtifacts = view.artifacts.filter((a) => view.stepArtifacts.includes(a.id));
+  const headline = `Decide the next step of the workflow in state ${view.workflowState} (round ${view.round}) after: ${stepArtifacts.map((a) => `${a.id} v${a.version} ${a.type} ${a.status}`).join(', ') || 'nothing new'}.`;
+  const lines = [
+    headline,
+    '',
+    `User task: ${view.userTask}`,
+    `Allowed next states: ${view.allowed.join(', ')}`,
+    `Rounds: plan revisions ${view.rounds.planRevisions} of ${view.rounds.maxPlanRevisions}, code fixing ${view.rounds.fixRounds} of ${view.rounds.maxFixRounds}`,
+    `History: ${view.workflowHistory.join(' → ')}`,
+    '',
+    'Artifacts (summaries):',
+    ...view.artifacts.map((a) => `- ${a.id} v${a.version} ${a.type} [${a.status}] by ${a.producerRole}: ${a.brief}${a.keyPoints.length ? ` (${a.keyPoints.join('; ')})` : ''}${a.metrics ? ` ${JSON.stringify(a.metrics)}` : ''}`),
+    '',
+    'Agents:',
+    ...view.agentStatuses.map((s) => `- ${s.role} (${s.taskId}): ${s.status}`),
+    'To-do:',
+    ...view.todoList.map((t) => `- ${t.id}: ${t.description} [${t.status}]`),
+  ];
+  if (view.distribute) lines.push('', `Files to distribute (${view.distribute.secondaryCoders} secondary coders at most): ${view.distribute.files.join(', ') || '(none listed)'}`);
+  if (view.refused) lines.push('', `Your previous answer could not be used: ${view.refused}`);
+  return lines.join('\n');
+}
+
+const estimateTokens = (text: string) => Math.ceil(text.length / 4);
+
+function parseCall<T>(schema: z.ZodType<T>, name: string, args: unknown): T {
+  const parsed = schema.safeParse(args);
+  if (!parsed.success) throw new A2AError('VALIDATION_ERROR', `the organiser's ${name} is invalid: ${inlineIssues(parsed.error.issues)}`, { where: name });
+  return parsed.data;
+}
+
+export function createDecide(o: { model: Model | null; clock: Clock }) {
+  return fromPromise<DecideOutput, OrganiserView>(async ({ input, signal }) => {
+    if (!o.model) throw new A2AError('CONFIGURATION_INVALID', 'no organiser model is configured (workflow.organiser.profile, or the default profile)');
+    const content = organiserPrompt(input);
+    const tools = [DECISION_TOOL, ...(input.distribute ? [DISTRIBUTION_TOOL] : [])];
+    const reply = await o.model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal });
+    const decisionCall = reply.toolCalls.find((c) => c.name === 'workflow_decision');
+    if (!decisionCall) {
+      throw new A2AError('VALIDATION_ERROR', `the organiser answered without a workflow_decision call${reply.text ? ` ("${reply.text.slice(0, 200)}")` : ''}`, { where: 'workflow_decision' });
+    }
+    const decision = parseCall(WorkflowDecision, 'workflow_decision', decisionCall.arguments);
+    const distributionCall = input.distribute ? reply.toolCalls.find((c) => c.name === 'work_distribution') : undefined;
+    const distribution = distributionCall ? parseCall(WorkDistribution, 'work_distribution', distributionCall.arguments) : undefined;
+    return {
+      decision,
+      ...(distribution ? { distribution } : {}),
+      contextTokens: estimateTokens(ORGANISER_SYSTEM) + estimateTokens(content) + estimateTokens(JSON.stringify(tools)),
+      at: o.clock.now(),
+    };
+  });
+}

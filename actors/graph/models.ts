@@ -387,14 +387,28 @@ type OrchestratorModelContext = {
   drainedAt: number;
   answering: QueueMessage | null;
   redirects: Record<string, number>;
+  workflow: { told: Record<string, true>; ended: unknown } | null;
 };
 
 const orchestratorModel: MachineModel = {
   name: 'orchestrator',
-  machine: orchestratorMachine.provide({ actors: { workers: inert, inbox: inert, humanGate: inert, answerQuestion: inert, taskBranch: inert } as never }),
+  machine: orchestratorMachine.provide({ actors: { workers: inert, inbox: inert, humanGate: inert, answerQuestion: inert, taskBranch: inert, sdlcWorkflow: inert } as never }),
   input: orchestratorInput,
   simplePaths: true,
   variants: [
+    {
+      // a workflow run: no tasks until the workflow asks for a step's workers
+      label: 'workflow',
+      input: {
+        ...orchestratorInput,
+        tasks: [],
+        workflow: {
+          input: { runId: 'r', goal: 'g', startedAt: 0, settings: { maxPlanRevisions: 1, maxFixRounds: 1, maxWaits: 1, secondaryCoders: 1, reviewers: ['sceptic'], onError: 'stop', waitMs: 10 } },
+          roles: { architect: { agent: { raw: '@architect', backend: 'default', agentName: 'architect' } } },
+          template: orchestratorInput.tasks[0]!.spec,
+        },
+      } satisfies OrchestratorInput,
+    },
     {
       label: 'git',
       input: {
@@ -468,8 +482,13 @@ const orchestratorModel: MachineModel = {
       { type: 'SWITCH_MODEL_WORKER', taskId: 'a', profile: 'small', expensive: false, by: 'user' },
       { type: 'SWITCH_MODEL_WORKER', taskId: 'a', profile: 'large', expensive: true, by: 'user' },
     );
-    if (c.drainedAt === c.enqueued) {
-      const a = c.tasks['a']!;
+    if (c.workflow) {
+      if (Object.keys(c.tasks).length === 0) events.push({ type: 'WORKFLOW_TASKS', state: 'PLANNING', tasks: [{ taskId: 'plan-1', role: 'architect', prompt: 'plan it' }] });
+      events.push({ type: 'WORKFLOW_EVENT', event: { type: 'workflow.state', data: { state: 'PLANNING' } } }, { type: 'WORKFLOW_COMMAND', command: { type: 'PAUSE', by: 'u' } });
+      if (!c.workflow.ended) events.push({ type: 'WORKFLOW_ENDED', status: 'completed', state: 'COMPLETED', reason: null, completion: null });
+    }
+    if (c.drainedAt === c.enqueued && c.tasks['a']) {
+      const a = c.tasks['a'];
       events.push({ type: 'REPLAY', messages: [inboxMessage(a, 'status_update', progress(a, 'status', 'replayed'), 'replayed').message] });
     }
     return events;
@@ -485,6 +504,7 @@ const orchestratorModel: MachineModel = {
       stop: c.stopReason !== null,
       drained: c.drainedAt === c.enqueued,
       answering: c.answering !== null,
+      ...(c.workflow ? { told: Object.keys(c.workflow.told).length, ended: c.workflow.ended !== null } : {}),
     });
   },
   invariants: (step) => {
@@ -541,6 +561,15 @@ const orchestratorModel: MachineModel = {
       const unsettled = Object.values(tasks).filter((t) => ['waiting', 'deploying', 'running'].includes(t.state));
       if (unsettled.length > 0) fail(step, `the run ended with tasks ${unsettled.map((t) => t.id).join(', ')} unsettled`);
       if (c.drainedAt !== c.enqueued && !step.event.type.startsWith('xstate.error')) fail(step, 'the run ended with messages still in the inbox');
+      if (c.workflow && !c.workflow.ended && !step.event.type.startsWith('xstate.error')) fail(step, 'the run ended before its workflow');
+    }
+    // the workflow hears of each of its settled tasks exactly once
+    if (c.workflow) {
+      const told = step.sent.filter((x) => x.to === 'workflow' && x.event.type === 'TASK_SETTLED').map((x) => (x.event as unknown as { outcome: { taskId: string } }).outcome.taskId);
+      const before = (step.before.context as OrchestratorModelContext).workflow!;
+      for (const id of told) if (before.told[id]) fail(step, `the workflow was told twice that ${id} settled`);
+      const untold = Object.values(tasks).filter((t) => ['succeeded', 'failed', 'skipped', 'cancelled'].includes(t.state) && !c.workflow!.told[t.id] && !c.workflow!.ended);
+      if (untold.length > 0) fail(step, `settled tasks the workflow was not told of: ${untold.map((t) => t.id).join(', ')}`);
     }
   },
 };

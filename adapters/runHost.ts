@@ -21,6 +21,7 @@ import { stateJson, toJson } from '../actors/secrets.js';
 import { takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
 import { pendingHumanItems, runStatus, workerState } from '../actors/runStatus.js';
 import type { AgentRegistry } from '../actors/registry.js';
+import type { PauseGate } from '../actors/pause.js';
 import type { ProfileCatalog } from '../actors/runtime.js';
 import type { SessionSpec } from '../machines/protocol.js';
 import type { FileRunStore, JournalRecord } from './store/file.js';
@@ -152,8 +153,9 @@ interface OrchestratorView {
 /** Validates a request against the live run and sends the events it stands for. */
 export function handleControl(
   root: AnyActorRef,
-  runtime: { registry: AgentRegistry; profiles?: ProfileCatalog | null },
+  runtime: { registry: AgentRegistry; profiles?: ProfileCatalog | null; pause?: PauseGate },
   request: ControlRequest,
+  hooks: ControlHooks = {},
 ): ControlReply {
   const { registry } = runtime;
   const snapshot = root.getSnapshot() as OrchestratorView & { status: string };
@@ -261,7 +263,64 @@ export function handleControl(
       root.send({ type: 'RESUME_WORKER', taskId: request.taskId, by: request.by } satisfies WorkerManagementEvent);
       return { ok: true, message: `worker ${t.spec.id} resumed` };
     }
+    case 'pause':
+    case 'unpause':
+    case 'retry':
+      return controlRun(root, runtime, request, hooks);
   }
+}
+
+/** The workflow child of a workflow run, as far as these commands need it. */
+function workflowOf(root: AnyActorRef): { value: unknown; refusals: number; lastState: string } | null {
+  const child = (root.getSnapshot() as { children: Record<string, AnyActorRef | undefined> }).children.workflow;
+  if (!child) return null;
+  const snap = child.getSnapshot() as { value: unknown; context: { refusals: number; history: string[] } };
+  return { value: snap.value, refusals: snap.context.refusals, lastState: snap.context.history.at(-1) ?? 'IDLE' };
+}
+
+/**
+ * pause / unpause / retry of the whole run. A workflow run's workflow takes the command or
+ * refuses it (INVALID_STATE_TRANSITION: nothing changes); the agents' gate follows pause and
+ * unpause; a plain run has only the gate.
+ */
+function controlRun(
+  root: AnyActorRef,
+  runtime: { pause?: PauseGate },
+  request: Extract<ControlRequest, { command: 'pause' | 'unpause' | 'retry' }>,
+  hooks: ControlHooks,
+): ControlReply {
+  const gate = runtime.pause;
+  const ended = (root.getSnapshot() as { context: { workflow: { ended: unknown } | null } }).context.workflow?.ended;
+  const before = ended ? null : workflowOf(root);
+  const type = request.command === 'pause' ? 'PAUSE' : request.command === 'unpause' ? 'RESUME' : 'RETRY';
+  if (before) {
+    root.send({ type: 'WORKFLOW_COMMAND', command: { type, by: request.by } });
+    const after = workflowOf(root)!;
+    if (after.refusals > before.refusals) {
+      return { ok: false, error: `INVALID_STATE_TRANSITION: ${type} is not allowed while the workflow is ${before.lastState}${type === 'RETRY' ? ' (retry runs again a step that failed: the workflow must be in ERROR)' : ''}` };
+    }
+  } else if (request.command === 'retry') {
+    return { ok: false, error: `INVALID_STATE_TRANSITION: retry needs a workflow in ERROR; this run ${ended ? 'has a workflow that ended' : 'has no workflow'}` };
+  }
+  const now = Date.now();
+  if (request.command === 'pause') {
+    const closed = gate?.close(request.by, now) ?? false;
+    if (!before && !closed) return { ok: false, error: `WORKFLOW_PAUSED: the run is already paused (by ${gate?.paused?.by ?? '?'})` };
+    hooks.onPause?.(gate?.paused ?? { by: request.by, at: now }, request.by);
+    return { ok: true, message: before ? `paused: the workflow stops after its current step's workers; agents finish their current model call and wait (a2a resume)` : 'paused: agents finish their current model call and wait (a2a resume)' };
+  }
+  if (request.command === 'unpause') {
+    const opened = gate?.open() ?? false;
+    if (!before && !opened) return { ok: false, error: 'INVALID_STATE_TRANSITION: the run is not paused' };
+    hooks.onPause?.(null, request.by);
+    return { ok: true, message: before ? `resumed: the workflow goes on in ${workflowOf(root)?.lastState ?? '?'}` : 'resumed: agents go on' };
+  }
+  return { ok: true, message: `retrying: the workflow runs ${workflowOf(root)?.lastState ?? 'the failed step'} again` };
+}
+
+/** What the run's process does when a control request changes the run (persist the pause). */
+export interface ControlHooks {
+  onPause?(paused: { by: string; at: number } | null, by: string): void;
 }
 
 /** Serves control requests: polls `control/` (cheap, and works on every file system). */

@@ -7,7 +7,7 @@ import { isA2AError } from '../actors/errors.js';
 import { agentsCommand } from './commands/agents.js';
 import { runCommand, type RunIo } from './commands/run.js';
 import { stopCommand } from './commands/stop.js';
-import { auditCommand, inboxCommand, manageCommand, statusCommand } from './commands/manage.js';
+import { auditCommand, inboxCommand, manageCommand, resumeCommand, runControlCommand, statusCommand } from './commands/manage.js';
 import { hostCommand } from './commands/host.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { monitorCommand } from './commands/monitor.js';
@@ -195,7 +195,32 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   manage('reassign', 'reassign', 'Give a running worker another agent type (new instructions and tools; its conversation is kept)', 'agent');
   manage('redirect', 'redirect', 'Send a running worker new instructions without resetting it', 'instructions');
   manage('reinit', 'reinitialize', 'Restart a running worker from scratch with new instructions (its sub-tasks are cancelled)', 'instructions');
-  manage('resume', 'resume', 'Resume a worker its circuit breaker (or a spent budget) paused');
+  program
+    .command('pause')
+    .description('Pause a run: its agents finish their current model call and wait; a workflow stops at its next step boundary (survives --resume)')
+    .argument('[runId]', 'run (default: the latest in progress)')
+    .option('--reason <text>', 'why, for the record')
+    .option('--workspace <dir>', 'workspace directory')
+    .action(async (runId: string | undefined, options: { workspace?: string; reason?: string }) => {
+      code = await runControlCommand('pause', runId, options, io.stdout);
+    });
+  program
+    .command('resume')
+    .description('Resume a paused run (or a workflow in ERROR where it was); given a task id, resume the worker its circuit breaker or a spent budget paused')
+    .argument('[target]', 'a run id (default: the latest in progress), or a task id')
+    .option('--run <runId>', 'run of the task (default: the latest in progress)')
+    .option('--workspace <dir>', 'workspace directory')
+    .action(async (target: string | undefined, options: { run?: string; workspace?: string }) => {
+      code = await resumeCommand(target, options, io.stdout);
+    });
+  program
+    .command('retry')
+    .description("Run again the step a workflow in ERROR failed in (workflow.onError: wait)")
+    .argument('[runId]', 'run (default: the latest in progress)')
+    .option('--workspace <dir>', 'workspace directory')
+    .action(async (runId: string | undefined, options: { workspace?: string }) => {
+      code = await runControlCommand('retry', runId, options, io.stdout);
+    });
   manage('model', 'switch_model', "Switch a running worker to another model profile (its conversation is kept, summarized if it does not fit)", 'profile');
 
   program

@@ -987,6 +987,12 @@ export const ControlRequest = z.discriminatedUnion('command', [
   z.strictObject({ command: z.literal('reinitialize'), taskId: ControlText, instructions: ControlText, by: ControlText }),
   z.strictObject({ command: z.literal('resume'), taskId: ControlText, by: ControlText }),
   z.strictObject({ command: z.literal('switch_model'), taskId: ControlText, profile: ControlText, by: ControlText }),
+  /** The whole run: its agents wait before their next model call; a workflow stops at its next step boundary. */
+  z.strictObject({ command: z.literal('pause'), by: ControlText, reason: z.string().optional() }),
+  /** A paused run (or a workflow in ERROR) goes on where it was. */
+  z.strictObject({ command: z.literal('unpause'), by: ControlText }),
+  /** A workflow in ERROR runs its failed step again. */
+  z.strictObject({ command: z.literal('retry'), by: ControlText }),
 ]);
 export type ControlRequest = z.infer<typeof ControlRequest>;
 

@@ -33,6 +33,8 @@ export const RunRecord = z.object({
   invocation: z.object({ target: z.string(), options: z.record(z.string(), z.unknown()), workspace: z.string() }).optional(),
   /** Times the run was resumed. */
   resumes: z.array(z.object({ at: z.number(), pid: z.number().int() })).optional(),
+  /** Paused with `a2a pause` (by whom, when); a run resumed after a kill comes back paused. */
+  paused: z.object({ by: z.string(), at: z.number() }).nullable().optional(),
   summary: z.unknown().optional(),
 });
 export type RunRecord = z.infer<typeof RunRecord>;

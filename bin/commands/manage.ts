@@ -159,6 +159,25 @@ export async function manageCommand(
   return reply(await sendControl(store, record.runId, request), out);
 }
 
+/**
+ * `a2a pause [runId]`, `a2a resume [runId]`, `a2a retry [runId]`: the whole run. The run's
+ * process answers (a refusal names the state: INVALID_STATE_TRANSITION, WORKFLOW_PAUSED).
+ */
+export async function runControlCommand(command: 'pause' | 'unpause' | 'retry', runId: string | undefined, options: RunSelector & { reason?: string }, out: NodeJS.WritableStream): Promise<number> {
+  const store = storeOf(options);
+  const record = selectRun(store, runId ?? options.run);
+  const by = me();
+  const request: ControlRequest = command === 'pause' ? { command, by, ...(options.reason ? { reason: options.reason } : {}) } : { command, by };
+  return reply(await sendControl(store, record.runId, request), out);
+}
+
+/** `a2a resume <target>`: a run id resumes that paused run; anything else names a task whose worker is resumed. */
+export async function resumeCommand(target: string | undefined, options: RunSelector, out: NodeJS.WritableStream): Promise<number> {
+  const store = storeOf(options);
+  if (target === undefined || store.list().some((r) => r.runId === target)) return runControlCommand('unpause', target, options, out);
+  return manageCommand('resume', target, undefined, options, out);
+}
+
 export function auditCommand(runId: string | undefined, options: { workspace?: string; format?: string; output?: string }, out: NodeJS.WritableStream): number {
   const store = storeOf(options);
   const record = selectRun(store, runId, true);

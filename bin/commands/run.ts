@@ -367,6 +367,8 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     }
     store.clearControl(runId);
     store.update(runId, { pid: process.pid, status: 'running', resumes: [...(resuming.record.resumes ?? []), { at: Date.now(), pid: process.pid }] });
+    // paused when it was killed: paused again, until a2a resume
+    if (resuming.record.paused) runtime.pause.close(resuming.record.paused.by, resuming.record.paused.at);
   } else {
     store.create({
       runId,
@@ -456,7 +458,15 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
         },
       });
       checkpointer.start();
-      control = new ControlServer(store.controlDir(runId), (request) => handleControl(handle.actor, runtime, request));
+      control = new ControlServer(store.controlDir(runId), (request) =>
+        handleControl(handle.actor, runtime, request, {
+          // the pause is kept in the run's record: a run resumed after a kill comes back paused
+          onPause: (paused, by) => {
+            store.update(runId, { paused });
+            bus.emit({ type: paused ? 'run.paused' : 'run.unpaused', planId, data: { by } });
+          },
+        }),
+      );
       control.start();
       const summary = await handle.done;
       // hosts store their events before their results: wait until the log has every one of them

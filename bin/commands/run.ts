@@ -450,6 +450,12 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       const handle = startRun(runtime, resuming?.checkpoint ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : orchestrated, { clock: realClock, ...inspect });
       root = handle.actor;
       stop = handle.stop;
+      if (resuming?.record.paused) {
+        // paused when it was killed: its workflow too, if its last checkpoint was taken before the pause
+        const workflow = (handle.actor.getSnapshot() as { children: Record<string, { getSnapshot(): { value: unknown } } | undefined> }).children.workflow;
+        if (workflow && typeof workflow.getSnapshot().value === 'object') handle.actor.send({ type: 'WORKFLOW_COMMAND', command: { type: 'PAUSE', by: resuming.record.paused.by } });
+        bus.emit({ type: 'run.paused', planId, data: { by: resuming.record.paused.by, restored: true } });
+      }
       checkpointer = new Checkpointer(handle.actor, store, runId, journal, {
         onError: (error) => io.stderr.write(`a2a: checkpoint failed: ${error.message}\n`),
         beforeWrite: () => log.flush(),

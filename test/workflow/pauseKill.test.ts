@@ -1,0 +1,77 @@
+/**
+ * A workflow run paused, killed with SIGKILL, and resumed with `a2a run --resume`: it comes back
+ * paused (its agents wait, its workflow stays PAUSED), `a2a resume` lets it go on, and it ends in
+ * the same final state, with the same artifacts, as a run that was never interrupted.
+ */
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../../bin/cli.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import type { RunSummary } from '../../machines/orchestrator.machine.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import { a2aProcess, capture, killAll, waitFor } from '../nats/cluster.js';
+import { tempDir } from '../helpers.js';
+
+const EXAMPLE = resolve(import.meta.dirname, '../../examples/sdlc');
+
+afterEach(() => killAll());
+
+const lines = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as RunEvent);
+const artifactsOf = (list: RunEvent[]) => list.filter((e) => e.type === 'artifact.created' || e.type === 'artifact.updated').map((e) => `${String(e.data.artifactId)}@${String(e.data.version)}`);
+
+describe('a paused workflow run killed with SIGKILL', () => {
+  it('should come back paused with --resume, and after a2a resume end as an uninterrupted run does', async () => {
+    const ws = tempDir('a2a-sdlc-kill-');
+    cpSync(join(EXAMPLE, 'repo'), ws, { recursive: true });
+    const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ turns: Array<{ delayMs?: number }> }> };
+    for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = 30;
+    writeFileSync(join(ws, 'script.json'), JSON.stringify(script));
+    const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object } };
+    workflow.config.git = { worktrees: 'off' };
+    writeFileSync(join(ws, 'workflow.json'), JSON.stringify(workflow));
+    const store = new FileRunStore(ws);
+
+    const first = a2aProcess(['run', 'workflow.json', '--run-id', 'pk', '--json'], ws);
+    await waitFor('the code review', () => lines(first.out()).some((e) => e.type === 'workflow.state' && e.data.state === 'CODE_REVIEW') || first.child.exitCode !== null, 8_000, first.out);
+    const ctl = capture();
+    expect(await main(['pause', 'pk', '--workspace', ws], ctl.io), ctl.err()).toBe(0);
+    await waitFor('PAUSED in the checkpoint', () => JSON.stringify(store.readCheckpoint('pk') ?? {}).includes('"PAUSED"'), 8_000, first.out);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    expect(store.read('pk').paused).toBeTruthy();
+
+    const second = a2aProcess(['run', '--resume', 'pk', '--json'], ws);
+    await waitFor('the resumed run', () => lines(second.out()).some((e) => e.type === 'run.paused' && e.data.restored === true) || second.child.exitCode !== null, 8_000, second.out);
+    expect(second.child.exitCode).toBeNull();
+    expect(await main(['resume', 'pk', '--workspace', ws], ctl.io), ctl.err()).toBe(0);
+    expect(await second.exited, second.out().slice(-3000)).toBe(0);
+
+    const record = store.read('pk');
+    expect(record.status).toBe('completed');
+    expect(record.paused).toBeNull();
+    expect((record.summary as RunSummary).workflow).toMatchObject({ status: 'completed', state: 'COMPLETED' });
+    const logged = store.events('pk');
+    const states = logged.filter((e) => e.type === 'workflow.state').map((e) => String(e.data.state));
+    expect(states.at(-1)).toBe('COMPLETED');
+    // the same artifacts as a run that was never interrupted, each version once
+    expect(artifactsOf(logged)).toEqual([
+      'implementation_plan-1@1',
+      'review_report-1@1',
+      'implementation_plan-1@2',
+      'review_report-2@1',
+      'pseudocode-1@1',
+      'code-1@1',
+      'code-2@1',
+      'review_report-3@1',
+      'code-1@2',
+      'review_report-4@1',
+      'documentation-1@1',
+      'test_results-1@1',
+      'code-1@3',
+      'review_report-5@1',
+      'documentation-2@1',
+      'test_results-2@1',
+    ]);
+  });
+});

@@ -74,6 +74,8 @@ export const WorkflowConfig = z.strictObject({
   onError: z.enum(['stop', 'wait']).default('stop'),
   /** How long the organiser's `wait` lasts before it is asked again (ms). */
   waitMs: z.number().int().min(0).max(3_600_000).default(5_000),
+  /** Artifacts untouched this many hours are archived: out of the organiser's context, still readable. */
+  archiveAfterHours: z.number().positive().max(8_760).default(24),
 });
 export type WorkflowConfig = z.infer<typeof WorkflowConfig>;
 

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import type { Clock, Model } from '../machines/ports.js';
 import { WorkDistribution, WorkflowDecision, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol.js';
 import { reviewVerdict } from '../machines/orchestrator.machine.js';
-import type { DecideOutput, OrganiserView, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
+import type { DecideOutput, OrganiserView, RecordInput, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
 import { STEP_ARTIFACT, type TaskOutcome, type WorkingState } from '../machines/sdlcSteps.js';
 import { parseTestCounts, type ArtifactStore } from './artifacts.js';
 import { A2AError, inlineIssues } from './errors.js';
@@ -38,7 +38,7 @@ function changedFiles(r: SubTaskResult | null): string[] {
 }
 
 export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock }) {
-  return fromPromise<RecordOutput, { runId: string; state: WorkingState; round: number; outcomes: TaskOutcome[] }>(async ({ input }) => {
+  return fromPromise<RecordOutput, RecordInput>(async ({ input }) => {
     if (!o.artifacts) throw new A2AError('CONFIGURATION_INVALID', 'this run has no artifact store: the workflow needs one (a2a run gives every run one)');
     const store = o.artifacts(input.runId);
     const type: ArtifactType = STEP_ARTIFACT[input.state];
@@ -93,6 +93,8 @@ export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactSto
       for (const a of mine) await store.setStatus(a.id, verdict === 'passed' ? 'approved' : 'rejected');
     }
     const code = (await store.list({ type: 'code', includeArchived: true })).reduce((n, a) => n + (a.summary.metrics?.linesOfCode ?? 0), 0);
+    // what nobody touched for a while leaves the organiser's context (seed 003: archiveAfterHours)
+    if (input.archiveAfterMs !== undefined) await store.archive(input.archiveAfterMs);
     return {
       artifacts: await store.organiserView(100),
       created,

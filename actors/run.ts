@@ -171,6 +171,7 @@ export function workflowRunInput(
           reviewers: workflow.reviewers,
           onError: workflow.onError,
           waitMs: workflow.waitMs,
+          archiveAfterMs: Math.round(workflow.archiveAfterHours * 3_600_000),
           ...(workflow.testCommand ? { testCommand: workflow.testCommand } : {}),
         },
       },

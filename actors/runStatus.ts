@@ -24,6 +24,18 @@ export interface RunStatus {
   };
   pending: HumanItem[];
   conversations: Record<string, ConversationEntry[]>;
+  /** A workflow run (seed 003's status bar): its state, the agents working, the artifacts so far. */
+  workflow?: {
+    state: string;
+    step: string | null;
+    round: number;
+    activeAgents: Array<{ taskId: string; role: string; workerId: string }>;
+    artifacts: number;
+    error: string | null;
+    ended: { status: string; reason: string | null } | null;
+  };
+  /** `a2a pause`: who paused the run, and when. */
+  paused?: { by: string; at: number } | null;
 }
 
 export interface QueueSummary {
@@ -99,5 +111,33 @@ export function runStatus(root: AnyActorRef, now: number): RunStatus {
     },
     pending: pendingHumanItems(root),
     conversations: c.conversations,
+    ...workflowStatus(snapshot),
+  };
+}
+
+interface WorkflowSnapshot {
+  value: unknown;
+  context: { history: string[]; step: { state: string | null; round: number; tasks: Record<string, { role: string } | null> }; artifacts: unknown[]; error: { reason: string } | null };
+}
+
+function workflowStatus(snapshot: OrchestratorSnapshot): Pick<RunStatus, 'workflow'> {
+  const child = snapshot.children.workflow;
+  const ended = (snapshot.context as { workflow?: { ended: { status: string; reason: string | null } | null } | null }).workflow?.ended ?? null;
+  if (!child) return {};
+  const w = child.getSnapshot() as WorkflowSnapshot;
+  const c = w.context;
+  const tasks = snapshot.context.tasks;
+  return {
+    workflow: {
+      state: c.history.at(-1) ?? 'IDLE',
+      step: c.step.state,
+      round: c.step.round,
+      activeAgents: Object.keys(c.step.tasks)
+        .filter((id) => tasks[id] && !['succeeded', 'failed', 'skipped', 'cancelled'].includes(tasks[id]!.state))
+        .map((id) => ({ taskId: id, role: tasks[id]!.spec.workflowRole ?? '?', workerId: tasks[id]!.spec.id })),
+      artifacts: c.artifacts.length,
+      error: c.error?.reason ?? null,
+      ended: ended ? { status: ended.status, reason: ended.reason } : null,
+    },
   };
 }

@@ -44,6 +44,8 @@ export interface SdlcSettings {
   /** How long the organiser's `wait` lasts before it is asked again (ms). */
   waitMs: number;
   testCommand?: string;
+  /** Artifacts untouched this long leave the organiser's context (archived; still readable). */
+  archiveAfterMs?: number;
 }
 
 /** A worker the workflow asks the orchestrator to deploy. */

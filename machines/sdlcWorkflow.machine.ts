@@ -39,6 +39,15 @@ export interface SdlcInput {
   startedAt: number;
 }
 
+/** What the recording phase is given: the step's outcomes. */
+export interface RecordInput {
+  runId: string;
+  state: WorkingState;
+  round: number;
+  outcomes: TaskOutcome[];
+  archiveAfterMs?: number;
+}
+
 /** What the recording phase reports: the artifacts now, and what the step found. */
 export interface RecordOutput {
   artifacts: OrganiserArtifact[];
@@ -247,7 +256,13 @@ function step(state: WorkingState) {
         invoke: {
           id: 'recordStep',
           src: 'recordStep' as const,
-          input: ({ context }: { context: SdlcContext }) => ({ runId: context.runId, state, round: roundOf(context, state), outcomes: Object.values(context.step.tasks) as TaskOutcome[] }),
+          input: ({ context }: { context: SdlcContext }) => ({
+            runId: context.runId,
+            state,
+            round: roundOf(context, state),
+            outcomes: Object.values(context.step.tasks) as TaskOutcome[],
+            ...(context.settings.archiveAfterMs !== undefined ? { archiveAfterMs: context.settings.archiveAfterMs } : {}),
+          }),
           onDone: { target: 'deciding', actions: 'recordArtifacts' },
           onError: { target: '#sdlc.ERROR', actions: { type: 'fail' as const, params: { why: 'record' as const } } },
         },
@@ -282,7 +297,7 @@ export const sdlcWorkflowMachine = setup({
     output: {} as SdlcOutput,
   },
   actors: {
-    recordStep: fromPromise<RecordOutput, { runId: string; state: WorkingState; round: number; outcomes: TaskOutcome[] }>(async () => {
+    recordStep: fromPromise<RecordOutput, RecordInput>(async () => {
       throw new Error('the artifact store is not provided: build the machines with createRuntime()');
     }),
     decide: fromPromise<DecideOutput, OrganiserView>(async () => {

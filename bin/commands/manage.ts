@@ -61,9 +61,20 @@ export function statusCommand(options: RunSelector & { json?: boolean }, out: No
   const m = status.inbox.metrics;
   const lines = [
     `run ${record.runId} · ${record.status} · orchestrator ${status.state} · as of ${new Date(status.savedAt).toISOString()}`,
+    ...(record.paused ? [`paused by ${record.paused.by} at ${new Date(record.paused.at).toISOString()} (a2a resume ${record.runId})`] : []),
+    ...(status.workflow
+      ? [
+          '',
+          'workflow',
+          `  state ${status.workflow.state}${status.workflow.step && status.workflow.step !== status.workflow.state ? ` (step ${status.workflow.step}, round ${status.workflow.round})` : ` (round ${status.workflow.round})`}${status.workflow.ended ? ` · ended ${status.workflow.ended.status}` : ''}`,
+          `  active agents ${status.workflow.activeAgents.length}${status.workflow.activeAgents.length ? `: ${status.workflow.activeAgents.map((a) => `${a.role} (${a.workerId})`).join(', ')}` : ''}`,
+          `  artifacts ${status.workflow.artifacts} (a2a artifacts ${record.runId})`,
+          ...(status.workflow.error ? [`  error: ${status.workflow.error}`] : []),
+        ]
+      : []),
     '',
     'tasks',
-    ...status.tasks.map((t) => `  ${t.id.padEnd(16)} ${t.state.padEnd(10)} ${t.agentType.padEnd(16)} ${t.workerId}${t.session ? ` (${t.session})` : ''}`),
+    ...status.tasks.map((t) => `  ${t.id.padEnd(Math.max(16, ...status.tasks.map((x) => x.id.length)))} ${t.state.padEnd(10)} ${t.agentType.padEnd(16)} ${t.workerId}${t.session ? ` (${t.session})` : ''}`),
     '',
     'inbox',
     `  depth ${m.depth} (max ${m.maxDepth}) · accepted ${m.accepted} · handled ${m.handled} · duplicates refused ${m.duplicates}`,

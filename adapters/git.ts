@@ -154,6 +154,25 @@ async function checkedOutIn(repo: string, branch: string): Promise<string | null
   return null;
 }
 
+/**
+ * A fresh git repository in a new temp dir holding a copy of `template` (one commit on `main`):
+ * the workspace of an example that declares one, so that running it never touches the checkout
+ * it is run from.
+ */
+export async function seedRepository(template: string, prefix: string): Promise<string> {
+  const { cp, mkdtemp } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  await cp(template, dir, { recursive: true });
+  const steps = [['init', '-q', '-b', 'main'], ['add', '-A'], ['-c', `user.name=${FALLBACK_IDENTITY.name}`, '-c', `user.email=${FALLBACK_IDENTITY.email}`, 'commit', '-q', '-m', `copy of ${template}`]];
+  for (const args of steps) {
+    const r = await exec(dir, args);
+    if (r.code !== 0) throw new A2AError('AGENT_ERROR', `git ${args.find((a) => !a.startsWith('-') && !a.includes('='))} failed in ${dir}: ${r.stderr.trim()}`);
+  }
+  return dir;
+}
+
 export function createGit(): Git {
   return {
     async repositoryRoot(dir) {

@@ -502,6 +502,12 @@ export const WorkflowRequest = z.strictObject({
   goal: z.string().trim().min(1, 'the goal is empty: say what the team is to build').max(20_000),
   /** Path (relative to the file) of a scripted-model script, for the embedded default model. */
   script: z.string().optional(),
+  /**
+   * A directory (relative to the file) the run works on a fresh copy of, as a new git repository
+   * in a temp dir, unless --workspace names one: an example never writes into the checkout it
+   * is run from.
+   */
+  workspace: z.string().min(1).optional(),
   /** Run configuration overrides, same shape as the config file (roles: `workflow.roles`). */
   config: z.record(z.string(), z.unknown()).optional(),
 });

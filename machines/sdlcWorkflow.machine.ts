@@ -88,11 +88,6 @@ export interface DecideOutput {
   at: number;
 }
 
-export interface SdlcOutput {
-  state: 'COMPLETED';
-  completion: CompletionSummary;
-}
-
 export type SdlcCommand =
   | { type: 'START' }
   | { type: 'PAUSE'; by: string }
@@ -294,7 +289,6 @@ export const sdlcWorkflowMachine = setup({
     input: {} as SdlcInput,
     context: {} as SdlcContext,
     events: {} as SdlcEvent,
-    output: {} as SdlcOutput,
   },
   actors: {
     recordStep: fromPromise<RecordOutput, RecordInput>(async () => {
@@ -503,9 +497,12 @@ export const sdlcWorkflowMachine = setup({
         STOP: { target: 'IDLE', actions: 'stopped' },
       },
     },
-    COMPLETED: { type: 'final' },
+    /**
+     * Not a final state: the orchestrator, told by WORKFLOW_ENDED, ends the run and stops this
+     * actor (a final state's done event would reach a parent that has already finished).
+     */
+    COMPLETED: {},
   },
-  output: ({ context }) => ({ state: 'COMPLETED', completion: context.completion ?? completionOf(context, context.startedAt) }),
 });
 
 /** The seed's name of the state the workflow is in: the last entry of its history. */

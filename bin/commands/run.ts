@@ -17,7 +17,7 @@ import { orchestratorInput, parsePlan, standaloneSpec, startRun, startStandalone
 import { isAudited } from '../../actors/audit.js';
 import { Checkpointer, ControlServer, handleControl, planResume, type ResumePlan } from '../../adapters/runHost.js';
 import { PrintedNotice, TerminalPrompt } from '../../adapters/humanPrompt.js';
-import { createGit, planGit } from '../../adapters/git.js';
+import { createGit, planGit, seedRepository } from '../../adapters/git.js';
 import { createPullRequest } from '../../adapters/github.js';
 import type { PullRequests } from '../../machines/ports.js';
 import { createRuntime } from '../../actors/runtime.js';
@@ -164,8 +164,8 @@ function resolveTarget(target: string, workspace: string, workflow: string | und
 }
 
 /** Everything a run needs, built from the target and options (the same way again on resume). */
-function prepare(targetArg: string, options: RunOptions, runId: string) {
-  const workspace = resolve(options.workspace ?? process.cwd());
+function prepare(targetArg: string, options: RunOptions, runId: string, seeded?: string) {
+  const workspace = resolve(seeded ?? options.workspace ?? process.cwd());
   const target = resolveTarget(targetArg, workspace, options.workflow);
   const extra: Array<{ source: string; data: ConfigLayer; base?: string }> = [];
   const targetConfig = target.plan?.config ?? target.workflow?.config;
@@ -246,7 +246,17 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   const runId = resuming?.record.runId ?? options.runId ?? newRunId();
   const validRunId = RunIdSchema.safeParse(runId);
   if (!validRunId.success) throw new A2AError('VALIDATION_ERROR', `run id "${runId}" is not allowed: ${validRunId.error.issues[0]?.message ?? 'invalid'}`);
-  const p = prepare(target, effective, runId);
+  // a workflow file that names a template workspace runs on a fresh git copy of it (unless --workspace)
+  let seeded: string | undefined;
+  if (!effective.workspace) {
+    const declared = resolveTarget(target, process.cwd(), effective.workflow);
+    if (declared.workflow?.workspace) {
+      seeded = await seedRepository(resolve(declared.baseDir, declared.workflow.workspace), `a2a-${declared.workflow.id}-`);
+      io.stderr.write(`workspace: ${seeded} (a fresh git repository holding a copy of ${resolve(declared.baseDir, declared.workflow.workspace)}; a2a status|artifacts --workspace ${seeded})\n`);
+      effective = { ...effective, workspace: seeded };
+    }
+  }
+  const p = prepare(target, effective, runId, seeded);
   const store = new FileRunStore(p.workspace);
   // a resumed run continues its log (read once): the same sequence, and what the log holds is
   // not emitted again

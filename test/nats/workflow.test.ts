@@ -29,8 +29,9 @@ describe('the SDLC workflow over NATS', () => {
     const ws = tempDir('a2a-sdlc-nats-');
     cpSync(join(EXAMPLE, 'repo'), ws, { recursive: true });
     cpSync(join(EXAMPLE, 'script.json'), join(ws, 'script.json'));
-    const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object } };
+    const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object }; workspace?: string };
     workflow.config.git = { worktrees: 'off' };
+    delete workflow.workspace; // this test's directory is the workspace
     writeFileSync(join(ws, 'workflow.json'), JSON.stringify(workflow));
     // the hosts' own config approves commands, as the workflow's does for the run
     writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ permissions: { auto_approve: ['command_execution'] } }));

@@ -27,8 +27,9 @@ describe('a paused workflow run killed with SIGKILL', () => {
     const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ turns: Array<{ delayMs?: number }> }> };
     for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = 30;
     writeFileSync(join(ws, 'script.json'), JSON.stringify(script));
-    const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object } };
+    const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object }; workspace?: string };
     workflow.config.git = { worktrees: 'off' };
+    delete workflow.workspace; // this test's directory is the workspace
     writeFileSync(join(ws, 'workflow.json'), JSON.stringify(workflow));
     const store = new FileRunStore(ws);
 

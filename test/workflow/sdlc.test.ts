@@ -170,6 +170,21 @@ describe('a2a run --workflow sdlc', () => {
     expect(String(list.find((e) => e.type === 'workflow.state' && e.data.state === 'ERROR')!.data.reason)).toMatch(/no usable decision 2 times in a row/);
   });
 
+  it('should run a workflow that names a template workspace on a fresh git copy of it, never in the current directory', async () => {
+    const dir = tempDir('a2a-sdlc-tpl-');
+    cpSync(join(EXAMPLE, 'repo'), join(dir, 'tpl'), { recursive: true });
+    const decide = { toolCalls: [{ name: 'workflow_decision', arguments: { action: 'approve', reasoning: 'fine' } }] };
+    writeFileSync(join(dir, 'script.json'), JSON.stringify({ rules: [{ agent: 'organiser', turns: [decide] }, { agent: 'code-sceptic', turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'APPROVE' } }] }] }, { agent: '*', turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'done: 1 passed, 0 failed' } }] }] }] }));
+    writeFileSync(join(dir, 'workflow.json'), JSON.stringify({ workflow: 'sdlc', goal: 'nothing much', script: 'script.json', workspace: 'tpl', config: { git: { worktrees: 'off' } } }));
+    const c = capture();
+    expect(await main(['run', join(dir, 'workflow.json'), '--run-id', 'seeded', '--no-tree'], c.io), c.err()).toBe(0);
+    const seeded = /workspace: (\S+) \(a fresh git repository holding a copy of /.exec(c.err())?.[1];
+    expect(seeded).toBeTruthy();
+    expect(new FileRunStore(seeded!).read('seeded').status).toBe('completed');
+    expect(execFileSync('git', ['-C', seeded!, 'log', '--oneline'], { encoding: 'utf8' })).toMatch(/copy of /);
+    expect(() => new FileRunStore(process.cwd()).read('seeded')).toThrow();
+  });
+
   it('should refuse an unknown workflow and an empty goal, naming what is allowed', async () => {
     const ws = tempDir('a2a-sdlc-bad-');
     const c = capture();

@@ -1,0 +1,55 @@
+/**
+ * The organiser's context holds summaries, never contents: its size follows the number of
+ * artifacts, not their size; its decisions are parsed with their schemas.
+ */
+import { describe, expect, it } from 'vitest';
+import { ArtifactStore } from '../../actors/artifacts.js';
+import { createDecide, organiserPrompt } from '../../actors/organiser.js';
+import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
+import type { OrganiserView } from '../../machines/sdlcWorkflow.machine.js';
+import type { Model } from '../../machines/ports.js';
+import { createActor, toPromise } from 'xstate';
+import { tempDir } from '../helpers.js';
+
+const clock = { now: () => 1_000, setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (t: unknown) => clearTimeout(t as NodeJS.Timeout) };
+
+function view(artifacts: OrganiserView['artifacts']): OrganiserView {
+  return {
+    userTask: 'build it',
+    workflowState: 'CODE_REVIEW',
+    round: 1,
+    artifacts,
+    stepArtifacts: artifacts.map((a) => a.id),
+    agentStatuses: [],
+    todoList: [],
+    workflowHistory: ['PLANNING'],
+    rounds: { planRevisions: 0, maxPlanRevisions: 2, fixRounds: 0, maxFixRounds: 3 },
+    allowed: ['DOCUMENTATION', 'CODE_FIXING', 'TESTING'],
+    refused: null,
+    distribute: null,
+  };
+}
+
+const code = (lines: number) => Array.from({ length: lines }, (_, i) => `export const value${i} = ${i}; // line ${i} of the module`).join('\n');
+
+describe('the organiser', () => {
+  it('should see the same context for a 40-line and a 4,000-line code artifact (summaries only)', async () => {
+    const sizes: number[] = [];
+    for (const lines of [40, 4_000]) {
+      const store = new ArtifactStore(new FileArtifactBackend(tempDir('a2a-org-')), 'r1', clock as never);
+      await store.create({ type: 'code', content: `// File: src/values.js\n${code(lines)}`, producer: 'w-implement-1', producerRole: 'primaryCoder', files: ['src/values.js'] });
+      const prompt = organiserPrompt(view(await store.organiserView()));
+      expect(prompt).not.toMatch(/value39 = 39/);
+      sizes.push(prompt.length);
+    }
+    // the line count in the brief differs by a few characters; the content (≈ 220 KB) never enters
+    expect(Math.abs(sizes[1]! - sizes[0]!)).toBeLessThan(20);
+  });
+
+  it('should refuse a decision that does not match its schema, naming the field', async () => {
+    const model: Model = { id: 'm', call: async () => ({ text: '', toolCalls: [{ id: 'c1', name: 'workflow_decision', arguments: { action: 'celebrate', reasoning: 'done' } }], usage: { inputTokens: 1, outputTokens: 1 }, stopReason: 'tool_use' }) } as unknown as Model;
+    const actor = createActor(createDecide({ model, clock: clock as never }), { input: view([]) });
+    actor.start();
+    await expect(toPromise(actor)).rejects.toThrow(/workflow_decision is invalid: action: .*approve.*request_revision/);
+  });
+});

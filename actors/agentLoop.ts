@@ -43,7 +43,7 @@ import { decideLocally } from './permissions.js';
 import { workerKey } from './limits.js';
 import { correlationOf } from './events.js';
 import type { Budgets, CostLedger } from './cost.js';
-import type { PauseGate } from './pause.js';
+import type { PauseGates } from './pause.js';
 import type { ArtifactStore } from './artifacts.js';
 import { estimateTokens, fitConversation } from './summarize.js';
 
@@ -84,8 +84,8 @@ export interface AgentLoopDeps {
   commands?: CommandRunner;
   /** The artifact store of a run (absent: the artifact tools say there is none). */
   artifacts?: (runId: string) => ArtifactStore;
-  /** `a2a pause`: a paused run's agents wait here before their next model call. */
-  pause?: PauseGate;
+  /** `a2a pause`: a paused run's agents wait at their run's gate before their next model call. */
+  pause?: PauseGates;
 }
 
 type LoopSnapshot = Snapshot<undefined> & {
@@ -184,7 +184,7 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, sign
     }
   }
   // a paused run: the call in progress finished, the next one waits (a cancel still ends it)
-  if (deps.pause) await deps.pause.whenOpen(signal);
+  if (deps.pause) await deps.pause.gate(spec.correlation.runId).whenOpen(signal);
   const reply = await model.call({ ...base, messages: injected.length ? [...history, ...injected] : history, tools: fixed.tools }, { signal });
   price(reply.usage);
   let checked = reply;

@@ -46,3 +46,25 @@ export class PauseGate {
     });
   }
 }
+
+/**
+ * The pause gates of the runs a process serves, by run id: one for `a2a run`, one per run whose
+ * sessions a host runs (a host follows each run's pause over NATS: adapters/transport/pause.ts).
+ */
+export class PauseGates {
+  readonly #gates = new Map<string, PauseGate>();
+
+  gate(runId: string): PauseGate {
+    let gate = this.#gates.get(runId);
+    if (!gate) {
+      gate = new PauseGate();
+      this.#gates.set(runId, gate);
+    }
+    return gate;
+  }
+
+  /** Forgets runs that are not paused (a host serves many runs over its life). */
+  prune(): void {
+    for (const [runId, gate] of this.#gates) if (!gate.paused) this.#gates.delete(runId);
+  }
+}

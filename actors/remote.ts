@@ -76,8 +76,11 @@ export function subjects(ns: string) {
       down: { name: 'down', subjects: [`${root}.down.>`] },
       hostEvents: { name: 'hostevents', subjects: [`${root}.hostevents.>`] },
     },
-    /** Key-value buckets (`a2a_<ns>_snapshots` …). */
-    buckets: { snapshots: 'snapshots', hosts: 'hosts' },
+    /** A run's pause (`a2a pause`): its hosts' agents wait before their next model call. */
+    runPause: (runId: string) => `${root}.runs.${runId}.pause`,
+    runPauses: `${root}.runs.*.pause`,
+    /** Key-value buckets (`a2a_<ns>_snapshots` …); `pauses`: each paused run's pause, for hosts that start later. */
+    buckets: { snapshots: 'snapshots', hosts: 'hosts', pauses: 'pauses' },
   };
 }
 

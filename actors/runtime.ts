@@ -10,7 +10,7 @@ import type { DiffStats, ParsedAgentType, SessionSpec } from '../machines/protoc
 import { orchestratorMachine, type AnswerQuestionInput } from '../machines/orchestrator.machine.js';
 import { sdlcWorkflowMachine } from '../machines/sdlcWorkflow.machine.js';
 import { createDecide, createRecordStep } from './organiser.js';
-import { PauseGate } from './pause.js';
+import { PauseGates } from './pause.js';
 import { createHumanGateLogic, type HumanChannel } from './humanGate.js';
 import { createInboxLogic, type InboxJournal } from './inbox.js';
 import { createRemoteSessionLogic, type RemoteDeps } from './remote.js';
@@ -39,8 +39,8 @@ export interface RuntimeDeps {
   orchestratorModel?: Model;
   /** The organiser's model (workflow runs: `workflow.organiser.profile`); the orchestrator's when absent. */
   organiserModel?: Model;
-  /** `a2a pause`: the run's agents wait before their next model call while it is closed. */
-  pause?: PauseGate;
+  /** `a2a pause`: each run's agents wait before their next model call while its gate is closed. */
+  pauses?: PauseGates;
   /** Where the inbox journals arrivals and handled ids (the file store). */
   journal?: InboxJournal;
   /** Where questions for a person are shown (terminal prompt, `a2a inbox`). */
@@ -166,7 +166,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const ids = deps.ids ?? childIds();
   const budget = new SpawnBudget(deps.clock);
   const locks = new FileLockTable();
-  const pause = deps.pause ?? new PauseGate();
+  const pauses = deps.pauses ?? new PauseGates();
   const model = deps.model;
   const resolveModel: ModelResolver = typeof model === 'function' ? model : () => ({ model, name: model.id, profile: 'default' });
   const agentLoop = createAgentLoop({
@@ -181,7 +181,7 @@ export function createRuntime(deps: RuntimeDeps) {
     ...(deps.costs ? { costs: deps.costs } : {}),
     ...(deps.commands ? { commands: deps.commands } : {}),
     ...(deps.artifacts ? { artifacts: deps.artifacts } : {}),
-    pause,
+    pause: pauses,
   }) as unknown as AgentLoopLogic;
 
   const logics: Partial<Record<SessionSpec['role'], AnyActorLogic>> = {};
@@ -233,7 +233,7 @@ export function createRuntime(deps: RuntimeDeps) {
     events: deps.events,
     costs: deps.costs ?? null,
     profiles: deps.profiles ?? null,
-    pause,
+    pauses,
   };
 }
 

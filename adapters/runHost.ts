@@ -21,7 +21,7 @@ import { stateJson, toJson } from '../actors/secrets.js';
 import { takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
 import { pendingHumanItems, runStatus, workerState } from '../actors/runStatus.js';
 import type { AgentRegistry } from '../actors/registry.js';
-import type { PauseGate } from '../actors/pause.js';
+import type { PauseGates } from '../actors/pause.js';
 import type { ProfileCatalog } from '../actors/runtime.js';
 import type { SessionSpec } from '../machines/protocol.js';
 import type { FileRunStore, JournalRecord } from './store/file.js';
@@ -153,7 +153,7 @@ interface OrchestratorView {
 /** Validates a request against the live run and sends the events it stands for. */
 export function handleControl(
   root: AnyActorRef,
-  runtime: { registry: AgentRegistry; profiles?: ProfileCatalog | null; pause?: PauseGate },
+  runtime: { registry: AgentRegistry; profiles?: ProfileCatalog | null; pauses?: PauseGates },
   request: ControlRequest,
   hooks: ControlHooks = {},
 ): ControlReply {
@@ -285,11 +285,11 @@ function workflowOf(root: AnyActorRef): { value: unknown; refusals: number; last
  */
 function controlRun(
   root: AnyActorRef,
-  runtime: { pause?: PauseGate },
+  runtime: { pauses?: PauseGates },
   request: Extract<ControlRequest, { command: 'pause' | 'unpause' | 'retry' }>,
   hooks: ControlHooks,
 ): ControlReply {
-  const gate = runtime.pause;
+  const gate = runtime.pauses?.gate((root.getSnapshot() as { context: { runId: string } }).context.runId);
   const ended = (root.getSnapshot() as { context: { workflow: { ended: unknown } | null } }).context.workflow?.ended;
   const before = ended ? null : workflowOf(root);
   const type = request.command === 'pause' ? 'PAUSE' : request.command === 'unpause' ? 'RESUME' : 'RETRY';

@@ -1071,6 +1071,15 @@ export const Checkpoint = z.object({
 });
 export type Checkpoint = z.infer<typeof Checkpoint>;
 
+/** A run paused or resumed (`a2a.<ns>.runs.<runId>.pause`, and the `pauses` bucket under its run id). */
+export const RunPause = z.strictObject({
+  runId: RunId,
+  paused: z.boolean(),
+  by: z.string().min(1).max(200),
+  at: z.number(),
+});
+export type RunPause = z.infer<typeof RunPause>;
+
 /** What the snapshots bucket holds for a session that runs (or ran) on a host, under its wire key. */
 export const SessionRecord = z.object({
   spec: SessionSpec,

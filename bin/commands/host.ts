@@ -19,6 +19,7 @@ import { DeferredAcks, Host, snapshotHolders } from '../../adapters/host.js';
 import { commandRefusal } from '../../actors/remote.js';
 import { connectNats, describeServers, type NatsConnectedTransport } from '../../adapters/transport/nats.js';
 import { transportSink } from '../../adapters/transport/events.js';
+import { followPauses } from '../../adapters/transport/pause.js';
 import type { Script } from '../../adapters/model/scripted.js';
 import { describeEvent } from '../../adapters/terminal.js';
 import { modelsFor } from '../models.js';
@@ -128,11 +129,14 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
     deferredAcks,
     ...(options.heartbeat ? { heartbeatMs: options.heartbeat } : {}),
   });
+  // the pause of each run this host serves sessions of (a2a pause on the run's machine)
+  const unfollow = await followPauses(transport, ns, runtime.pauses, (message) => bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${message}` } }));
   await host.start();
   io.stdout.write(`host ${hostId} serves ${agents.join(', ')} (concurrency ${options.concurrency ?? 4}) in namespace ${ns}\n`);
 
   await drainOnSignal(host, io, { label: `host ${hostId}`, work: 'work', units: 'session(s)', drainMs: options.drain ?? 30_000 });
   await host.stop();
+  await unfollow();
   await transport.close();
   return 0;
 }

@@ -30,6 +30,7 @@ import { modelsFor } from '../models.js';
 import { commandRunnerFor } from '../sandbox.js';
 import { connectNats } from '../../adapters/transport/nats.js';
 import { publishRunEvents, relayHostEvents } from '../../adapters/transport/events.js';
+import { publishPause } from '../../adapters/transport/pause.js';
 import { ensureQueues } from '../../actors/remote.js';
 import { natsCredentials, warnIfUnauthenticated } from './host.js';
 import { snapshotHolders } from '../../adapters/host.js';
@@ -378,7 +379,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     store.clearControl(runId);
     store.update(runId, { pid: process.pid, status: 'running', resumes: [...(resuming.record.resumes ?? []), { at: Date.now(), pid: process.pid }] });
     // paused when it was killed: paused again, until a2a resume
-    if (resuming.record.paused) runtime.pause.close(resuming.record.paused.by, resuming.record.paused.at);
+    if (resuming.record.paused) runtime.pauses.gate(runId).close(resuming.record.paused.by, resuming.record.paused.at);
   } else {
     store.create({
       runId,
@@ -418,6 +419,12 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
 
   // in the run's log and display too, not only on stderr
   if (commands.warning) bus.emit({ type: 'warning', planId, data: { message: commands.warning, sandbox: 'none' } });
+
+  const announcePause = (paused: { by: string; at: number } | null, by: string) => {
+    publishPause(transport!, ns, { runId, paused: paused !== null, by, at: paused?.at ?? Date.now() }).catch((error: unknown) =>
+      bus.emit({ type: 'warning', planId, data: { message: `the hosts could not be told that the run is ${paused ? 'paused' : 'resumed'}: ${error instanceof Error ? error.message : String(error)}` } }),
+    );
+  };
 
   const interrupt = io.onInterrupt ?? defaultInterrupt;
   let stopping = false;
@@ -460,6 +467,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       const handle = startRun(runtime, resuming?.checkpoint ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : orchestrated, { clock: realClock, ...inspect });
       root = handle.actor;
       stop = handle.stop;
+      if (resuming?.record.paused && transport) announcePause(resuming.record.paused, resuming.record.paused.by);
       if (resuming?.record.paused) {
         // paused when it was killed: its workflow too, if its last checkpoint was taken before the pause
         const workflow = (handle.actor.getSnapshot() as { children: Record<string, { getSnapshot(): { value: unknown } } | undefined> }).children.workflow;
@@ -480,6 +488,8 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
           onPause: (paused, by) => {
             store.update(runId, { paused });
             bus.emit({ type: paused ? 'run.paused' : 'run.unpaused', planId, data: { by } });
+            // the run's agents on hosts too
+            if (transport) announcePause(paused, by);
           },
         }),
       );

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { secrets } from '../../actors/secrets.js';
 import { RunId as RunIdSchema, WorkflowRequest, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
@@ -189,6 +189,17 @@ function prepare(targetArg: string, options: RunOptions, runId: string, seeded?:
   return { workspace, target, config, policy, catalog, registry, script, runId, roles };
 }
 
+/** A workflow file's template workspace: a directory beside or below the file, nothing else. */
+function templateDir(baseDir: string, given: string, source: string): string {
+  const dir = resolve(baseDir, given);
+  const inside = relative(baseDir, dir);
+  if (isAbsolute(given) || inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
+    throw new A2AError('VALIDATION_ERROR', `${source}: workspace: "${given}" must name a directory inside ${baseDir} (relative, no ".."): the run works on a copy of it`, { where: 'workspace' });
+  }
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new A2AError('VALIDATION_ERROR', `${source}: workspace: ${dir} is not a directory`, { where: 'workspace' });
+  return dir;
+}
+
 /** Every role of the workflow with its agent and profile; errors name the file and field. */
 function workflowRoles(config: RunConfig, registry: AgentRegistry, layers: Array<{ source: string; data: ConfigLayer }>): Record<string, { agent: string; profile: string }> {
   const check = checkWorkflow(config, registry, (path) => layerSource(layers, path));
@@ -252,8 +263,9 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   if (!effective.workspace) {
     const declared = resolveTarget(target, process.cwd(), effective.workflow);
     if (declared.workflow?.workspace) {
-      seeded = await seedRepository(resolve(declared.baseDir, declared.workflow.workspace), `a2a-${declared.workflow.id}-`);
-      io.stderr.write(`workspace: ${seeded} (a fresh git repository holding a copy of ${resolve(declared.baseDir, declared.workflow.workspace)}; a2a status|artifacts --workspace ${seeded})\n`);
+      const template = templateDir(declared.baseDir, declared.workflow.workspace, declared.source);
+      seeded = await seedRepository(template, `a2a-${declared.workflow.id}-`);
+      io.stderr.write(`workspace: ${seeded} (a fresh git repository holding a copy of ${template}; a2a status|artifacts --workspace ${seeded})\n`);
       effective = { ...effective, workspace: seeded };
     }
   }

@@ -183,6 +183,13 @@ describe('a2a run --workflow sdlc', () => {
     expect(new FileRunStore(seeded!).read('seeded').status).toBe('completed');
     expect(execFileSync('git', ['-C', seeded!, 'log', '--oneline'], { encoding: 'utf8' })).toMatch(/copy of /);
     expect(() => new FileRunStore(process.cwd()).read('seeded')).toThrow();
+    // the template is a directory beside the file, nothing else
+    for (const workspace of ['..', '/', '../other', 'missing']) {
+      writeFileSync(join(dir, 'workflow.json'), JSON.stringify({ workflow: 'sdlc', goal: 'x', workspace }));
+      const bad = capture();
+      expect(await main(['run', join(dir, 'workflow.json')], bad.io)).not.toBe(0);
+      expect(bad.err()).toMatch(/workspace: .*(must name a directory inside|is not a directory)/);
+    }
   });
 
   it('should refuse an unknown workflow and an empty goal, naming what is allowed', async () => {

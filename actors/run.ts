@@ -129,11 +129,14 @@ export function orchestratorInput(plan: Plan, runtime: Pick<Runtime, 'registry'>
 export function workflowRunInput(
   request: WorkflowRequest,
   runtime: Pick<Runtime, 'registry'>,
-  options: RunOptions & { roles: Record<string, { agent: string; profile: string }>; startedAt: number },
+  options: RunOptions & { roles: Record<string, { agent: string; profile?: string }>; startedAt: number },
 ): OrchestratorInput {
   const { limits, idle, workflow } = options.config;
   const roles: Record<string, { agent: ParsedAgentType; model?: string }> = {};
-  for (const [role, r] of Object.entries(options.roles)) roles[role] = { agent: runtime.registry.resolve(r.agent).parsed, model: r.profile };
+  for (const [role, r] of Object.entries(options.roles)) {
+    const model = r.profile ?? options.model;
+    roles[role] = { agent: runtime.registry.resolve(r.agent).parsed, ...(model ? { model } : {}) };
+  }
   const architect = roles.architect ?? { agent: runtime.registry.resolve(options.config.defaultAgent).parsed };
   const template: SessionSpec = {
     id: 'w-template',

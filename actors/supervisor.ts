@@ -399,7 +399,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
       emit(() => ({
         type: spec.role === 'worker' ? 'worker.deployed' : 'subtask.spawned',
         ...correlationOf(spec),
-        data: { prompt: spec.prompt, expectedOutput: spec.expectedOutput },
+        data: { prompt: spec.prompt, expectedOutput: spec.expectedOutput, ...(spec.model ? { model: spec.model } : {}), ...(spec.workflowRole ? { role: spec.workflowRole } : {}) },
       }));
       if (free > 0) {
         free--;

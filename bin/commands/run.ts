@@ -201,12 +201,17 @@ function templateDir(baseDir: string, given: string, source: string): string {
 }
 
 /** Every role of the workflow with its agent and profile; errors name the file and field. */
-function workflowRoles(config: RunConfig, registry: AgentRegistry, layers: Array<{ source: string; data: ConfigLayer }>): Record<string, { agent: string; profile: string }> {
+function workflowRoles(config: RunConfig, registry: AgentRegistry, layers: Array<{ source: string; data: ConfigLayer }>): Record<string, { agent: string; profile?: string }> {
   const check = checkWorkflow(config, registry, (path) => layerSource(layers, path));
   if (!check.result.isValid) {
     throw new A2AError('CONFIGURATION_INVALID', `the workflow's roles are not valid:\n${check.result.errors.map((e) => `  - ${e}`).join('\n')}\n(check them with: a2a config validate)`, { where: 'workflow.roles' });
   }
-  return Object.fromEntries(Object.entries(check.roles).map(([role, r]) => [role, { agent: r.agent, profile: r.profile }]));
+  // a role's own profile wins; the others resolve as any worker's would (assignments, --model)
+  const explicit = (role: string) => {
+    const given = config.workflow.roles[role];
+    return given && 'profile' in given ? given.profile : undefined;
+  };
+  return Object.fromEntries(Object.entries(check.roles).map(([role, r]) => [role, { agent: r.agent, ...(explicit(role) ? { profile: explicit(role)! } : {}) }]));
 }
 
 /** The run's record says how it was started; resume only what ended without finishing. */
@@ -276,7 +281,10 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   const logged = resuming ? store0.events(runId) : [];
   const bus = new RunEventBus(runId, realClock, resuming ? busStartOf(logged) : undefined);
   // model clients by profile (the scripted model unless profiles say otherwise), priced per call
-  const { resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
+  const { resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel: organiserOwn, pool } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
+  // --model: the organiser too, unless it has a profile of its own
+  const organiserModel =
+    effective.model && !p.config.workflow.organiser.profile ? pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, override: effective.model }).model : organiserOwn;
   if (resuming) {
     // the spending before the kill counts against the budgets (as far as the event log has it)
     for (const e of logged) {

@@ -192,6 +192,24 @@ describe('a2a run --workflow sdlc', () => {
     }
   });
 
+  it("should give each role its agent and profile: a role's own profile, else --model", async () => {
+    const ws = exampleWorkspace();
+    const file = workflowFile(ws, {
+      config: {
+        permissions: { auto_approve: ['command_execution'] },
+        models: { profiles: { strict: { provider: 'scripted', model: 'scripted' }, everyday: { provider: 'scripted', model: 'scripted' } } },
+        workflow: { roles: { sceptic: 'strict', documentationWriter: { agent: '@agent' } } },
+      },
+    });
+    const c = capture();
+    expect(await main(['run', file, '--workspace', ws, '--run-id', 'roles', '--model', 'everyday', '--no-tree'], c.io), c.err()).toBe(0);
+    const deployed = events(ws, 'roles').filter((e) => e.type === 'worker.deployed');
+    const of = (role: string) => deployed.filter((e) => e.data.role === role).map((e) => `${e.agentType} ${String(e.data.model)}`);
+    expect(new Set(of('sceptic'))).toEqual(new Set(['@code-sceptic strict']));
+    expect(new Set(of('architect'))).toEqual(new Set(['@architect everyday']));
+    expect(new Set(of('documentationWriter'))).toEqual(new Set(['@agent everyday']));
+  });
+
   it('should refuse an unknown workflow and an empty goal, naming what is allowed', async () => {
     const ws = tempDir('a2a-sdlc-bad-');
     const c = capture();

@@ -192,6 +192,23 @@ describe('a2a run --workflow sdlc', () => {
     }
   });
 
+  it('should stop with the run: the workflow goes to IDLE (WORKFLOW_STOPPED) and the run ends cancelled', async () => {
+    const ws = exampleWorkspace();
+    const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ turns: Array<{ delayMs?: number }> }> };
+    for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = 40;
+    const file = workflowFile(ws, { script });
+    const c = capture();
+    const running = main(['run', file, '--workspace', ws, '--run-id', 'stopped', '--no-tree'], c.io);
+    const store = new FileRunStore(ws);
+    await waitFor('the plan review', () => states(safeEvents(store, 'stopped')).includes('PLAN_REVIEW'), 8_000, c.out);
+    const ctl = capture();
+    expect(await main(['stop', 'stopped', '--workspace', ws], ctl.io), ctl.err()).toBe(0);
+    expect(await running).toBe(130);
+    const list = events(ws, 'stopped');
+    expect(list.find((e) => e.type === 'workflow.state' && e.data.state === 'IDLE')?.data).toMatchObject({ code: 'WORKFLOW_STOPPED' });
+    expect((store.read('stopped').summary as RunSummary).workflow).toMatchObject({ status: 'stopped', state: 'IDLE' });
+  });
+
   it("should give each role its agent and profile: a role's own profile, else --model", async () => {
     const ws = exampleWorkspace();
     const file = workflowFile(ws, {

@@ -126,9 +126,10 @@ interface TestCounts {
   total: number | null;
 }
 
+/** The number before `word`, its last occurrence (`Fixed 3 failed tests. Now: 12 passed, 0 failed` → 0 failed). */
 const count = (text: string, word: RegExp): number => {
-  const m = new RegExp(`(\\d+)\\s+${word.source}`, 'i').exec(text);
-  return m ? Number(m[1]) : 0;
+  const m = lastMatch(text, new RegExp(`(\\d+)\\s+${word.source}`, 'gi'));
+  return m ? Number(m) : 0;
 };
 
 /**
@@ -137,18 +138,32 @@ const count = (text: string, word: RegExp): number => {
  * (`2 passing`, `1 failing`), and a bare `N passed, M failed` otherwise.
  */
 export function parseTestCounts(content: string): TestCounts | null {
-  const jest = /^\s*Tests:\s+(.+)$/m.exec(content)?.[1];
-  if (jest) return { passed: count(jest, /passed/), failed: count(jest, /failed/), skipped: count(jest, /(?:skipped|todo)/), total: /(\d+)\s+total/.exec(jest) ? Number(/(\d+)\s+total/.exec(jest)![1]) : null };
-  const vitest = /^\s*Tests\s{2,}(.+)$/m.exec(content)?.[1];
-  if (vitest) return { passed: count(vitest, /passed/), failed: count(vitest, /failed/), skipped: count(vitest, /(?:skipped|todo)/), total: /\((\d+)\)/.exec(vitest) ? Number(/\((\d+)\)/.exec(vitest)![1]) : null };
+  // a suite or file that failed to run (a syntax error, a crash in setup) is a failure even when
+  // every test that ran passed: jest's `Test Suites: 1 failed`, vitest's `Test Files  1 failed`
+  const brokenSuites = count(lastMatch(content, /^\s*Test Suites:\s+(.+)$/gm) ?? '', /failed/) + count(lastMatch(content, /^\s*Test Files\s{2,}(.+)$/gm) ?? '', /failed/);
+  const withSuites = (c: TestCounts): TestCounts => (brokenSuites > 0 && c.failed === 0 ? { ...c, failed: brokenSuites } : c);
+  // the last summary wins: a report may quote an earlier run before the final one
+  const jest = lastMatch(content, /^\s*Tests:\s+(.+)$/gm);
+  if (jest) return withSuites({ passed: count(jest, /passed/), failed: count(jest, /failed/), skipped: count(jest, /(?:skipped|todo)/), total: /(\d+)\s+total/.exec(jest) ? Number(/(\d+)\s+total/.exec(jest)![1]) : null });
+  const vitest = lastMatch(content, /^\s*Tests\s{2,}(.+)$/gm);
+  if (vitest) return withSuites({ passed: count(vitest, /passed/), failed: count(vitest, /failed/), skipped: count(vitest, /(?:skipped|todo)/), total: /\((\d+)\)/.exec(vitest) ? Number(/\((\d+)\)/.exec(vitest)![1]) : null });
   const node = (word: string) => new RegExp(`^\\s*(?:#|ℹ)\\s*${word}\\s+(\\d+)\\s*$`, 'm').exec(content)?.[1];
   if (node('pass') !== undefined || node('fail') !== undefined) {
     const total = node('tests');
     return { passed: Number(node('pass') ?? 0), failed: Number(node('fail') ?? 0), skipped: Number(node('skipped') ?? 0) + Number(node('todo') ?? 0), total: total === undefined ? null : Number(total) };
   }
   if (/^\s*\d+\s+(?:passing|failing)\b/m.test(content)) return { passed: count(content, /passing/), failed: count(content, /failing/), skipped: count(content, /pending/), total: null };
-  if (/\d+\s+(?:passed|failed)\b/i.test(content)) return { passed: count(content, /passed/), failed: count(content, /failed/), skipped: count(content, /skipped/), total: null };
+  // a bare `N passed, M failed`: the last line that says both (or either) is the result
+  const bare = lastMatch(content, /^.*\d+\s+(?:passed|failed)\b.*$/gim);
+  if (bare) return withSuites({ passed: count(bare, /passed/), failed: count(bare, /failed/), skipped: count(bare, /skipped/), total: null });
   return null;
+}
+
+/** The first group (else the whole match) of the last match of a global regex. */
+function lastMatch(text: string, re: RegExp): string | undefined {
+  let last: RegExpExecArray | null = null;
+  for (let m = re.exec(text); m; m = re.exec(text)) last = m;
+  return last ? (last[1] ?? last[0]) : undefined;
 }
 
 /** Lines naming a failure: `✗ name`, `× name`, `FAIL file`, `not ok 3 - name`, `1) name` of mocha. */

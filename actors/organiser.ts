@@ -38,13 +38,30 @@ function changedFiles(r: SubTaskResult | null): string[] {
 }
 
 export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock }) {
-  return fromPromise<RecordOutput, RecordInput>(async ({ input }) => {
+  // A phase stopped (PAUSE) and entered again (RESUME) invokes the recorder again while the first
+  // one may still be writing: the same step's recording is shared, never run twice at once.
+  const inFlight = new Map<string, Promise<RecordOutput>>();
+  return fromPromise<RecordOutput, RecordInput>(({ input }) => {
+    const key = `${input.runId}:${input.state}:${input.round}`;
+    let running = inFlight.get(key);
+    if (!running) {
+      running = record(o, input).finally(() => inFlight.delete(key));
+      inFlight.set(key, running);
+    }
+    return running;
+  });
+}
+
+async function record(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock }, input: RecordInput): Promise<RecordOutput> {
+  {
     if (!o.artifacts) throw new A2AError('CONFIGURATION_INVALID', 'this run has no artifact store: the workflow needs one (a2a run gives every run one)');
     const store = o.artifacts(input.runId);
     const type: ArtifactType = STEP_ARTIFACT[input.state];
     const before = await store.list({ includeArchived: true });
     let created = 0;
     const mine: ArtifactMeta[] = [];
+    /** Each recorded artifact's outcome (same order as `mine`). */
+    const from: TaskOutcome[] = [];
     const files = new Set<string>();
     for (const outcome of input.outcomes) {
       if (outcome.state !== 'succeeded') continue;
@@ -64,14 +81,16 @@ export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactSto
       }
       created++;
       mine.push(artifact);
+      from.push(outcome);
       for (const f of [...artifact.summary.filesAffected, ...changedFiles(outcome.result)]) files.add(f);
     }
 
     let verdict: RecordOutput['verdict'] = null;
     let issuesFound = 0;
     if (REVIEW_STEPS.includes(input.state)) {
-      const verdicts = input.outcomes.map((t) => (t.result ? reviewVerdict(t.result).approved : false));
-      const approved = verdicts.length > 0 && verdicts.every(Boolean);
+      // every reviewer must approve (a reviewer that failed approves nothing)
+      const verdicts = from.map((t) => (t.result ? reviewVerdict(t.result).approved : false));
+      const approved = verdicts.length === input.outcomes.length && verdicts.length > 0 && verdicts.every(Boolean);
       verdict = approved ? 'approved' : 'needs_revision';
       for (const [i, review] of mine.entries()) {
         const ok = verdicts[i] ?? false;
@@ -104,7 +123,7 @@ export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactSto
       issuesFound,
       at: o.clock.now(),
     };
-  });
+  }
 }
 
 const ORGANISER_SYSTEM = [

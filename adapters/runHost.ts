@@ -271,11 +271,11 @@ export function handleControl(
 }
 
 /** The workflow child of a workflow run, as far as these commands need it. */
-function workflowOf(root: AnyActorRef): { value: unknown; refusals: number; lastState: string } | null {
+function workflowOf(root: AnyActorRef): { value: unknown; refusals: number; lastState: string; workerFailed: boolean } | null {
   const child = (root.getSnapshot() as { children: Record<string, AnyActorRef | undefined> }).children.workflow;
   if (!child) return null;
-  const snap = child.getSnapshot() as { value: unknown; context: { refusals: number; history: string[] } };
-  return { value: snap.value, refusals: snap.context.refusals, lastState: snap.context.history.at(-1) ?? 'IDLE' };
+  const snap = child.getSnapshot() as { value: unknown; context: { refusals: number; history: string[]; error: { cause: string } | null } };
+  return { value: snap.value, refusals: snap.context.refusals, lastState: snap.context.history.at(-1) ?? 'IDLE', workerFailed: snap.context.error?.cause === 'task' };
 }
 
 /**
@@ -297,7 +297,13 @@ function controlRun(
     root.send({ type: 'WORKFLOW_COMMAND', command: { type, by: request.by } });
     const after = workflowOf(root)!;
     if (after.refusals > before.refusals) {
-      return { ok: false, error: `INVALID_STATE_TRANSITION: ${type} is not allowed while the workflow is ${before.lastState}${type === 'RETRY' ? ' (retry runs again a step that failed: the workflow must be in ERROR)' : ''}` };
+      const hint =
+        type === 'RETRY'
+          ? ' (retry runs again a step that failed: the workflow must be in ERROR)'
+          : type === 'RESUME' && before.workerFailed
+            ? ' (a worker of the step failed, and resuming would fail it again: a2a retry runs the step again)'
+            : '';
+      return { ok: false, error: `INVALID_STATE_TRANSITION: ${type} is not allowed while the workflow is ${before.lastState}${hint}` };
     }
   } else if (request.command === 'retry') {
     return { ok: false, error: `INVALID_STATE_TRANSITION: retry needs a workflow in ERROR; this run ${ended ? 'has a workflow that ended' : 'has no workflow'}` };

@@ -103,8 +103,10 @@ export function allowedTargets(state: WorkingState): WorkflowState[] {
  * Where a decision leads from `state`: a state, `wait`, or null when the chart does not allow it
  * (refused with INVALID_STATE_TRANSITION, never applied).
  */
-export function resolveDecision(state: WorkingState, decision: WorkflowDecision): WorkflowState | 'wait' | null {
+export function resolveDecision(state: WorkingState, decision: WorkflowDecision, verdict: StepVerdict = null): WorkflowState | 'wait' | null {
   const n = NEXT[state];
+  // a review that asked for changes, or tests that failed, cannot be moved past: only back
+  if (blocked(state, verdict) && decision.action !== 'wait' && decision.action !== 'request_revision' && !(decision.action === 'transition' && decision.nextState === n.revise)) return null;
   switch (decision.action) {
     case 'wait':
       return 'wait';
@@ -117,9 +119,20 @@ export function resolveDecision(state: WorkingState, decision: WorkflowDecision)
   }
 }
 
+/** What a review or test step found (null for the other steps). */
+export type StepVerdict = 'approved' | 'needs_revision' | 'passed' | 'failed' | null;
+
+/** A step whose verdict sends the work back: a review that asked for changes, tests that failed. */
+export function blocked(state: WorkingState, verdict: StepVerdict): boolean {
+  return NEXT[state].revise !== undefined && (verdict === 'needs_revision' || verdict === 'failed');
+}
+
 /** Why a decision is refused, for the event and the organiser's next attempt. */
-export function refusalReason(state: WorkingState, decision: WorkflowDecision): string {
+export function refusalReason(state: WorkingState, decision: WorkflowDecision, verdict: StepVerdict = null): string {
   const allowed = allowedTargets(state);
+  if (blocked(state, verdict)) {
+    return `${verdict === 'failed' ? 'the tests failed' : 'the review asked for changes'}: ${state} can only go back to ${NEXT[state].revise} (request_revision)`;
+  }
   if (decision.action === 'request_revision') return `request_revision is not possible in ${state}: it leads to ${allowed.join(' or ')}`;
   if (decision.action === 'transition' && !decision.nextState) return `transition needs nextState (one of ${allowed.join(', ')})`;
   return `${state} cannot go to ${decision.nextState ?? '?'}: allowed next states are ${allowed.join(', ')}`;

@@ -139,7 +139,7 @@ interface SdlcContext {
   history: WorkflowState[];
   distribution: WorkDistribution | null;
   refused: string | null;
-  error: { state: WorkingState; reason: string } | null;
+  error: { state: WorkingState; reason: string; cause: 'task' | 'record' | 'exhausted' | 'strikes' } | null;
   tally: Tally;
   /** Events refused as not allowed in the state they came in (INVALID_STATE_TRANSITION). */
   refusals: number;
@@ -198,7 +198,7 @@ export function organiserView(c: SdlcContext): OrganiserView {
 }
 
 type Decided = { type: 'xstate.done.actor.decide'; output: DecideOutput };
-const decidedTarget = (c: SdlcContext, e: SdlcEvent) => (e.type === 'xstate.done.actor.decide' ? resolveDecision(c.step.state!, (e as Decided).output.decision) : null);
+const decidedTarget = (c: SdlcContext, e: SdlcEvent) => (e.type === 'xstate.done.actor.decide' ? resolveDecision(c.step.state!, (e as Decided).output.decision, c.step.verdict) : null);
 
 /** Revision rounds left for a step that leads to PLAN_REVISION or CODE_FIXING. */
 function roundsLeft(c: SdlcContext, target: WorkflowState): boolean {
@@ -309,6 +309,7 @@ export const sdlcWorkflowMachine = setup({
     decidedToWait: ({ context, event }) => decidedTarget(context, event) === 'wait',
     strikesLeft: ({ context }) => context.strikes < context.settings.maxWaits,
     failedIn: ({ context }, params: { state: WorkingState }) => context.error?.state === params.state,
+    workerFailed: ({ context }) => context.error?.cause === 'task',
   },
   actions: {
     start: enqueueActions(({ enqueue }) => {
@@ -356,10 +357,10 @@ export const sdlcWorkflowMachine = setup({
         issuesFixed: context.tally.issuesFixed + (fixing ? context.tally.open : 0),
         open: fixing ? 0 : context.tally.open + verdictIssues,
       };
-      const ids = new Set(r.artifacts.map((a) => a.id));
       const stepArtifacts = r.artifacts.filter((a) => !context.artifacts.some((b) => b.id === a.id && b.version === a.version)).map((a) => a.id);
       return {
-        artifacts: [...context.artifacts.filter((a) => !ids.has(a.id)), ...r.artifacts].slice(-MAX_ARTIFACTS),
+        // the store's view is the truth: archived artifacts leave the organiser's context
+        artifacts: r.artifacts.slice(-MAX_ARTIFACTS),
         step: { ...context.step, artifacts: stepArtifacts, files: r.files, verdict: r.verdict },
         tally,
         lastAt: Math.max(context.lastAt, r.at),
@@ -375,7 +376,7 @@ export const sdlcWorkflowMachine = setup({
     refuseDecision: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'xstate.done.actor.decide') return;
       const state = context.step.state!;
-      const reason = refusalReason(state, event.output.decision);
+      const reason = refusalReason(state, event.output.decision, context.step.verdict);
       enqueue.assign({ refused: reason, refusals: context.refusals + 1 });
       enqueue.sendParent(announce({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', state, decision: event.output.decision, reason } }));
     }),
@@ -401,7 +402,7 @@ export const sdlcWorkflowMachine = setup({
       } else {
         reason = `the organiser gave no usable decision ${context.strikes + 1} times in a row${context.refused ? ` (last: ${context.refused})` : ''}`;
       }
-      enqueue.assign({ error: { state, reason }, history: push(context.history, 'ERROR') });
+      enqueue.assign({ error: { state, reason, cause: params.why }, history: push(context.history, 'ERROR') });
       enqueue.sendParent(announce({ type: 'workflow.state', data: { state: 'ERROR', from: state, reason } }));
       if (context.settings.onError === 'stop') {
         enqueue.sendParent({ type: 'WORKFLOW_ENDED', status: 'failed', state: 'ERROR', reason, completion: null } satisfies SdlcToParent);
@@ -437,7 +438,8 @@ export const sdlcWorkflowMachine = setup({
     refuse: enqueueActions(({ context, event, enqueue }) => {
       const where = workflowStateOf(context);
       enqueue.assign({ refusals: context.refusals + 1 });
-      enqueue.sendParent(announce({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', event: event.type, state: where, reason: `${event.type} is not allowed in ${where}` } }));
+      const why = event.type === 'RESUME' && where === 'ERROR' && context.error?.cause === 'task' ? `: a worker of ${context.error.state} failed and would fail it again; RETRY runs the step again` : '';
+      enqueue.sendParent(announce({ type: 'workflow.refused', data: { code: 'INVALID_STATE_TRANSITION', event: event.type, state: where, reason: `${event.type} is not allowed in ${where}${why}` } }));
     }),
   },
 }).createMachine({
@@ -493,7 +495,8 @@ export const sdlcWorkflowMachine = setup({
     ERROR: {
       on: {
         RETRY: WORKING_STATES.map((state) => ({ guard: { type: 'failedIn' as const, params: { state } }, target: `active.${state}`, actions: ['retry', { type: 'beginStep' as const, params: { state, retry: true } }] })),
-        RESUME: { target: 'active.hist', actions: 'resumed' },
+        // a worker that failed would fail the step again where it was: that needs RETRY
+        RESUME: [{ guard: 'workerFailed', actions: 'refuse' }, { target: 'active.hist', actions: 'resumed' }],
         STOP: { target: 'IDLE', actions: 'stopped' },
       },
     },

@@ -792,11 +792,11 @@ const sdlcInput: SdlcInput = {
 
 interface SdlcView {
   history: string[];
-  step: { state: WorkingState | null; tasks: Record<string, TaskOutcome | null> };
+  step: { state: WorkingState | null; tasks: Record<string, TaskOutcome | null>; verdict: string | null };
   entries: Partial<Record<WorkingState, number>>;
   strikes: number;
   refusals: number;
-  error: { state: WorkingState } | null;
+  error: { state: WorkingState; cause: string } | null;
   settings: SdlcInput['settings'];
 }
 
@@ -819,8 +819,12 @@ const sdlcModel: MachineModel = {
       const outcome = (ok: boolean): TaskOutcome => ({ taskId, role: 'r', workerId: `w-${taskId}`, state: ok ? 'succeeded' : 'failed', result: { taskId: `w-${taskId}`, status: ok ? 'success' : 'failed', output: 'done' } as TaskOutcome['result'] });
       events.push({ type: 'TASK_SETTLED', outcome: outcome(true) }, { type: 'TASK_SETTLED', outcome: outcome(false) });
     }
+    const recorded = (verdict: string | null) => ({ type: 'xstate.done.actor.recordStep', output: { artifacts: [], created: 1, verdict, files: ['a.js'], linesOfCode: 3, issuesFound: 1, at: 5 } });
+    // what the step found: nothing to judge, or (reviews, tests) a verdict that holds the work back
+    events.push(recorded(null));
+    if (c.step.state === 'PLAN_REVIEW' || c.step.state === 'CODE_REVIEW') events.push(recorded('approved'), recorded('needs_revision'));
+    if (c.step.state === 'TESTING') events.push(recorded('passed'), recorded('failed'));
     events.push(
-      { type: 'xstate.done.actor.recordStep', output: { artifacts: [], created: 1, verdict: null, files: ['a.js'], linesOfCode: 3, issuesFound: 1, at: 5 } },
       { type: 'xstate.error.actor.recordStep', error: new Error('store down') },
       { type: 'xstate.error.actor.decide', error: new Error('no decision') },
     );
@@ -836,7 +840,7 @@ const sdlcModel: MachineModel = {
   serialize: (s) => {
     const c = s.context as SdlcView;
     const pending = Object.values(c.step.tasks).filter((t) => t === null).length;
-    return JSON.stringify({ v: s.value, st: c.step.state, r: c.entries.PLAN_REVISION ?? 0, f: c.entries.CODE_FIXING ?? 0, s: c.strikes, p: pending, e: c.error?.state ?? null });
+    return JSON.stringify({ v: s.value, st: c.step.state, r: c.entries.PLAN_REVISION ?? 0, f: c.entries.CODE_FIXING ?? 0, s: c.strikes, p: pending, e: c.error?.state ?? null, ec: c.error?.cause ?? null, vd: c.step.verdict });
   },
   invariants: (step) => {
     const before = step.before.context as SdlcView;
@@ -858,6 +862,12 @@ const sdlcModel: MachineModel = {
     if (!command && after.refusals !== before.refusals && step.event.type !== 'xstate.done.actor.decide') fail(step, 'refused something that is not a command');
     // resuming lands in the step it left
     if (step.event.type === 'RESUME' && after.refusals === before.refusals && step.after.value !== 'ERROR' && activeStep(step.after.value) !== after.step.state) fail(step, 'resumed somewhere else');
+    // a review that asked for changes, or failed tests, never move the work forward
+    if (step.event.type === 'xstate.done.actor.decide' && (before.step.verdict === 'needs_revision' || before.step.verdict === 'failed')) {
+      const to = activeStep(step.after.value) ?? String(step.after.value);
+      const back = before.step.state === 'TESTING' ? 'CODE_FIXING' : before.step.state === 'PLAN_REVIEW' ? 'PLAN_REVISION' : 'CODE_FIXING';
+      if (to !== before.step.state && to !== back && to !== 'ERROR') fail(step, `${before.step.state} went on to ${to} although its verdict was ${before.step.verdict}`);
+    }
     const ended = step.sent.filter((x) => x.event.type === 'WORKFLOW_ENDED');
     if (step.after.value === 'COMPLETED' && step.before.value !== 'COMPLETED' && ended.length !== 1) fail(step, 'completed without telling the orchestrator');
     if (step.after.value === 'IDLE' && step.before.value !== 'IDLE' && ended.length !== 1) fail(step, 'stopped without telling the orchestrator');

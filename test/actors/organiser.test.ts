@@ -3,7 +3,7 @@
  * artifacts, not their size; its decisions are parsed with their schemas.
  */
 import { describe, expect, it } from 'vitest';
-import { ArtifactStore } from '../../actors/artifacts.js';
+import { ArtifactStore, parseTestCounts } from '../../actors/artifacts.js';
 import { createDecide, organiserPrompt } from '../../actors/organiser.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import type { OrganiserView } from '../../machines/sdlcWorkflow.machine.js';
@@ -51,5 +51,14 @@ describe('the organiser', () => {
     const actor = createActor(createDecide({ model, clock: clock as never }), { input: view([]) });
     actor.start();
     await expect(toPromise(actor)).rejects.toThrow(/workflow_decision is invalid: action: .*approve.*request_revision/);
+  });
+
+  it('should read test results as failed when a suite failed to run, and take the last summary', () => {
+    const failed = (text: string) => parseTestCounts(text)?.failed;
+    expect(failed('Test Suites: 1 failed, 1 total\nTests:       10 passed, 10 total')).toBe(1);
+    expect(failed(' Test Files  1 failed | 1 passed (2)\n      Tests  5 passed (5)')).toBe(1);
+    expect(failed('Fixed 3 failed tests. Now: 12 passed, 0 failed')).toBe(0);
+    expect(failed('first run: 1 passed, 2 failed\nafter the fix: 3 passed, 0 failed')).toBe(0);
+    expect(failed('# pass 2\n# fail 1')).toBe(1);
   });
 });

@@ -227,6 +227,28 @@ describe('a2a run --workflow sdlc', () => {
     expect(new Set(of('documentationWriter'))).toEqual(new Set(['@agent everyday']));
   });
 
+  it('should refuse to approve past a review that asked for changes, and ask the organiser again', async () => {
+    const ws = exampleWorkspace();
+    const example = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: unknown[] };
+    const decide = (action: string) => ({ toolCalls: [{ name: 'workflow_decision', arguments: { action, reasoning: 'my call' } }] });
+    const script = {
+      rules: [
+        { agent: 'organiser', prompt: 'could not be used: the review asked for changes', turns: [decide('request_revision')] },
+        // an organiser that waves a rejected plan through
+        { agent: 'organiser', prompt: 'in state PLAN_REVIEW .*after: .*needs_revision', turns: [decide('approve')] },
+        ...example.rules,
+      ],
+    };
+    const file = workflowFile(ws, { script });
+    const c = capture();
+    expect(await main(['run', file, '--workspace', ws, '--run-id', 'verdict', '--no-tree'], c.io), c.err()).toBe(0);
+    const list = events(ws, 'verdict');
+    const refused = list.filter((e) => e.type === 'workflow.refused').map((e) => e.data.reason);
+    expect(refused).toEqual(['the review asked for changes: PLAN_REVIEW can only go back to PLAN_REVISION (request_revision)']);
+    expect(states(list).slice(0, 3)).toEqual(['PLANNING', 'PLAN_REVIEW', 'PLAN_REVISION']);
+    expect(states(list).at(-1)).toBe('COMPLETED');
+  });
+
   it('should refuse an unknown workflow and an empty goal, naming what is allowed', async () => {
     const ws = tempDir('a2a-sdlc-bad-');
     const c = capture();

@@ -12,11 +12,12 @@
  */
 import { fromPromise } from 'xstate';
 import { z } from 'zod';
-import type { Clock, Model } from '../machines/ports.js';
+import type { Clock, EventSink, Model } from '../machines/ports.js';
+import type { CostControl } from './agentLoop.js';
 import { WorkDistribution, WorkflowDecision, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol.js';
 import { reviewVerdict } from '../machines/orchestrator.machine.js';
 import type { DecideOutput, OrganiserView, RecordInput, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
-import { STEP_ARTIFACT, type TaskOutcome, type WorkingState } from '../machines/sdlcSteps.js';
+import { STEP_ARTIFACT, type OrganiserArtifact, type TaskOutcome, type WorkingState } from '../machines/sdlcSteps.js';
 import { parseTestCounts, type ArtifactStore } from './artifacts.js';
 import { A2AError, inlineIssues } from './errors.js';
 
@@ -155,26 +156,40 @@ function withoutSchemaKey(schema: Record<string, unknown>): Record<string, unkno
  * The organiser's prompt. Its first line names the state and this step's artifacts with their
  * statuses, so that a person (or a scripted model) can tell the situation at a glance.
  */
+/** Bounds of the organiser's prompt: besides the seed's counts, a size per part (a verbose worker cannot flood it). */
+const PROMPT = { goal: 4_000, detailed: 10, brief: 200, statuses: 50, files: 100 } as const;
+const clipText = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
 export function organiserPrompt(view: OrganiserView): string {
   const stepArtifacts = view.artifacts.filter((a) => view.stepArtifacts.includes(a.id));
+  // the newest artifacts in full summary; older ones by their brief alone, shortened
+  const detailedFrom = Math.max(0, view.artifacts.length - PROMPT.detailed);
+  const artifactLine = (a: OrganiserArtifact, i: number) =>
+    i >= detailedFrom
+      ? `- ${a.id} v${a.version} ${a.type} [${a.status}] by ${a.producerRole}: ${a.brief}${a.keyPoints.length ? ` (${a.keyPoints.join('; ')})` : ''}${a.metrics ? ` ${JSON.stringify(a.metrics)}` : ''}`
+      : `- ${a.id} v${a.version} ${a.type} [${a.status}] by ${a.producerRole}: ${clipText(a.brief, PROMPT.brief)}`;
+  const files = view.distribute?.files ?? [];
   const headline = `Decide the next step of the workflow in state ${view.workflowState} (round ${view.round}) after: ${stepArtifacts.map((a) => `${a.id} v${a.version} ${a.type} ${a.status}`).join(', ') || 'nothing new'}.`;
   const lines = [
     headline,
     '',
-    `User task: ${view.userTask}`,
+    `User task: ${clipText(view.userTask, PROMPT.goal)}`,
     `Allowed next states: ${view.allowed.join(', ')}`,
     `Rounds: plan revisions ${view.rounds.planRevisions} of ${view.rounds.maxPlanRevisions}, code fixing ${view.rounds.fixRounds} of ${view.rounds.maxFixRounds}`,
     `History: ${view.workflowHistory.join(' → ')}`,
     '',
     'Artifacts (summaries):',
-    ...view.artifacts.map((a) => `- ${a.id} v${a.version} ${a.type} [${a.status}] by ${a.producerRole}: ${a.brief}${a.keyPoints.length ? ` (${a.keyPoints.join('; ')})` : ''}${a.metrics ? ` ${JSON.stringify(a.metrics)}` : ''}`),
+    ...view.artifacts.map(artifactLine),
     '',
     'Agents:',
-    ...view.agentStatuses.map((s) => `- ${s.role} (${s.taskId}): ${s.status}`),
+    ...view.agentStatuses.slice(-PROMPT.statuses).map((s) => `- ${s.role} (${s.taskId}): ${s.status}`),
     'To-do:',
     ...view.todoList.map((t) => `- ${t.id}: ${t.description} [${t.status}]`),
   ];
-  if (view.distribute) lines.push('', `Files to distribute (${view.distribute.secondaryCoders} secondary coders at most): ${view.distribute.files.join(', ') || '(none listed)'}`);
+  if (view.distribute) {
+    const named = files.slice(0, PROMPT.files).join(', ') + (files.length > PROMPT.files ? ` and ${files.length - PROMPT.files} more` : '');
+    lines.push('', `Files to distribute (${view.distribute.secondaryCoders} secondary coders at most): ${named || '(none listed)'}`);
+  }
   if (view.refused) lines.push('', `Your previous answer could not be used: ${view.refused}`);
   return lines.join('\n');
 }
@@ -187,12 +202,20 @@ function parseCall<T>(schema: z.ZodType<T>, name: string, args: unknown): T {
   return parsed.data;
 }
 
-export function createDecide(o: { model: Model | null; clock: Clock }) {
-  return fromPromise<DecideOutput, OrganiserView>(async ({ input, signal }) => {
+export function createDecide(o: { model: Model | null; modelName?: string; clock: Clock; events?: EventSink; costs?: CostControl }) {
+  return fromPromise<DecideOutput, OrganiserView & { runId: string }>(async ({ input, signal }) => {
     if (!o.model) throw new A2AError('CONFIGURATION_INVALID', 'no organiser model is configured (workflow.organiser.profile, or the default profile)');
     const content = organiserPrompt(input);
     const tools = [DECISION_TOOL, ...(input.distribute ? [DISTRIBUTION_TOOL] : [])];
     const reply = await o.model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal });
+    // priced and counted like every agent's call (the run's usage and cost include the organiser)
+    const costUsd = o.costs?.ledger.record({ sessionId: 'organiser', workerId: `${input.runId}.organiser`, model: o.modelName ?? o.model.id, usage: reply.usage });
+    o.events?.emit({
+      type: 'model.called',
+      subTaskId: 'organiser',
+      agentType: ORGANISER_AGENT.raw,
+      data: { turn: input.round, text: reply.text.slice(0, 500), toolCalls: reply.toolCalls.map((c) => c.name), inputTokens: reply.usage.inputTokens, outputTokens: reply.usage.outputTokens, ...(costUsd !== undefined ? { costUsd } : {}) },
+    });
     const decisionCall = reply.toolCalls.find((c) => c.name === 'workflow_decision');
     if (!decisionCall) {
       throw new A2AError('VALIDATION_ERROR', `the organiser answered without a workflow_decision call${reply.text ? ` ("${reply.text.slice(0, 200)}")` : ''}`, { where: 'workflow_decision' });

@@ -37,8 +37,8 @@ export interface RuntimeDeps {
   catalog?: ToolCatalog;
   /** The model the orchestrator answers worker questions with (`orchestrator.questions: model`). */
   orchestratorModel?: Model;
-  /** The organiser's model (workflow runs: `workflow.organiser.profile`); the orchestrator's when absent. */
-  organiserModel?: Model;
+  /** The organiser's model and its name for pricing (workflow runs: `workflow.organiser.profile`); the orchestrator's when absent. */
+  organiserModel?: { model: Model; name: string };
   /** `a2a pause`: each run's agents wait before their next model call while its gate is closed. */
   pauses?: PauseGates;
   /** Where the inbox journals arrivals and handled ids (the file store). */
@@ -205,7 +205,13 @@ export function createRuntime(deps: RuntimeDeps) {
   const sdlcWorkflow = sdlcWorkflowMachine.provide({
     actors: {
       recordStep: createRecordStep({ artifacts: deps.artifacts ?? null, clock: deps.clock }),
-      decide: createDecide({ model: deps.organiserModel ?? orchestratorModel, clock: deps.clock }),
+      decide: createDecide({
+        model: deps.organiserModel?.model ?? orchestratorModel,
+        modelName: deps.organiserModel?.name ?? orchestratorModel?.id ?? 'unknown',
+        clock: deps.clock,
+        events: deps.events,
+        ...(deps.costs ? { costs: deps.costs } : {}),
+      }),
     },
   });
   const orchestrator = orchestratorMachine.provide({

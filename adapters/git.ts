@@ -164,7 +164,10 @@ export async function seedRepository(template: string, prefix: string): Promise<
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  await cp(template, dir, { recursive: true });
+  // the files only: no git directory of the template's (its config and hooks), no symlinks (out of it)
+  const { lstatSync } = await import('node:fs');
+  const { basename } = await import('node:path');
+  await cp(template, dir, { recursive: true, filter: (source) => basename(source) !== '.git' && !lstatSync(source).isSymbolicLink() });
   const steps = [['init', '-q', '-b', 'main'], ['add', '-A'], ['-c', `user.name=${FALLBACK_IDENTITY.name}`, '-c', `user.email=${FALLBACK_IDENTITY.email}`, 'commit', '-q', '-m', `copy of ${template}`]];
   for (const args of steps) {
     const r = await exec(dir, args);

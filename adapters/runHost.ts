@@ -313,7 +313,7 @@ function controlRun(
     const closed = gate?.close(request.by, now) ?? false;
     if (!before && !closed) return { ok: false, error: `WORKFLOW_PAUSED: the run is already paused (by ${gate?.paused?.by ?? '?'})` };
     hooks.onPause?.(gate?.paused ?? { by: request.by, at: now }, request.by);
-    return { ok: true, message: before ? `paused: the workflow stops after its current step's workers; agents finish their current model call and wait (a2a resume)` : 'paused: agents finish their current model call and wait (a2a resume)' };
+    return { ok: true, message: before ? 'paused: the workflow starts no new step; agents finish their current model call and wait (a2a resume)' : 'paused: agents finish their current model call and wait (a2a resume)' };
   }
   if (request.command === 'unpause') {
     const opened = gate?.open() ?? false;

@@ -57,6 +57,6 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
   const orchestratorModel: Model = pool.resolve({ agent: { raw: '@orchestrator', backend: 'default', agentName: 'orchestrator' } }).model;
   // the organiser of workflow runs: its own profile, else what the agent assignment says
   const organiserProfile = config.workflow.organiser.profile;
-  const organiserModel: Model = pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, ...(organiserProfile ? { override: organiserProfile } : {}) }).model;
-  return { pool, resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel };
+  const organiser = pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, ...(organiserProfile ? { override: organiserProfile } : {}) });
+  return { pool, resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel: { model: organiser.model as Model, name: organiser.resolved.profile.model } };
 }

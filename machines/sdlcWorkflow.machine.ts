@@ -11,7 +11,7 @@
  * INVALID_STATE_TRANSITION and the organiser is asked again). Revision and fixing rounds are
  * bounded; running out, a failed worker, or an organiser that keeps failing ends in ERROR.
  *
- * PAUSE from any working state (or ERROR) keeps the exact phase in a deep history state; RESUME
+ * PAUSE from any working state keeps the exact phase in a deep history state; RESUME
  * goes back there, and results that arrived meanwhile are not lost. ERROR offers RETRY (the step
  * again, from its start) and RESUME (the phase it failed in). STOP goes to IDLE (WORKFLOW_STOPPED).
  * An event the current state does not take is refused with INVALID_STATE_TRANSITION, never applied.
@@ -266,7 +266,7 @@ function step(state: WorkingState) {
         invoke: {
           id: 'decide',
           src: 'decide' as const,
-          input: ({ context }: { context: SdlcContext }) => organiserView(context),
+          input: ({ context }: { context: SdlcContext }) => ({ ...organiserView(context), runId: context.runId }),
           onDone: decisionTransitions(state),
           onError: [
             { guard: 'strikesLeft', target: 'deciding', reenter: true, actions: ['organiserFailed', 'strike'] },
@@ -294,7 +294,7 @@ export const sdlcWorkflowMachine = setup({
     recordStep: fromPromise<RecordOutput, RecordInput>(async () => {
       throw new Error('the artifact store is not provided: build the machines with createRuntime()');
     }),
-    decide: fromPromise<DecideOutput, OrganiserView>(async () => {
+    decide: fromPromise<DecideOutput, OrganiserView & { runId: string }>(async () => {
       throw new Error('no organiser model is provided: build the machines with createRuntime()');
     }),
   },

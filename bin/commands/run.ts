@@ -3,7 +3,7 @@
  * in-process actors, the file store under .a2a/, the scripted model.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { secrets } from '../../actors/secrets.js';
@@ -197,7 +197,13 @@ function templateDir(baseDir: string, given: string, source: string): string {
     throw new A2AError('VALIDATION_ERROR', `${source}: workspace: "${given}" must name a directory inside ${baseDir} (relative, no ".."): the run works on a copy of it`, { where: 'workspace' });
   }
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new A2AError('VALIDATION_ERROR', `${source}: workspace: ${dir} is not a directory`, { where: 'workspace' });
-  return dir;
+  // a symlink may not lead out either
+  const real = realpathSync(dir);
+  const realInside = relative(realpathSync(baseDir), real);
+  if (realInside === '' || realInside.startsWith('..') || isAbsolute(realInside)) {
+    throw new A2AError('VALIDATION_ERROR', `${source}: workspace: "${given}" leads to ${real}, outside ${baseDir}`, { where: 'workspace' });
+  }
+  return real;
 }
 
 /** Every role of the workflow with its agent and profile; errors name the file and field. */
@@ -283,8 +289,8 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   // model clients by profile (the scripted model unless profiles say otherwise), priced per call
   const { resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel: organiserOwn, pool } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
   // --model: the organiser too, unless it has a profile of its own
-  const organiserModel =
-    effective.model && !p.config.workflow.organiser.profile ? pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, override: effective.model }).model : organiserOwn;
+  const organiserResolved = effective.model && !p.config.workflow.organiser.profile ? pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, override: effective.model }) : null;
+  const organiserModel = organiserResolved ? { model: organiserResolved.model, name: organiserResolved.resolved.profile.model } : organiserOwn;
   if (resuming) {
     // the spending before the kill counts against the budgets (as far as the event log has it)
     for (const e of logged) {
@@ -487,12 +493,16 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       const handle = startRun(runtime, resuming?.checkpoint ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : orchestrated, { clock: realClock, ...inspect });
       root = handle.actor;
       stop = handle.stop;
-      if (resuming?.record.paused && transport) announcePause(resuming.record.paused, resuming.record.paused.by);
-      if (resuming?.record.paused) {
-        // paused when it was killed: its workflow too, if its last checkpoint was taken before the pause
+      if (resuming) {
+        // the run's record says whether it is paused; its checkpoint may be older than the last
+        // pause or resume: the workflow is brought in line, and the hosts are told again
+        const paused = resuming.record.paused ?? null;
+        if (transport) announcePause(paused, paused?.by ?? 'resume');
         const workflow = (handle.actor.getSnapshot() as { children: Record<string, { getSnapshot(): { value: unknown } } | undefined> }).children.workflow;
-        if (workflow && typeof workflow.getSnapshot().value === 'object') handle.actor.send({ type: 'WORKFLOW_COMMAND', command: { type: 'PAUSE', by: resuming.record.paused.by } });
-        bus.emit({ type: 'run.paused', planId, data: { by: resuming.record.paused.by, restored: true } });
+        const value = workflow?.getSnapshot().value;
+        if (paused && typeof value === 'object') handle.actor.send({ type: 'WORKFLOW_COMMAND', command: { type: 'PAUSE', by: paused.by } });
+        if (!paused && value === 'PAUSED') handle.actor.send({ type: 'WORKFLOW_COMMAND', command: { type: 'RESUME', by: 'resume' } });
+        if (paused) bus.emit({ type: 'run.paused', planId, data: { by: paused.by, restored: true } });
       }
       checkpointer = new Checkpointer(handle.actor, store, runId, journal, {
         onError: (error) => io.stderr.write(`a2a: checkpoint failed: ${error.message}\n`),

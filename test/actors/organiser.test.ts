@@ -48,7 +48,7 @@ describe('the organiser', () => {
 
   it('should refuse a decision that does not match its schema, naming the field', async () => {
     const model: Model = { id: 'm', call: async () => ({ text: '', toolCalls: [{ id: 'c1', name: 'workflow_decision', arguments: { action: 'celebrate', reasoning: 'done' } }], usage: { inputTokens: 1, outputTokens: 1 }, stopReason: 'tool_use' }) } as unknown as Model;
-    const actor = createActor(createDecide({ model, clock: clock as never }), { input: view([]) });
+    const actor = createActor(createDecide({ model, clock: clock as never }), { input: { ...view([]), runId: 'r1' } });
     actor.start();
     await expect(toPromise(actor)).rejects.toThrow(/workflow_decision is invalid: action: .*approve.*request_revision/);
   });
@@ -60,5 +60,21 @@ describe('the organiser', () => {
     expect(failed('Fixed 3 failed tests. Now: 12 passed, 0 failed')).toBe(0);
     expect(failed('first run: 1 passed, 2 failed\nafter the fix: 3 passed, 0 failed')).toBe(0);
     expect(failed('# pass 2\n# fail 1')).toBe(1);
+  });
+
+  it('should bound the prompt in size, not only in count: 100 verbose artifacts stay under 16k tokens', () => {
+    const verbose = Array.from({ length: 100 }, (_, i) => ({
+      id: `code-${i + 1}`,
+      type: 'code' as const,
+      version: 1,
+      status: 'completed',
+      producerRole: 'secondaryCoder',
+      brief: 'x'.repeat(400),
+      keyPoints: Array.from({ length: 5 }, () => 'y'.repeat(300)),
+      filesAffectedCount: 200,
+    }));
+    const prompt = organiserPrompt({ ...view(verbose), userTask: 'z'.repeat(20_000), agentStatuses: Array.from({ length: 500 }, (_, i) => ({ role: 'r', taskId: `t${i}`, status: 'working' })) });
+    expect(prompt.length / 4).toBeLessThan(16_000);
+    expect(prompt).toContain('code-100 v1 code [completed] by secondaryCoder: ' + 'x'.repeat(400) + ' (');
   });
 });

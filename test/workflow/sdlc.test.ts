@@ -4,7 +4,7 @@
  * who never approves ends in ERROR with the reason), the organiser's decisions checked against the
  * chart, and pause / resume / retry refused where the chart does not allow them.
  */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -184,11 +184,12 @@ describe('a2a run --workflow sdlc', () => {
     expect(execFileSync('git', ['-C', seeded!, 'log', '--oneline'], { encoding: 'utf8' })).toMatch(/copy of /);
     expect(() => new FileRunStore(process.cwd()).read('seeded')).toThrow();
     // the template is a directory beside the file, nothing else
-    for (const workspace of ['..', '/', '../other', 'missing']) {
+    symlinkSync('/etc', join(dir, 'escape'));
+    for (const workspace of ['..', '/', '../other', 'missing', 'escape']) {
       writeFileSync(join(dir, 'workflow.json'), JSON.stringify({ workflow: 'sdlc', goal: 'x', workspace }));
       const bad = capture();
       expect(await main(['run', join(dir, 'workflow.json')], bad.io)).not.toBe(0);
-      expect(bad.err()).toMatch(/workspace: .*(must name a directory inside|is not a directory)/);
+      expect(bad.err()).toMatch(/workspace: .*(must name a directory inside|is not a directory|outside)/);
     }
   });
 

@@ -11,6 +11,7 @@ import { ArtifactStore } from '../../actors/artifacts.js';
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../../adapters/clock.js';
 import { FileRunStore } from '../../adapters/store/file.js';
+import { locateRun } from './manage.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
 import { connectNats } from '../../adapters/transport/nats.js';
@@ -29,7 +30,15 @@ export interface ArtifactsOptions {
 }
 
 export async function artifactsCommand(runIdArg: string | undefined, options: ArtifactsOptions, io: { stdout: NodeJS.WritableStream }): Promise<number> {
-  const runs = new FileRunStore(resolve(options.workspace ?? process.cwd()));
+  let runs = new FileRunStore(resolve(options.workspace ?? process.cwd()));
+  // a run with a workspace of its own (an example's fresh repository), found by id or as the latest
+  if (!options.workspace && (runIdArg ? !existsSync(runs.dir(runIdArg)) : runs.list().length === 0)) {
+    try {
+      runs = locateRun({}, runIdArg, true).store;
+    } catch {
+      // not indexed either: the messages below say what there is here
+    }
+  }
   const type = options.type === undefined ? undefined : ArtifactType.safeParse(options.type).data;
   if (options.type !== undefined && !type) throw new A2AError('VALIDATION_ERROR', `--type "${options.type}" is not an artifact type; types: ${ARTIFACT_TYPES.join(', ')}`, { where: '--type' });
   const runId = runIdArg ?? runs.list().at(-1)?.runId;

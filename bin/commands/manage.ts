@@ -14,6 +14,7 @@ import { renderAuditMarkdown } from '../../actors/audit.js';
 import type { RunStatus } from '../../actors/runStatus.js';
 import { sendControl, type ControlReply, type ControlRequest } from '../../adapters/runHost.js';
 import { FileRunStore, type RunRecord } from '../../adapters/store/file.js';
+import { indexedRuns } from '../../adapters/store/runIndex.js';
 
 export interface RunSelector {
   workspace?: string;
@@ -36,6 +37,31 @@ export function selectRun(store: FileRunStore, runId: string | undefined, anySta
   return chosen;
 }
 
+/**
+ * The run and its store: in the workspace given (or this directory), else, without --workspace,
+ * a run indexed with a workspace of its own (an example's fresh repository) by id or as the
+ * latest in progress.
+ */
+export function locateRun(options: RunSelector, runId: string | undefined, anyStatus = false): { store: FileRunStore; record: RunRecord } {
+  const store = storeOf(options);
+  try {
+    return { store, record: selectRun(store, runId, anyStatus) };
+  } catch (error) {
+    if (options.workspace) throw error;
+    for (const entry of indexedRuns()) {
+      if (runId && entry.runId !== runId) continue;
+      const elsewhere = new FileRunStore(entry.workspace);
+      try {
+        const record = elsewhere.read(entry.runId);
+        if (runId || record.status === 'running' || anyStatus) return { store: elsewhere, record };
+      } catch {
+        // gone: its workspace was removed
+      }
+    }
+    throw error;
+  }
+}
+
 function readStatus(store: FileRunStore, record: RunRecord): RunStatus {
   const status = store.readStatus(record.runId) as RunStatus | null;
   if (!status) throw new A2AError('NOT_FOUND', `run ${record.runId} has no status yet (it writes one with its first checkpoint)`);
@@ -51,8 +77,7 @@ function reply(result: ControlReply, out: NodeJS.WritableStream): number {
 const ms = (n: number) => (n >= 1000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`);
 
 export function statusCommand(options: RunSelector & { json?: boolean }, out: NodeJS.WritableStream): number {
-  const store = storeOf(options);
-  const record = selectRun(store, options.run, true);
+  const { store, record } = locateRun(options, options.run, true);
   const status = readStatus(store, record);
   if (options.json) {
     out.write(`${JSON.stringify({ record: { ...record, summary: undefined }, status }, null, 2)}\n`);
@@ -103,8 +128,7 @@ export async function inboxCommand(
   options: RunSelector & { all?: boolean; reason?: string; json?: boolean },
   out: NodeJS.WritableStream,
 ): Promise<number> {
-  const store = storeOf(options);
-  const record = selectRun(store, options.run);
+  const { store, record } = locateRun(options, options.run);
   const verb = action ?? 'list';
   if (verb === 'list') {
     const status = readStatus(store, record);
@@ -150,8 +174,7 @@ export async function manageCommand(
   options: RunSelector,
   out: NodeJS.WritableStream,
 ): Promise<number> {
-  const store = storeOf(options);
-  const record = selectRun(store, options.run);
+  const { store, record } = locateRun(options, options.run);
   const by = me();
   let request: ControlRequest;
   if (command === 'resume') request = { command, taskId, by };
@@ -175,8 +198,7 @@ export async function manageCommand(
  * process answers (a refusal names the state: INVALID_STATE_TRANSITION, WORKFLOW_PAUSED).
  */
 export async function runControlCommand(command: 'pause' | 'unpause' | 'retry', runId: string | undefined, options: RunSelector & { reason?: string }, out: NodeJS.WritableStream): Promise<number> {
-  const store = storeOf(options);
-  const record = selectRun(store, runId ?? options.run);
+  const { store, record } = locateRun(options, runId ?? options.run);
   const by = me();
   const request: ControlRequest = command === 'pause' ? { command, by, ...(options.reason ? { reason: options.reason } : {}) } : { command, by };
   return reply(await sendControl(store, record.runId, request), out);
@@ -185,13 +207,13 @@ export async function runControlCommand(command: 'pause' | 'unpause' | 'retry', 
 /** `a2a resume <target>`: a run id resumes that paused run; anything else names a task whose worker is resumed. */
 export async function resumeCommand(target: string | undefined, options: RunSelector, out: NodeJS.WritableStream): Promise<number> {
   const store = storeOf(options);
-  if (target === undefined || store.list().some((r) => r.runId === target)) return runControlCommand('unpause', target, options, out);
+  const isRun = (id: string) => store.list().some((r) => r.runId === id) || (!options.workspace && indexedRuns().some((e) => e.runId === id));
+  if (target === undefined || isRun(target)) return runControlCommand('unpause', target, options, out);
   return manageCommand('resume', target, undefined, options, out);
 }
 
 export function auditCommand(runId: string | undefined, options: { workspace?: string; format?: string; output?: string }, out: NodeJS.WritableStream): number {
-  const store = storeOf(options);
-  const record = selectRun(store, runId, true);
+  const { store, record } = locateRun(options, runId, true);
   const records = store.readLines(record.runId, 'audit.jsonl') as RunEvent[];
   const format = options.format ?? 'json';
   if (format === 'json') {

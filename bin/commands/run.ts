@@ -18,6 +18,7 @@ import { isAudited } from '../../actors/audit.js';
 import { Checkpointer, ControlServer, handleControl, planResume, type ResumePlan } from '../../adapters/runHost.js';
 import { PrintedNotice, TerminalPrompt } from '../../adapters/humanPrompt.js';
 import { createGit, planGit, seedRepository } from '../../adapters/git.js';
+import { indexRun } from '../../adapters/store/runIndex.js';
 import { createPullRequest } from '../../adapters/github.js';
 import type { PullRequests } from '../../machines/ports.js';
 import { createRuntime } from '../../actors/runtime.js';
@@ -276,7 +277,9 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     if (declared.workflow?.workspace) {
       const template = templateDir(declared.baseDir, declared.workflow.workspace, declared.source);
       seeded = await seedRepository(template, `a2a-${declared.workflow.id}-`);
-      io.stderr.write(`workspace: ${seeded} (a fresh git repository holding a copy of ${template}; a2a status|artifacts --workspace ${seeded})\n`);
+      // a2a pause|resume|status|stop|artifacts find it from anywhere, without --workspace
+      indexRun(runId, seeded);
+      io.stderr.write(`workspace: ${seeded} (a fresh git repository holding a copy of ${template}; a2a status|pause|resume|artifacts ${runId} find it from anywhere)\n`);
       effective = { ...effective, workspace: seeded };
     }
   }

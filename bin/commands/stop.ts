@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { A2AError } from '../../actors/errors.js';
-import { FileRunStore } from '../../adapters/store/file.js';
+import { locateRun } from './manage.js';
 
 function alive(pid: number): boolean {
   try {
@@ -17,12 +17,7 @@ function alive(pid: number): boolean {
 }
 
 export function stopCommand(runId: string | undefined, options: { workspace?: string }, out: NodeJS.WritableStream): number {
-  const store = new FileRunStore(resolve(options.workspace ?? process.cwd()));
-  const running = store.list().filter((r) => r.status === 'running');
-  const record = runId ? store.read(runId) : running.at(-1);
-  if (!record) {
-    throw new A2AError('NOT_FOUND', `no run in progress in ${store.root}${running.length === 0 ? '' : `; running: ${running.map((r) => r.runId).join(', ')}`}`);
-  }
+  const { store, record } = locateRun(options, runId);
   if (record.status !== 'running') {
     throw new A2AError('INVALID_STATE_TRANSITION', `run ${record.runId} is not running (it is ${record.status})`);
   }

@@ -183,6 +183,12 @@ describe('a2a run --workflow sdlc', () => {
     expect(new FileRunStore(seeded!).read('seeded').status).toBe('completed');
     expect(execFileSync('git', ['-C', seeded!, 'log', '--oneline'], { encoding: 'utf8' })).toMatch(/copy of /);
     expect(() => new FileRunStore(process.cwd()).read('seeded')).toThrow();
+    // found from anywhere by its id, without --workspace
+    const found = capture();
+    expect(await main(['status', '--run', 'seeded'], found.io), found.err()).toBe(0);
+    expect(found.out()).toMatch(/state COMPLETED/);
+    expect(await main(['artifacts', 'seeded'], found.io), found.err()).toBe(0);
+    expect(found.out()).toMatch(/implementation_plan-1/);
     // the template is a directory beside the file, nothing else
     symlinkSync('/etc', join(dir, 'escape'));
     for (const workspace of ['..', '/', '../other', 'missing', 'escape']) {

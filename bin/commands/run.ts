@@ -381,6 +381,15 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   if (gitPlan?.github && !pullRequests) {
     throw new A2AError('CONFIGURATION_INVALID', `git.github is set (${p.config.git.github!.repo}) but ${p.config.git.github!.tokenEnv} is not set: export a token, or remove git.github to push without opening a PR`);
   }
+  if (workflowRequest && gitPlan && gitPlan.action !== 'merge') {
+    // each step builds on what the steps before it merged: a branch left for a PR or a person
+    // would leave the next step's worktree without the code
+    throw new A2AError(
+      'CONFIGURATION_INVALID',
+      `git.onComplete is "${gitPlan.action}", but a workflow run needs "merge": every step starts from the code the steps before it merged. Run it on a branch of its own (git switch -c …) and open the PR from that branch, or set git.worktrees: off`,
+      { where: 'git.onComplete' },
+    );
+  }
   const runOptions = { runId, config: p.config, policy: p.policy, workspace: p.workspace, git: gitPlan, ...(effective.model ? { model: effective.model } : {}) };
   const input = plan
     ? orchestratorInput(plan, runtime, runOptions, p.target.source)

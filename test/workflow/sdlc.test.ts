@@ -263,6 +263,12 @@ describe('a2a run --workflow sdlc', () => {
     expect(c.err()).toMatch(/--workflow waterfall: unknown workflow; known: sdlc/);
     expect(await main(['run', '--workflow', 'sdlc', '   ', '--workspace', ws], c.io)).not.toBe(0);
     expect(c.err()).toMatch(/goal: the goal is empty/);
+    // in a git repository, steps build on each other's merges: a branch left for a PR would not do
+    const repo = tempDir('a2a-sdlc-pr-');
+    execFileSync('git', ['init', '-q', '-b', 'main', repo]);
+    execFileSync('git', ['-C', repo, '-c', 'user.name=t', '-c', 'user.email=t@l', 'commit', '-q', '--allow-empty', '-m', 'init']);
+    expect(await main(['run', '--workflow', 'sdlc', 'build it', '--workspace', repo, '--on-complete', 'pr'], c.io)).not.toBe(0);
+    expect(c.err()).toMatch(/git.onComplete is "pr", but a workflow run needs "merge"/);
     const bad = workflowFile(ws, { config: { workflow: { roles: { sceptic: { agent: '@nobody' } } } } });
     expect(await main(['run', bad, '--workspace', ws], c.io)).not.toBe(0);
     expect(c.err()).toMatch(/workflow\.roles\.sceptic\.agent/);

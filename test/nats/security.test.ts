@@ -364,6 +364,27 @@ describe('examples/nats/server.conf', () => {
     await expect((await storeAs('monitor')).list()).rejects.toThrow(/could not open or create the KV bucket artifacts/);
   });
 
+  it("lets the run's process pause its hosts (the subject and the pauses bucket), hosts follow, and the monitor cannot pause", async () => {
+    const { publishPause, followPauses } = await import('../../adapters/transport/pause.js');
+    const { PauseGates } = await import('../../actors/pause.js');
+    const seen = { host: violations('host').length, orchestrator: violations('orchestrator').length };
+    const orchestrator = await as('orchestrator');
+    // kept for a host that starts later
+    await publishPause(orchestrator, 'default', { runId: 'sec-pause', paused: true, by: 'ann', at: 1 });
+    const gates = new PauseGates();
+    const warnings: string[] = [];
+    const stop = await followPauses(await as('host'), 'default', gates, (m) => warnings.push(m));
+    expect(gates.gate('sec-pause').paused?.by).toBe('ann');
+    // and live
+    await publishPause(orchestrator, 'default', { runId: 'sec-pause', paused: false, by: 'ann', at: 2 });
+    await waitFor('the host to see the resume', () => gates.gate('sec-pause').paused === null, 5_000);
+    await stop();
+    expect(warnings).toEqual([]);
+    expect(violations('host').slice(seen.host)).toEqual([]);
+    expect(violations('orchestrator').slice(seen.orchestrator)).toEqual([]);
+    await expect(publishPause(await as('monitor'), 'default', { runId: 'sec-pause', paused: true, by: 'mallory', at: 3 })).rejects.toThrow();
+  });
+
   it('keeps the monitor from having anything delivered anywhere: no consumer, no redirected reply; `a2a monitor` still reads the hosts bucket', async () => {
     const host = await as('host');
     await ensureQueues(host, 'default');

@@ -89,6 +89,10 @@ export function factKey(event: Pick<RunEvent, 'type' | 'subTaskId' | 'parentId' 
       return keyed(event.type, id(d.id));
     case 'task.skipped':
       return keyed('task.skipped', event.taskId);
+    case 'artifact.created':
+    case 'artifact.updated':
+      // a version is written once; a recorder that finds it after a restore announces it again
+      return keyed('artifact', id(d.artifactId), id(d.version));
     case 'run.finished':
       return 'run.finished';
     default:

@@ -18,7 +18,7 @@ import { WorkDistribution, WorkflowDecision, type ArtifactMeta, type ArtifactTyp
 import { reviewVerdict } from '../machines/orchestrator.machine.js';
 import type { DecideOutput, OrganiserView, RecordInput, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
 import { STEP_ARTIFACT, type OrganiserArtifact, type TaskOutcome, type WorkingState } from '../machines/sdlcSteps.js';
-import { parseTestCounts, type ArtifactStore } from './artifacts.js';
+import { artifactEvent, parseTestCounts, type ArtifactStore } from './artifacts.js';
 import { A2AError, inlineIssues } from './errors.js';
 
 export const ORGANISER_AGENT: ParsedAgentType = { raw: '@organiser', backend: 'default', agentName: 'organiser' };
@@ -38,7 +38,7 @@ function changedFiles(r: SubTaskResult | null): string[] {
   return r?.diffStats?.files ?? [];
 }
 
-export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock }) {
+export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock; events?: EventSink }) {
   // A phase stopped (PAUSE) and entered again (RESUME) invokes the recorder again while the first
   // one may still be writing: the same step's recording is shared, never run twice at once.
   const inFlight = new Map<string, Promise<RecordOutput>>();
@@ -53,7 +53,7 @@ export function createRecordStep(o: { artifacts: ((runId: string) => ArtifactSto
   });
 }
 
-async function record(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock }, input: RecordInput): Promise<RecordOutput> {
+async function record(o: { artifacts: ((runId: string) => ArtifactStore) | null; clock: Clock; events?: EventSink }, input: RecordInput): Promise<RecordOutput> {
   {
     if (!o.artifacts) throw new A2AError('CONFIGURATION_INVALID', 'this run has no artifact store: the workflow needs one (a2a run gives every run one)');
     const store = o.artifacts(input.runId);
@@ -69,6 +69,9 @@ async function record(o: { artifacts: ((runId: string) => ArtifactStore) | null;
       // what the worker wrote itself (a2a_write_artifact), or, recorded earlier, its result
       const written = (await store.list({ producer: outcome.workerId, includeArchived: true })).filter((a) => a.type === type);
       let artifact = written.at(-1);
+      // found, not written now: announced again (the log keeps the first; a run killed before
+      // its log took the first announcement gets it now)
+      if (artifact) o.events?.emit(artifactEvent(artifact, artifact.version === 1 ? 'created' : 'updated'));
       if (!artifact) {
         const related = before.filter((a) => a.type === 'implementation_plan' || a.type === 'pseudocode').slice(-2).map((a) => a.id);
         // a revision continues the artifact of the files it changed (else the latest of its type)

@@ -204,7 +204,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const orchestratorModel = deps.orchestratorModel ?? (typeof model === 'function' ? null : model);
   const sdlcWorkflow = sdlcWorkflowMachine.provide({
     actors: {
-      recordStep: createRecordStep({ artifacts: deps.artifacts ?? null, clock: deps.clock }),
+      recordStep: createRecordStep({ artifacts: deps.artifacts ?? null, clock: deps.clock, events: deps.events }),
       decide: createDecide({
         model: deps.organiserModel?.model ?? orchestratorModel,
         modelName: deps.organiserModel?.name ?? orchestratorModel?.id ?? 'unknown',

@@ -75,4 +75,36 @@ describe('a paused workflow run killed with SIGKILL', () => {
       'test_results-2@1',
     ]);
   });
+
+  // killed while the organiser decides (its plan review calls take 400 ms) or while the sceptic
+  // reviews the plan (its calls take 400 ms): the resumed run asks again or reviews again, and
+  // every artifact version is in the log exactly once
+  for (const phase of ['deciding', 'working'] as const) {
+    it(`should complete after a SIGKILL while ${phase}, with every artifact version logged once`, async () => {
+      const ws = tempDir(`a2a-sdlc-kill-${phase}-`);
+      cpSync(join(EXAMPLE, 'repo'), ws, { recursive: true });
+      const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ agent: string; prompt?: string; turns: Array<{ delayMs?: number }> }> };
+      const slow = (rule: { agent: string; prompt?: string }) =>
+        phase === 'deciding' ? rule.agent === 'organiser' && (rule.prompt ?? '').includes('PLAN_REVIEW') : rule.agent === 'code-sceptic' && (rule.prompt ?? '').includes('PLAN_REVIEW');
+      for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = slow(rule) ? 400 : 20;
+      writeFileSync(join(ws, 'script.json'), JSON.stringify(script));
+      const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object }; workspace?: string };
+      workflow.config.git = { worktrees: 'off' };
+      delete workflow.workspace;
+      writeFileSync(join(ws, 'workflow.json'), JSON.stringify(workflow));
+      const store = new FileRunStore(ws);
+      const first = a2aProcess(['run', 'workflow.json', '--run-id', 'kp', '--json'], ws);
+      const inPhase = () => new RegExp(`"PLAN_REVIEW":"${phase}"`).test(JSON.stringify(store.readCheckpoint('kp') ?? {}));
+      await waitFor(`PLAN_REVIEW ${phase} in the checkpoint`, () => inPhase() || first.child.exitCode !== null, 8_000, first.out);
+      first.child.kill('SIGKILL');
+      await first.exited;
+      const second = a2aProcess(['run', '--resume', 'kp', '--no-tree'], ws);
+      expect(await second.exited, second.out().slice(-3000)).toBe(0);
+      const logged = store.events('kp');
+      const versions = artifactsOf(logged);
+      expect(versions).toHaveLength(16);
+      expect(new Set(versions).size).toBe(16);
+      expect(logged.filter((e) => e.type === 'workflow.state').map((e) => String(e.data.state)).at(-1)).toBe('COMPLETED');
+    });
+  }
 });

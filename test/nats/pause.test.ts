@@ -57,7 +57,9 @@ describe('a2a pause over NATS', () => {
     const from = list.findIndex((e) => e.type === 'run.paused');
     const to = list.findIndex((e) => e.type === 'run.unpaused');
     expect(from).toBeGreaterThan(0);
-    expect(calls(list.slice(from, to))).toBeLessThanOrEqual(1);
+    // the call in flight, and one whose event was still being relayed: without the hosts' gate,
+    // the 700 ms would have held about 7 calls of 100 ms
+    expect(calls(list.slice(from, to))).toBeLessThanOrEqual(2);
     expect(calls(list)).toBe(9);
   }, 15_000);
 

@@ -1131,6 +1131,10 @@ export const WorkflowState = z.enum([
 ]);
 export type WorkflowState = z.infer<typeof WorkflowState>;
 
+/** The states in which agents work (steps); IDLE, COMPLETED, PAUSED and ERROR are not steps. */
+export const WorkingState = WorkflowState.exclude(['IDLE', 'COMPLETED', 'PAUSED', 'ERROR']);
+export type WorkingState = z.infer<typeof WorkingState>;
+
 /** What the organiser decides after a step (seed 003 `WorkflowDecision`); checked against the chart. */
 export const WorkflowDecision = z.strictObject({
   action: z.enum(['transition', 'approve', 'request_revision', 'wait']),

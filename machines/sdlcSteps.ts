@@ -3,21 +3,11 @@
  * the brief each gets (artifact ids, never contents), which artifact the step produces, and where
  * an organiser's decision may lead from it. Pure: no I/O, no clock.
  */
-import type { ArtifactType, SubTaskResult, WorkDistribution, WorkflowDecision, WorkflowState } from './protocol.js';
+import { WorkingState, type ArtifactType, type SubTaskResult, type WorkDistribution, type WorkflowDecision, type WorkflowState } from './protocol.js';
 
-/** The states in which agents work; PAUSED and ERROR keep the one they left. */
-export const WORKING_STATES = [
-  'PLANNING',
-  'PLAN_REVIEW',
-  'PLAN_REVISION',
-  'STRUCTURE_CREATION',
-  'CODE_IMPLEMENTATION',
-  'CODE_REVIEW',
-  'CODE_FIXING',
-  'DOCUMENTATION',
-  'TESTING',
-] as const satisfies readonly WorkflowState[];
-export type WorkingState = (typeof WORKING_STATES)[number];
+/** The states in which agents work, in the chart's order; PAUSED and ERROR keep the one they left. */
+export const WORKING_STATES = WorkingState.options;
+export type { WorkingState };
 
 /** What the organiser sees of an artifact: its summary, never its content (actors/artifacts.ts). */
 export interface OrganiserArtifact {

@@ -12,6 +12,7 @@ import type { ProfileCatalog } from '../actors/runtime.js';
 import type { Clock, Model } from '../machines/ports.js';
 import type { SessionSpec } from '../machines/protocol.js';
 import { userConfigDir } from '../adapters/config.js';
+import { ORGANISER_AGENT } from '../actors/organiser.js';
 import { ModelPool } from '../adapters/model/factory.js';
 import type { Script } from '../adapters/model/scripted.js';
 
@@ -55,8 +56,14 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
   const ledger = new CostLedger(config.models.prices);
   const costs = { ledger, budgets: config.models.budgets ?? {} };
   const orchestratorModel: Model = pool.resolve({ agent: { raw: '@orchestrator', backend: 'default', agentName: 'orchestrator' } }).model;
-  // the organiser of workflow runs: its own profile, else what the agent assignment says
-  const organiserProfile = config.workflow.organiser.profile;
-  const organiser = pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, ...(organiserProfile ? { override: organiserProfile } : {}) });
-  return { pool, resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel: { model: organiser.model as Model, name: organiser.resolved.profile.model } };
+  /**
+   * The organiser of a workflow run (resolved only for one): its own profile, else `--model`,
+   * else what the agent assignment says.
+   */
+  const organiser = (model?: string): { model: Model; name: string } => {
+    const override = config.workflow.organiser.profile ?? model;
+    const r = pool.resolve({ agent: ORGANISER_AGENT, ...(override ? { override } : {}) });
+    return { model: r.model, name: r.resolved.profile.model };
+  };
+  return { pool, resolveModel, profiles, ledger, costs, orchestratorModel, organiser };
 }

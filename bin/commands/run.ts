@@ -166,9 +166,8 @@ function resolveTarget(target: string, workspace: string, workflow: string | und
 }
 
 /** Everything a run needs, built from the target and options (the same way again on resume). */
-function prepare(targetArg: string, options: RunOptions, runId: string, seeded?: string) {
-  const workspace = resolve(seeded ?? options.workspace ?? process.cwd());
-  const target = resolveTarget(targetArg, workspace, options.workflow);
+function prepare(target: Target, options: RunOptions, runId: string) {
+  const workspace = resolve(options.workspace ?? process.cwd());
   const extra: Array<{ source: string; data: ConfigLayer; base?: string }> = [];
   const targetConfig = target.plan?.config ?? target.workflow?.config;
   if (targetConfig) extra.push({ source: `${target.source} (config)`, data: targetConfig, base: target.baseDir });
@@ -270,30 +269,29 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   const runId = resuming?.record.runId ?? options.runId ?? newRunId();
   const validRunId = RunIdSchema.safeParse(runId);
   if (!validRunId.success) throw new A2AError('VALIDATION_ERROR', `run id "${runId}" is not allowed: ${validRunId.error.issues[0]?.message ?? 'invalid'}`);
+  const resolvedTarget = resolveTarget(target, resolve(effective.workspace ?? process.cwd()), effective.workflow);
   // a workflow file that names a template workspace runs on a fresh git copy of it (unless --workspace)
-  let seeded: string | undefined;
   if (!effective.workspace) {
-    const declared = resolveTarget(target, process.cwd(), effective.workflow);
+    const declared = resolvedTarget;
     if (declared.workflow?.workspace) {
       const template = templateDir(declared.baseDir, declared.workflow.workspace, declared.source);
-      seeded = await seedRepository(template, `a2a-${declared.workflow.id}-`);
+      const seeded = await seedRepository(template, `a2a-${declared.workflow.id}-`);
       // a2a pause|resume|status|stop|artifacts find it from anywhere, without --workspace
       indexRun(runId, seeded);
       io.stderr.write(`workspace: ${seeded} (a fresh git repository holding a copy of ${template}; a2a status|pause|resume|artifacts ${runId} find it from anywhere)\n`);
       effective = { ...effective, workspace: seeded };
     }
   }
-  const p = prepare(target, effective, runId, seeded);
+  const p = prepare(resolvedTarget, effective, runId);
   const store = new FileRunStore(p.workspace);
   // a resumed run continues its log (read once): the same sequence, and what the log holds is
   // not emitted again
   const logged = resuming ? store0.events(runId) : [];
   const bus = new RunEventBus(runId, realClock, resuming ? busStartOf(logged) : undefined);
   // model clients by profile (the scripted model unless profiles say otherwise), priced per call
-  const { resolveModel, profiles, ledger, costs, orchestratorModel, organiserModel: organiserOwn, pool } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
-  // --model: the organiser too, unless it has a profile of its own
-  const organiserResolved = effective.model && !p.config.workflow.organiser.profile ? pool.resolve({ agent: { raw: '@organiser', backend: 'default', agentName: 'organiser' }, override: effective.model }) : null;
-  const organiserModel = organiserResolved ? { model: organiserResolved.model, name: organiserResolved.resolved.profile.model } : organiserOwn;
+  const { resolveModel, profiles, ledger, costs, orchestratorModel, organiser } = modelsFor(p.config, p.registry, p.script, realClock, p.workspace);
+  // a workflow run's organiser: --model too, unless it has a profile of its own
+  const organiserModel = p.target.workflow ? organiser(effective.model) : undefined;
   if (resuming) {
     // the spending before the kill counts against the budgets (as far as the event log has it)
     for (const e of logged) {
@@ -358,7 +356,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     events: bus,
     model: resolveModel,
     orchestratorModel,
-    organiserModel,
+    ...(organiserModel ? { organiserModel } : {}),
     costs,
     profiles,
     catalog: p.catalog,

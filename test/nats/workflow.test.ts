@@ -4,17 +4,15 @@
  * live in the JetStream KV bucket: what the architect writes on one host, the run's recorder and
  * the other host read.
  */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { a2aHost, capture, killAll, served } from './cluster.js';
 import { startNatsServer, type NatsServer } from './server.js';
-import { tempDir } from '../helpers.js';
-
-const EXAMPLE = resolve(import.meta.dirname, '../../examples/sdlc');
+import { exampleWorkspace } from '../workflow/example.js';
 let server: NatsServer | null = null;
 
 afterEach(async () => {
@@ -26,13 +24,7 @@ afterEach(async () => {
 describe('the SDLC workflow over NATS', () => {
   it('should run examples/sdlc with its team on two hosts, artifacts shared through the KV bucket', async () => {
     server = await startNatsServer();
-    const ws = tempDir('a2a-sdlc-nats-');
-    cpSync(join(EXAMPLE, 'repo'), ws, { recursive: true });
-    cpSync(join(EXAMPLE, 'script.json'), join(ws, 'script.json'));
-    const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object }; workspace?: string };
-    workflow.config.git = { worktrees: 'off' };
-    delete workflow.workspace; // this test's directory is the workspace
-    writeFileSync(join(ws, 'workflow.json'), JSON.stringify(workflow));
+    const ws = exampleWorkspace('a2a-sdlc-nats-');
     // the hosts' own config approves commands, as the workflow's does for the run
     writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ permissions: { auto_approve: ['command_execution'] } }));
     const hosts = [a2aHost(server.url, ws, 'planners', 'architect,code-sceptic'), a2aHost(server.url, ws, 'builders', 'coder,documentation-writer,debugger')];

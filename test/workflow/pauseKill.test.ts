@@ -3,34 +3,21 @@
  * paused (its agents wait, its workflow stays PAUSED), `a2a resume` lets it go on, and it ends in
  * the same final state, with the same artifacts, as a run that was never interrupted.
  */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { a2aProcess, capture, killAll, waitFor } from '../nats/cluster.js';
-import { tempDir } from '../helpers.js';
-
-const EXAMPLE = resolve(import.meta.dirname, '../../examples/sdlc');
+import { artifactVersions, EXAMPLE_ARTIFACTS, exampleWorkspace, workflowStates } from './example.js';
 
 afterEach(() => killAll());
 
 const lines = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as RunEvent);
-const artifactsOf = (list: RunEvent[]) => list.filter((e) => e.type === 'artifact.created' || e.type === 'artifact.updated').map((e) => `${String(e.data.artifactId)}@${String(e.data.version)}`);
 
 describe('a paused workflow run killed with SIGKILL', () => {
   it('should come back paused with --resume, and after a2a resume end as an uninterrupted run does', async () => {
-    const ws = tempDir('a2a-sdlc-kill-');
-    cpSync(join(EXAMPLE, 'repo'), ws, { recursive: true });
-    const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ turns: Array<{ delayMs?: number }> }> };
-    for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = 30;
-    writeFileSync(join(ws, 'script.json'), JSON.stringify(script));
-    const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object }; workspace?: string };
-    workflow.config.git = { worktrees: 'off' };
-    delete workflow.workspace; // this test's directory is the workspace
-    writeFileSync(join(ws, 'workflow.json'), JSON.stringify(workflow));
+    const ws = exampleWorkspace('a2a-sdlc-kill-', () => 30);
     const store = new FileRunStore(ws);
 
     const first = a2aProcess(['run', 'workflow.json', '--run-id', 'pk', '--json'], ws);
@@ -53,27 +40,9 @@ describe('a paused workflow run killed with SIGKILL', () => {
     expect(record.paused).toBeNull();
     expect((record.summary as RunSummary).workflow).toMatchObject({ status: 'completed', state: 'COMPLETED' });
     const logged = store.events('pk');
-    const states = logged.filter((e) => e.type === 'workflow.state').map((e) => String(e.data.state));
-    expect(states.at(-1)).toBe('COMPLETED');
+    expect(workflowStates(logged).at(-1)).toBe('COMPLETED');
     // the same artifacts as a run that was never interrupted, each version once
-    expect(artifactsOf(logged)).toEqual([
-      'implementation_plan-1@1',
-      'review_report-1@1',
-      'implementation_plan-1@2',
-      'review_report-2@1',
-      'pseudocode-1@1',
-      'code-1@1',
-      'code-2@1',
-      'review_report-3@1',
-      'code-1@2',
-      'review_report-4@1',
-      'documentation-1@1',
-      'test_results-1@1',
-      'code-1@3',
-      'review_report-5@1',
-      'documentation-2@1',
-      'test_results-2@1',
-    ]);
+    expect(artifactVersions(logged)).toEqual(EXAMPLE_ARTIFACTS);
   });
 
   // killed while the organiser decides (its plan review calls take 400 ms) or while the sceptic
@@ -81,17 +50,9 @@ describe('a paused workflow run killed with SIGKILL', () => {
   // every artifact version is in the log exactly once
   for (const phase of ['deciding', 'working'] as const) {
     it(`should complete after a SIGKILL while ${phase}, with every artifact version logged once`, async () => {
-      const ws = tempDir(`a2a-sdlc-kill-${phase}-`);
-      cpSync(join(EXAMPLE, 'repo'), ws, { recursive: true });
-      const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ agent: string; prompt?: string; turns: Array<{ delayMs?: number }> }> };
       const slow = (rule: { agent: string; prompt?: string }) =>
         phase === 'deciding' ? rule.agent === 'organiser' && (rule.prompt ?? '').includes('PLAN_REVIEW') : rule.agent === 'code-sceptic' && (rule.prompt ?? '').includes('PLAN_REVIEW');
-      for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = slow(rule) ? 400 : 20;
-      writeFileSync(join(ws, 'script.json'), JSON.stringify(script));
-      const workflow = JSON.parse(readFileSync(join(EXAMPLE, 'workflow.json'), 'utf8')) as { config: { git: object }; workspace?: string };
-      workflow.config.git = { worktrees: 'off' };
-      delete workflow.workspace;
-      writeFileSync(join(ws, 'workflow.json'), JSON.stringify(workflow));
+      const ws = exampleWorkspace(`a2a-sdlc-kill-${phase}-`, (rule) => (slow(rule) ? 400 : 20));
       const store = new FileRunStore(ws);
       const first = a2aProcess(['run', 'workflow.json', '--run-id', 'kp', '--json'], ws);
       const inPhase = () => new RegExp(`"PLAN_REVIEW":"${phase}"`).test(JSON.stringify(store.readCheckpoint('kp') ?? {}));
@@ -101,10 +62,10 @@ describe('a paused workflow run killed with SIGKILL', () => {
       const second = a2aProcess(['run', '--resume', 'kp', '--no-tree'], ws);
       expect(await second.exited, second.out().slice(-3000)).toBe(0);
       const logged = store.events('kp');
-      const versions = artifactsOf(logged);
+      const versions = artifactVersions(logged);
       expect(versions).toHaveLength(16);
       expect(new Set(versions).size).toBe(16);
-      expect(logged.filter((e) => e.type === 'workflow.state').map((e) => String(e.data.state)).at(-1)).toBe('COMPLETED');
+      expect(workflowStates(logged).at(-1)).toBe('COMPLETED');
     });
   }
 });

@@ -4,8 +4,8 @@
  * who never approves ends in ERROR with the reason), the organiser's decisions checked against the
  * chart, and pause / resume / retry refused where the chart does not allow them.
  */
-import { cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { cpSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
@@ -15,22 +15,13 @@ import type { RunEvent } from '../../machines/protocol.js';
 import { organiserPrompt } from '../../actors/organiser.js';
 import { capture, waitFor } from '../nats/cluster.js';
 import { tempDir } from '../helpers.js';
-
-const EXAMPLE = resolve(import.meta.dirname, '../../examples/sdlc');
-
-/** A copy of the example's repository (not a git repository: workers share it, no worktrees). */
-function exampleWorkspace(): string {
-  const ws = tempDir('a2a-sdlc-');
-  cpSync(join(EXAMPLE, 'repo'), ws, { recursive: true });
-  return ws;
-}
+import { artifactVersions, EXAMPLE, EXAMPLE_ARTIFACTS, exampleRepo, exampleScript, workflowStates as states } from './example.js';
 
 const events = (ws: string, runId: string) => new FileRunStore(ws).events(runId);
-const states = (list: RunEvent[]) => list.filter((e) => e.type === 'workflow.state').map((e) => String(e.data.state));
 
 /** A workflow file in `ws` with the example's script, with overrides. */
 function workflowFile(ws: string, o: { script?: object; config?: object; goal?: string }): string {
-  const script = o.script ?? JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8'));
+  const script = o.script ?? exampleScript();
   writeFileSync(join(ws, 'script.json'), JSON.stringify(script));
   const file = join(ws, 'workflow.json');
   writeFileSync(file, JSON.stringify({ workflow: 'sdlc', goal: o.goal ?? 'greet(name) with its tests', script: 'script.json', config: { permissions: { auto_approve: ['command_execution'] }, ...(o.config ?? {}) } }));
@@ -39,7 +30,7 @@ function workflowFile(ws: string, o: { script?: object; config?: object; goal?: 
 
 describe('a2a run --workflow sdlc', () => {
   it('should run examples/sdlc through every state, revising the plan and fixing the code until its tests pass', async () => {
-    const ws = exampleWorkspace();
+    const ws = exampleRepo();
     const c = capture();
     const code = await main(['run', EXAMPLE, '--workspace', ws, '--worktrees', 'off', '--run-id', 'sdlc-1', '--json'], c.io);
     expect(code, c.err()).toBe(0);
@@ -64,25 +55,7 @@ describe('a2a run --workflow sdlc', () => {
     ]);
     // --json printed the same events
     expect(states(c.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as RunEvent))).toHaveLength(16);
-    const artifacts = list.filter((e) => e.type === 'artifact.created' || e.type === 'artifact.updated').map((e) => `${String(e.data.artifactId)}@${String(e.data.version)}`);
-    expect(artifacts).toEqual([
-      'implementation_plan-1@1',
-      'review_report-1@1',
-      'implementation_plan-1@2',
-      'review_report-2@1',
-      'pseudocode-1@1',
-      'code-1@1',
-      'code-2@1',
-      'review_report-3@1',
-      'code-1@2',
-      'review_report-4@1',
-      'documentation-1@1',
-      'test_results-1@1',
-      'code-1@3',
-      'review_report-5@1',
-      'documentation-2@1',
-      'test_results-2@1',
-    ]);
+    expect(artifactVersions(list)).toEqual(EXAMPLE_ARTIFACTS);
     // the organiser distributed the two files between the coders, who implemented them in parallel
     const distribution = list.find((e) => e.type === 'workflow.decision' && e.data.state === 'STRUCTURE_CREATION')!.data.distribution;
     expect(distribution).toMatchObject({ primary: ['src/greet.js'], secondary: ['test/greet.test.js'] });
@@ -101,7 +74,7 @@ describe('a2a run --workflow sdlc', () => {
   });
 
   it('should keep the organiser to summaries: no artifact content in its context, which stays small', async () => {
-    const ws = exampleWorkspace();
+    const ws = exampleRepo();
     const c = capture();
     expect(await main(['run', EXAMPLE, '--workspace', ws, '--worktrees', 'off', '--run-id', 'sdlc-ctx', '--json'], c.io)).toBe(0);
     const decisions = events(ws, 'sdlc-ctx').filter((e) => e.type === 'workflow.decision');
@@ -200,9 +173,8 @@ describe('a2a run --workflow sdlc', () => {
   });
 
   it('should stop with the run: the workflow goes to IDLE (WORKFLOW_STOPPED) and the run ends cancelled', async () => {
-    const ws = exampleWorkspace();
-    const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ turns: Array<{ delayMs?: number }> }> };
-    for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = 40;
+    const ws = exampleRepo();
+    const script = exampleScript(() => 40);
     const file = workflowFile(ws, { script });
     const c = capture();
     const running = main(['run', file, '--workspace', ws, '--run-id', 'stopped', '--no-tree'], c.io);
@@ -217,7 +189,7 @@ describe('a2a run --workflow sdlc', () => {
   });
 
   it("should give each role its agent and profile: a role's own profile, else --model", async () => {
-    const ws = exampleWorkspace();
+    const ws = exampleRepo();
     const file = workflowFile(ws, {
       config: {
         permissions: { auto_approve: ['command_execution'] },
@@ -235,8 +207,8 @@ describe('a2a run --workflow sdlc', () => {
   });
 
   it('should refuse to approve past a review that asked for changes, and ask the organiser again', async () => {
-    const ws = exampleWorkspace();
-    const example = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: unknown[] };
+    const ws = exampleRepo();
+    const example = exampleScript();
     const decide = (action: string) => ({ toolCalls: [{ name: 'workflow_decision', arguments: { action, reasoning: 'my call' } }] });
     const script = {
       rules: [
@@ -275,10 +247,9 @@ describe('a2a run --workflow sdlc', () => {
   });
 
   it('should pause at a step boundary, refuse what the paused state does not take, and resume where it was', async () => {
-    const ws = exampleWorkspace();
+    const ws = exampleRepo();
     // every model turn takes a while, so that the run is still in its first steps when paused
-    const script = JSON.parse(readFileSync(join(EXAMPLE, 'script.json'), 'utf8')) as { rules: Array<{ turns: Array<{ delayMs?: number }> }> };
-    for (const rule of script.rules) for (const turn of rule.turns) turn.delayMs = 40;
+    const script = exampleScript(() => 40);
     const file = workflowFile(ws, { script, config: { permissions: { auto_approve: ['command_execution'] }, workflow: { testCommand: 'node --test' } } });
     const c = capture();
     const running = main(['run', file, '--workspace', ws, '--run-id', 'paused', '--no-tree'], c.io);

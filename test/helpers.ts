@@ -129,3 +129,18 @@ export const spawnParallel = (children: Array<{ agentType?: string; prompt: stri
     },
   ],
 });
+
+/** An io for `main([...])` that keeps what it writes (a terminal with `tty`); `stop()` resolves its `until`. */
+export function capture(tty = false) {
+  let out = '';
+  let err = '';
+  let stop: () => void = () => {};
+  const until = new Promise<void>((r) => (stop = r));
+  const terminal = tty ? { isTTY: true, columns: 140 } : {};
+  return {
+    io: { stdout: { write: (s: string) => ((out += s), true), ...terminal }, stderr: { write: (s: string) => ((err += s), true) }, until } as never,
+    out: () => out,
+    err: () => err,
+    stop: () => stop(),
+  };
+}

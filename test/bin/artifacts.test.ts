@@ -10,17 +10,8 @@ import { main } from '../../bin/cli.js';
 import { ArtifactStore } from '../../actors/artifacts.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { tempDir } from '../helpers.js';
+import { capture, tempDir } from '../helpers.js';
 
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) } as unknown as NodeJS.WritableStream, stderr: { write: (s: string) => ((err += s), true) } as unknown as NodeJS.WritableStream },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 /** A workspace with run `r1` holding a plan (revised once), code and a review. */
 async function prepared(): Promise<string> {

@@ -9,19 +9,10 @@ import { main } from '../../bin/cli.js';
 import { SecretRedactor } from '../../actors/secrets.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunEvent } from '../../machines/protocol.js';
-import { tempDir } from '../helpers.js';
+import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
-    out: () => out,
-    err: () => err,
-  };
-}
 
 describe('a2a audit', () => {
   it('shows the stuck worker of examples/stuck-worker detected and redirected', async () => {

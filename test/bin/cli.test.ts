@@ -5,19 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { RunEvent } from '../../machines/protocol.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { tempDir } from '../helpers.js';
+import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) } as unknown as NodeJS.WritableStream, stderr: { write: (s: string) => ((err += s), true) } as unknown as NodeJS.WritableStream },
-    out: () => out,
-    err: () => err,
-  };
-}
 
 describe('a2a run', () => {
   it('should run the OAuth example on the embedded default and show the tree, the inquiry, the failed child and the finish', async () => {

@@ -10,17 +10,8 @@ import { main } from '../../bin/cli.js';
 import { STANDARD_ROLES } from '../../actors/config.js';
 import { secrets } from '../../actors/secrets.js';
 import { loadConfig } from '../../adapters/config.js';
-import { tempDir } from '../helpers.js';
+import { capture, tempDir } from '../helpers.js';
 
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
-    out: () => out,
-    err: () => err,
-  };
-}
 
 async function run(args: string[]) {
   const c = capture();

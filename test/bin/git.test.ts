@@ -14,20 +14,11 @@ import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { RunEvent } from '../../machines/protocol.js';
-import { tempDir } from '../helpers.js';
+import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8' }).trim();
 
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
-    out: () => out,
-    err: () => err,
-  };
-}
 
 /** A copy of examples/git-edits/repo as a repository of its own, on main. */
 function demoRepo(): string {

@@ -13,20 +13,11 @@ import { ScriptedModel } from '../../adapters/model/scripted.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { scriptedAnthropic, scriptedOpenAI, startAnthropicStub, startOpenAIStub, type Stub } from '../adapters/providers/stubs.js';
-import { tempDir } from '../helpers.js';
+import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 const KEYS = { OPENAI_API_KEY: 'sk-test-openai-0123456789abcdefghij', ANTHROPIC_API_KEY: 'sk-ant-test-0123456789abcdefghijkl' };
 
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
-    out: () => out,
-    err: () => err,
-  };
-}
 
 let stub: Stub | null = null;
 afterEach(async () => {

@@ -11,7 +11,7 @@ import { main } from '../../bin/cli.js';
 import { FileRunStore, type JournalRecord } from '../../adapters/store/file.js';
 import type { RunStatus } from '../../actors/runStatus.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import { tempDir } from '../helpers.js';
+import { capture, tempDir } from '../helpers.js';
 import { a2aBundle } from '../nats/cluster.js';
 
 
@@ -39,15 +39,6 @@ async function waitFor<T>(what: string, probe: () => T | null | undefined | fals
   }
 }
 
-function capture() {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true) }, stderr: { write: (s: string) => ((err += s), true) } } as never,
-    out: () => out,
-    err: () => err,
-  };
-}
 
 const WORKERS = 6;
 

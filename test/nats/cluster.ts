@@ -9,6 +9,8 @@ import { join, resolve } from 'node:path';
 import { buildSync } from 'esbuild';
 import { tempDir } from '../helpers.js';
 
+export { capture } from '../helpers.js';
+
 const root = resolve(import.meta.dirname, '../..');
 let bundle: string | null = null;
 
@@ -109,17 +111,3 @@ export function splitWorkspace(options: { partMs: number; parts?: number; notify
   return ws;
 }
 
-/** An io for `main([...])` that keeps what it writes (a terminal with `tty`); `stop()` resolves its `until`. */
-export function capture(tty = false) {
-  let out = '';
-  let err = '';
-  let stop: () => void = () => {};
-  const until = new Promise<void>((r) => (stop = r));
-  const terminal = tty ? { isTTY: true, columns: 140 } : {};
-  return {
-    io: { stdout: { write: (s: string) => ((out += s), true), ...terminal }, stderr: { write: (s: string) => ((err += s), true) }, until } as never,
-    out: () => out,
-    err: () => err,
-    stop: () => stop(),
-  };
-}

@@ -25,6 +25,7 @@ import { correlationOf } from '../actors/events.js';
 import { A2AError, inlineIssues } from '../actors/errors.js';
 import { envelopeOf, PROTOCOL_VERSION } from '../machines/seed004.js';
 import { observeSessions } from '../actors/observe.js';
+import { errorText } from '../machines/errorText.js';
 
 /** What the snapshots bucket holds for a session (schema in protocol.ts). */
 export type { SessionRecord } from '../machines/protocol.js';
@@ -124,7 +125,8 @@ export class Host {
   #blindUntil = 0;
   /** Keys being claimed or finished here: their record says this host, but they are not in #running. */
   readonly #busy = new Set<string>();
-  #ticking = false;
+  #beating = false;
+  #scanning = false;
   /**
    * Records of the buckets that are not valid (key → revision and why): skipped, reported once per
    * revision, listed in the heartbeat, never in the way of the others.
@@ -155,7 +157,7 @@ export class Host {
     this.#hosts = await transport.keyValue(this.#s.buckets.hosts);
     await this.#heartbeat();
     await this.#register();
-    this.#beat = setInterval(() => void this.#tick(), this.#o.heartbeatMs);
+    this.#beat = setInterval(() => this.#tick(), this.#o.heartbeatMs);
     for (const agent of this.#o.agents) {
       const consumer = await transport.consume(
         this.#s.queues.spawn.name,
@@ -272,7 +274,7 @@ export class Host {
    */
   async #unrestorable(spec: SessionSpec, revision: number, error: unknown): Promise<void> {
     const key = wireId(spec);
-    const why = `host ${this.#o.hostId} could not restore ${spec.id}: ${error instanceof Error ? error.message : String(error)}`;
+    const why = `host ${this.#o.hostId} could not restore ${spec.id}: ${errorText(error)}`;
     this.#o.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: why } });
     const report: UpMessage = { kind: 'error', error: why };
     await enqueueSurely(this.#o.transport, this.#s.up(this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
@@ -320,7 +322,7 @@ export class Host {
       // not written (the server is away): nothing is lost, the next attempt writes it
       running.pendingAcks.unshift(...acks);
       running.dirty = true;
-      this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} could not save ${running.spec.id} yet: ${error instanceof Error ? error.message : String(error)}` } });
+      this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} could not save ${running.spec.id} yet: ${errorText(error)}` } });
       if (!this.#stopped && !running.timer) running.timer = setTimeout(() => {
         running.timer = null;
         void this.#snapshot(running, state);
@@ -401,24 +403,41 @@ export class Host {
     await this.#hosts!.put(this.#o.hostId, beat);
   }
 
-  async #tick(): Promise<void> {
-    if (this.#stopped || this.#ticking) return;
-    this.#ticking = true;
+  /**
+   * One heartbeat interval: the heartbeat, and a scan for orphans. They run apart: a scan that
+   * takes longer than an interval (many records, a slow server) never holds back the heartbeats,
+   * or a busy host would look dead to the others and lose its sessions to them.
+   */
+  #tick(): void {
+    if (this.#stopped) return;
+    if (!this.#beating) void this.#beatOnce();
+    if (!this.#scanning) void this.#scan();
+  }
+
+  async #beatOnce(): Promise<void> {
+    this.#beating = true;
+    const started = this.#o.clock.now();
     try {
-      const started = this.#o.clock.now();
-      try {
-        await this.#heartbeat();
-      } finally {
-        // Cut off from the server (the heartbeat failed or waited): others' heartbeats could
-        // not get through either, so their silence says nothing for a while.
-        if (this.#o.clock.now() - started > this.#o.heartbeatMs) this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
-      }
-      await this.#adoptOrphans();
+      await this.#heartbeat();
+      // Cut off from the server (the heartbeat waited): others' heartbeats could not get through
+      // either, so their silence says nothing for a while.
+      if (this.#o.clock.now() - started > this.#o.heartbeatMs) this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
     } catch (error) {
       this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
-      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: ${error instanceof Error ? error.message : String(error)}` } });
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: ${errorText(error)}` } });
     } finally {
-      this.#ticking = false;
+      this.#beating = false;
+    }
+  }
+
+  async #scan(): Promise<void> {
+    this.#scanning = true;
+    try {
+      await this.#adoptOrphans();
+    } catch (error) {
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: ${errorText(error)}` } });
+    } finally {
+      this.#scanning = false;
     }
   }
 
@@ -436,7 +455,10 @@ export class Host {
   /** The hosts alive as seen from here, with host.joined / host.lost on changes. */
   async #liveHosts(now: number): Promise<Set<string>> {
     const alive = new Set<string>();
-    for (const key of await this.#hosts!.keys()) {
+    const keys = await this.#hosts!.keys();
+    // as for a heartbeat: an answer this slow means this host was cut off, and saw nobody meanwhile
+    if (this.#o.clock.now() - now > this.#o.heartbeatMs) this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
+    for (const key of keys) {
       const entry = await this.#hosts!.get(key).catch(() => null);
       if (!entry) continue;
       const beat = HostHeartbeat.safeParse(entry.value);
@@ -480,7 +502,7 @@ export class Host {
       try {
         await this.#consider(key, now, alive);
       } catch (error) {
-        this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not consider ${key} for adoption: ${error instanceof Error ? error.message : String(error)}` } });
+        this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not consider ${key} for adoption: ${errorText(error)}` } });
       }
     }
   }

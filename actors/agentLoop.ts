@@ -1,25 +1,27 @@
 /**
- * The agent loop actor (`agentLoop`): one per running session, it executes the steps the session
- * chart asks for and replies with an event. The loop's control flow (think → tools → think, idle,
- * awaiting children) is the chart; this actor does the I/O of each step:
+ * The agent loop: the steps the session chart asks for, run in the session's own actor (the
+ * `loop` action, see LoopCommand in machines/session.ts), each replying with an event. The loop's
+ * control flow (think → tools → think, idle, awaiting children) is the chart; this does the I/O:
  *
  * - `CALL_MODEL`: injects what arrived since the last step (the task on the first turn, child
  *   results, idle answers, messages, inquiries) as one synthetic user message (parent wake-up),
- *   then makes one model call with the session's own tools → `MODEL_REPLIED` / `MODEL_FAILED`.
+ *   makes one model call with the session's own tools, and runs the reply's leading coordination
+ *   tool calls in the same step (`ran`) → `MODEL_REPLIED` / `MODEL_FAILED`.
  * - `RUN_TOOL`: runs one tool call against the catalog, with the session's children in view →
- *   `TOOL_FINISHED` / `TOOL_CRASHED`.
+ *   `TOOL_FINISHED` / `TOOL_CRASHED` (and `PERMISSION_REQUIRED` when it asks the tree).
  *
- * Why one long-lived actor and not an invoked promise per step: an actor's lifecycle costs far
- * more than two events (measured: 10k sessions × 2 steps, 0.64–1.0 s as invoked promises against
- * 0.46–0.64 s as request/reply to one actor), and a session makes many steps. Stopping the loop
- * (the session ended) aborts the step in flight. A loop restored from a snapshot says
- * `LOOP_READY`, and the chart re-sends its current step (a repeated step number is ignored).
+ * Why not a child actor per session (as before) or an invoked promise per step: each actor costs
+ * its creation, its start and two events per step, and a 10k fan-out paid for 20k actors. A step
+ * in flight is kept here, by session, until it ends: leaving `running` (`ABORT`: an end, a cancel,
+ * a reinitialization) or stopping the session actor aborts it, its AbortSignal fires and the
+ * model call or command it runs ends. The signal is made on first use: a step that nothing can
+ * abort (a scripted reply, a coordination tool) never makes one. A session restored from a
+ * snapshot has lost the step it was in; whatever restored it sends `RESTORED` and the chart asks
+ * again.
  */
-import type { ActorLogic, ActorScope, AnyActorRef, Snapshot } from 'xstate';
+import type { AnyActorRef } from 'xstate';
 import type {
-  AgentLoopInput,
   AgentLoopReply,
-  AgentLoopRequest,
   CallModelInput,
   CallModelOutput,
   Clock,
@@ -27,16 +29,18 @@ import type {
   EventSink,
   FamilyView,
   Model,
+  ModelRequest,
   PermissionAnswer,
   PermissionAsk,
   RunToolInput,
   ToolOutcome,
 } from '../machines/ports.js';
 import { ModelReply, type ChatMessage, type SessionSpec, type ToolSpec } from '../machines/protocol.js';
-import { errorText } from '../machines/session.js';
+import { CHART_EFFECTS, type LoopCommand } from '../machines/session.js';
+import { errorText } from '../machines/errorText.js';
 import { A2AError, describeIssues } from './errors.js';
 import { injectionText, taskMessage, type SystemPrompts } from './prompts.js';
-import type { AgentRegistry } from './registry.js';
+import type { AgentDefinition, AgentRegistry } from './registry.js';
 import type { IdGenerator, ToolCatalog } from './tools/index.js';
 import type { FileLockTable } from './fileLocks.js';
 import { decideLocally } from './permissions.js';
@@ -88,18 +92,54 @@ export interface AgentLoopDeps {
   pause?: PauseGates;
 }
 
-type LoopSnapshot = Snapshot<undefined> & {
-  spec: SessionSpec;
-  /** Highest step started; requests with a step at or below it are repeats. */
-  lastStep: number;
-  inFlight: AbortController | null;
+/** The step a session has in flight. */
+class Step {
+  #controller: AbortController | null = null;
+  #aborted: { reason: unknown } | null = null;
   /** Permissions the running tool waits for, by request id. */
-  permits: Map<string, (answer: PermissionAnswer) => void>;
-  stopped: boolean;
-  restored: boolean;
-};
+  permits: Map<string, (answer: PermissionAnswer) => void> | null = null;
+  unsubscribe: (() => void) | null = null;
 
-type LoopEvent = AgentLoopRequest | { type: 'xstate.stop' };
+  constructor(
+    readonly step: number,
+    readonly session: AnyActorRef,
+  ) {}
+
+  /**
+   * Made when first asked for (a model client, a command, a permission wait): a step that never
+   * asks cannot be aborted and needs none. From then on, the session actor stopped from outside
+   * (its parent ended, its host let it go) aborts it.
+   */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (!this.#aborted && (this.session.getSnapshot() as { status: string }).status !== 'active') {
+        this.#aborted = { reason: new A2AError('WORKFLOW_STOPPED', 'the session ended while this step was running') };
+      }
+      if (this.#aborted) {
+        this.#controller.abort(this.#aborted.reason);
+      } else {
+        const subscription = this.session.subscribe({
+          complete: () => this.abort(new A2AError('WORKFLOW_STOPPED', 'the session ended while this step was running')),
+          error: () => this.abort(new A2AError('WORKFLOW_STOPPED', 'the session failed while this step was running')),
+        });
+        this.unsubscribe = () => subscription.unsubscribe();
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  get aborted(): boolean {
+    return this.#aborted !== null;
+  }
+
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = { reason };
+    this.unsubscribe?.();
+    this.#controller?.abort(reason);
+  }
+}
 
 /**
  * A tool's permission ask: within the session's level (or always denied) it is decided here;
@@ -107,10 +147,9 @@ type LoopEvent = AgentLoopRequest | { type: 'xstate.stop' };
  */
 function permitFor(
   deps: AgentLoopDeps,
-  state: LoopSnapshot,
+  running: Step,
   spec: SessionSpec,
   step: string,
-  signal: AbortSignal,
   ask: (requestId: string, question: PermissionAsk) => void,
 ): (question: PermissionAsk) => Promise<PermissionAnswer> {
   let n = 0;
@@ -128,35 +167,55 @@ function permitFor(
       }
       return Promise.resolve(local);
     }
+    const signal = running.signal;
     return new Promise<PermissionAnswer>((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      state.permits.set(requestId, resolve);
-      signal.addEventListener('abort', () => (state.permits.delete(requestId), reject(signal.reason)), { once: true });
+      (running.permits ??= new Map()).set(requestId, resolve);
+      signal.addEventListener('abort', () => (running.permits?.delete(requestId), reject(signal.reason)), { once: true });
       ask(requestId, question);
     });
   };
 }
 
-/** What a session's model calls share: computed on its first call, kept while its spec is. */
-const perSession = new WeakMap<SessionSpec, { system: string; tools: ToolSpec[] }>();
+/**
+ * What a session's model calls share (its system prompt and tool list): they depend on its agent,
+ * role, depth, owner and (a worker's) plan task only, so siblings share one (a 10k fan-out computes it once). Kept while
+ * the owner object (shared by the siblings of one spawn) is.
+ */
+const shared = new WeakMap<SessionSpec['owner'], Map<string, { definition: AgentDefinition; system: string; tools: ToolSpec[] }>>();
+
+function fixedFor(deps: AgentLoopDeps, spec: SessionSpec): { system: string; tools: ToolSpec[] } {
+  const definition = deps.registry.get(spec.agent.agentName);
+  let byAgent = shared.get(spec.owner);
+  if (!byAgent) shared.set(spec.owner, (byAgent = new Map()));
+  // a worker's prompt names its plan task
+  const key = `${spec.agent.agentName}|${spec.role}|${spec.depth}|${spec.maxDepth}|${spec.role === 'worker' ? spec.correlation.taskId : ''}`;
+  let fixed = byAgent.get(key);
+  if (!fixed || fixed.definition !== definition) {
+    const tools = deps.catalog.toolsFor(definition, spec);
+    fixed = { definition, system: deps.prompts.for(definition, spec, tools), tools: tools.map((t) => deps.catalog.spec(t)) };
+    byAgent.set(key, fixed);
+  }
+  return fixed;
+}
 
 /** One model call: inject, call, check. */
-export async function callModel(deps: AgentLoopDeps, input: CallModelInput, signal: AbortSignal): Promise<CallModelOutput> {
+export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abort: { readonly signal: AbortSignal }): Promise<CallModelOutput> {
   const { spec } = input;
-  let fixed = perSession.get(spec);
-  if (!fixed) {
-    const definition = deps.registry.get(spec.agent.agentName);
-    const tools = deps.catalog.toolsFor(definition, spec);
-    fixed = { system: deps.prompts.for(definition, spec, tools), tools: tools.map((t) => deps.catalog.spec(t)) };
-    perSession.set(spec, fixed);
-  }
+  const fixed = fixedFor(deps, spec);
   const injected: ChatMessage[] = [];
   if (input.messages.length === 0) injected.push({ role: 'user', content: taskMessage(spec) });
   const text = injectionText(input.inbox, input.updates, input.live);
   if (text) injected.push({ role: 'user', content: text, synthetic: true });
   const resolved = deps.resolveModel(spec);
   const { model } = resolved;
-  const base = { system: fixed.system, agentType: spec.agent, sessionId: spec.id, depth: spec.depth, ...(resolved.requestModel ? { model: resolved.requestModel } : {}) };
+  const base: { system: string; agentType: SessionSpec['agent']; sessionId: string; depth: number; model?: string } = {
+    system: fixed.system,
+    agentType: spec.agent,
+    sessionId: spec.id,
+    depth: spec.depth,
+    ...(resolved.requestModel ? { model: resolved.requestModel } : {}),
+  };
   let history = input.messages;
   let compacted: ChatMessage[] | undefined;
   let costUsd = 0;
@@ -173,7 +232,7 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, sign
   if (resolved.contextWindow && history.length > 0) {
     // what does not fit the model's window is summarized first (a switch to a smaller model, a long session)
     const reserve = (resolved.maxTokens ?? 4096) + estimateTokens([], JSON.stringify(fixed.tools)) + estimateTokens(injected, fixed.system);
-    const fitted = await fitConversation({ model, request: base, messages: history, contextWindow: resolved.contextWindow, reserveTokens: reserve, signal });
+    const fitted = await fitConversation({ model, request: base, messages: history, contextWindow: resolved.contextWindow, reserveTokens: reserve, signal: abort.signal });
     price(fitted.usage);
     if (fitted.summarized) {
       history = fitted.messages;
@@ -184,8 +243,22 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, sign
     }
   }
   // a paused run: the call in progress finished, the next one waits (a cancel still ends it)
-  if (deps.pause) await deps.pause.gate(spec.correlation.runId).whenOpen(signal);
-  const reply = await model.call({ ...base, messages: injected.length ? [...history, ...injected] : history, tools: fixed.tools }, { signal });
+  if (deps.pause) {
+    const gate = deps.pause.gate(spec.correlation.runId);
+    if (gate.paused) await gate.whenOpen(abort.signal);
+  }
+  // written out, not `{ ...base, messages, tools }`: V8 gives each object made by a spread followed
+  // by new keys a hidden class of its own (slow to build, about 300 bytes of old space each)
+  const request: ModelRequest = {
+    system: base.system,
+    agentType: base.agentType,
+    sessionId: base.sessionId,
+    depth: base.depth,
+    ...(base.model ? { model: base.model } : {}),
+    messages: injected.length ? [...history, ...injected] : history,
+    tools: fixed.tools,
+  };
+  const reply = await model.call(request, abort);
   price(reply.usage);
   let checked = reply;
   if (!model.validatesReplies) {
@@ -216,14 +289,16 @@ export function runTool(
   deps: AgentLoopDeps,
   input: RunToolInput,
   session: AnyActorRef | undefined,
-  signal: AbortSignal,
+  abort: { readonly signal: AbortSignal },
   permit: (ask: PermissionAsk) => Promise<PermissionAnswer>,
 ): Promise<ToolOutcome> {
   const definition = deps.registry.get(input.spec.agent.agentName);
   return deps.catalog.run(input.call, definition, {
     spec: input.spec,
     worktree: input.spec.correlation.worktreePath,
-    signal,
+    get signal() {
+      return abort.signal;
+    },
     permit,
     locks: deps.locks,
     registry: deps.registry,
@@ -236,96 +311,111 @@ export function runTool(
   });
 }
 
-function relay(from: AnyActorRef, to: AnyActorRef, event: AgentLoopReply): void {
-  const system = from.system as { _relay?: (s: AnyActorRef, t: AnyActorRef, e: unknown) => void };
-  if (system._relay) system._relay(from, to, event);
-  else to.send(event);
+/** A coordination tool run in the model's step never asks: if one did, that is a bug here. */
+const noPermit = (): Promise<PermissionAnswer> => Promise.reject(new Error('a tool run in the model step asked for a permission'));
+
+
+/**
+ * The reply's leading tool calls that may run in the model's step (see ToolDefinition.inline), in
+ * order: it stops after a call the chart must act on, before any other tool, and where the
+ * circuit breaker would open.
+ */
+async function runInline(deps: AgentLoopDeps, input: CallModelInput, output: CallModelOutput, session: AnyActorRef, running: Step): Promise<ToolOutcome[]> {
+  const ran: ToolOutcome[] = [];
+  let failures = input.failures ?? 0;
+  for (const call of output.reply.toolCalls) {
+    if (running.aborted || !deps.catalog.isInline(call.name)) break;
+    let outcome: ToolOutcome;
+    try {
+      outcome = await runTool(deps, { spec: input.spec, call, updates: [], ...(input.epoch !== undefined ? { epoch: input.epoch } : {}) }, session, running, noPermit);
+    } catch {
+      break; // the chart runs it again as a step of its own, where a crash is reported as one
+    }
+    ran.push(outcome);
+    if (outcome.effect && CHART_EFFECTS.has(outcome.effect.kind)) break;
+    failures = outcome.isError ? failures + 1 : 0;
+    if (failures >= input.spec.limits.circuitBreakerThreshold) break;
+  }
+  return ran;
 }
 
-export function createAgentLoop(deps: AgentLoopDeps): ActorLogic<LoopSnapshot, LoopEvent, AgentLoopInput> {
-  const reply = (state: LoopSnapshot, scope: ActorScope<LoopSnapshot, LoopEvent>, event: AgentLoopReply) => {
-    const session = scope.self._parent;
-    if (!state.stopped && session) relay(scope.self, session, event);
-  };
+/**
+ * The `loop` action of the session machines: starts a step (its reply comes back to the session
+ * as an event), answers the running tool's permission, or aborts the step in flight.
+ */
+export function createLoop(deps: AgentLoopDeps): (args: { self: AnyActorRef }, command: LoopCommand) => void {
+  const inFlight = new WeakMap<AnyActorRef, Step>();
 
-  return {
-    config: 'a2a.agentLoop',
-    getInitialSnapshot: (_scope, input) => ({
-      status: 'active',
-      output: undefined,
-      error: undefined,
-      spec: input.spec,
-      lastStep: 0,
-      inFlight: null,
-      permits: new Map(),
-      stopped: false,
-      restored: false,
-    }),
-    transition: (state, event, scope) => {
-      if (event.type === 'xstate.stop') {
-        state.stopped = true;
-        state.inFlight?.abort(new A2AError('WORKFLOW_STOPPED', 'the session ended while this step was running'));
-        state.inFlight = null;
-        return state;
-      }
-      if (event.type === 'PERMISSION_ANSWER') {
-        const resolve = state.permits.get(event.requestId);
-        state.permits.delete(event.requestId);
-        resolve?.(event.answer);
-        return state;
-      }
-      if (event.step <= state.lastStep) return state;
-      state.lastStep = event.step;
-      const { step } = event;
-      if (event.type === 'CALL_MODEL') {
-        const spent = deps.costs?.ledger.checkBudget(workerKey(event.input.spec), deps.costs.budgets);
-        if (spent) {
-          reply(state, scope, { type: 'BUDGET_REACHED', step, scope: spent.scope, limitUsd: spent.limitUsd, spentUsd: spent.spentUsd });
-          return state;
+  /** Ends a step: forgotten before its reply is sent, so that the reply may start the next. */
+  function end(self: AnyActorRef, running: Step): boolean {
+    if (inFlight.get(self) !== running) return false;
+    inFlight.delete(self);
+    running.unsubscribe?.();
+    return !running.aborted;
+  }
+
+  function reply(self: AnyActorRef, running: Step, event: AgentLoopReply): void {
+    if (end(self, running) && (self.getSnapshot() as { status: string }).status === 'active') self.send(event);
+  }
+
+  function begin(self: AnyActorRef, step: number): Step | null {
+    const current = inFlight.get(self);
+    // a request sent again for the step in flight (the chart re-asks after RESTORED) is a repeat
+    if (current && current.step >= step) return null;
+    current?.abort(new A2AError('WORKFLOW_STOPPED', 'a newer step replaced it'));
+    const running = new Step(step, self);
+    inFlight.set(self, running);
+    return running;
+  }
+
+  return ({ self }, command) => {
+    switch (command.type) {
+      case 'ABORT': {
+        const running = inFlight.get(self);
+        if (running) {
+          end(self, running);
+          running.abort(new A2AError('WORKFLOW_STOPPED', command.reason));
         }
-        const controller = new AbortController();
-        state.inFlight = controller;
-        callModel(deps, event.input, controller.signal).then(
-          (output) => {
-            if (state.inFlight === controller) state.inFlight = null;
-            reply(state, scope, { type: 'MODEL_REPLIED', step, output });
-          },
-          (error: unknown) => {
-            if (state.inFlight === controller) state.inFlight = null;
-            reply(state, scope, { type: 'MODEL_FAILED', step, error: errorText(error) });
-          },
-        );
-      } else {
-        const controller = new AbortController();
-        state.inFlight = controller;
-        const settled = () => {
-          if (state.inFlight === controller) state.inFlight = null;
-        };
-        const permit = permitFor(deps, state, event.input.spec, `${event.input.epoch ?? 0}.${step}`, controller.signal, (requestId, ask) =>
-          reply(state, scope, { type: 'PERMISSION_REQUIRED', requestId, ask }),
-        );
-        runTool(deps, event.input, scope.self._parent, controller.signal, permit).then(
-          (outcome) => (settled(), reply(state, scope, { type: 'TOOL_FINISHED', step, outcome })),
-          (error: unknown) => (settled(), reply(state, scope, { type: 'TOOL_CRASHED', step, error: errorText(error) })),
-        );
+        return;
       }
-      return state;
-    },
-    getPersistedSnapshot: (state) => ({ status: 'active', output: undefined, error: undefined, spec: state.spec }) as Snapshot<unknown>,
-    restoreSnapshot: (persisted) => ({
-      status: 'active',
-      output: undefined,
-      error: undefined,
-      spec: (persisted as unknown as { spec: SessionSpec }).spec,
-      lastStep: 0,
-      inFlight: null,
-      permits: new Map(),
-      stopped: false,
-      restored: true,
-    }),
-    start: (state, scope) => {
-      // the step that was in flight when the snapshot was taken is lost: ask for it again
-      if (state.restored) reply(state, scope, { type: 'LOOP_READY' });
-    },
+      case 'PERMISSION_ANSWER': {
+        const permits = inFlight.get(self)?.permits;
+        const resolve = permits?.get(command.requestId);
+        permits?.delete(command.requestId);
+        resolve?.(command.answer);
+        return;
+      }
+      case 'CALL_MODEL': {
+        const { step, input } = command;
+        const spent = deps.costs?.ledger.checkBudget(workerKey(input.spec), deps.costs.budgets);
+        if (spent) {
+          // handled after this transition, as a step's reply always is (the actor's mailbox)
+          self.send({ type: 'BUDGET_REACHED', step, scope: spent.scope, limitUsd: spent.limitUsd, spentUsd: spent.spentUsd });
+          return;
+        }
+        const running = begin(self, step);
+        if (!running) return;
+        callModel(deps, input, running)
+          .then(async (output) => ({ output, ran: output.reply.toolCalls.length > 0 ? await runInline(deps, input, output, self, running) : [] }))
+          .then(
+            ({ output, ran }) => reply(self, running, ran.length ? { type: 'MODEL_REPLIED', step, output, ran } : { type: 'MODEL_REPLIED', step, output }),
+            (error: unknown) => reply(self, running, { type: 'MODEL_FAILED', step, error: errorText(error) }),
+          );
+        return;
+      }
+      case 'RUN_TOOL': {
+        const { step, input } = command;
+        const running = begin(self, step);
+        if (!running) return;
+        const permit = permitFor(deps, running, input.spec, `${input.epoch ?? 0}.${step}`, (requestId, ask) => {
+          if (inFlight.get(self) === running && (self.getSnapshot() as { status: string }).status === 'active') self.send({ type: 'PERMISSION_REQUIRED', requestId, ask });
+        });
+        runTool(deps, input, self, running, permit).then(
+          (outcome) => reply(self, running, { type: 'TOOL_FINISHED', step, outcome }),
+          (error: unknown) => reply(self, running, { type: 'TOOL_CRASHED', step, error: errorText(error) }),
+        );
+        return;
+      }
+    }
   };
 }

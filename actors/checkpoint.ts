@@ -10,27 +10,14 @@
  */
 import type { AnyActorRef, Snapshot } from 'xstate';
 import type { Checkpoint, SavedTimer } from '../machines/protocol.js';
+import { parentOf, scheduledEvents } from './xstateInternals.js';
 
 export type { Checkpoint, SavedTimer } from '../machines/protocol.js';
-
-interface ScheduledEvent {
-  source: AnyActorRef;
-  target: AnyActorRef;
-  event: { type: string };
-  id: string;
-  startedAt: number;
-  delay: number;
-}
-
-interface SystemInternals {
-  _snapshot: { _scheduledEvents: Record<string, ScheduledEvent> };
-  scheduler: { schedule(source: AnyActorRef, target: AnyActorRef, event: { type: string }, delay: number, id?: string): void };
-}
 
 /** The path of an actor from the root, by actor ids. */
 export function actorPath(ref: AnyActorRef): string {
   const parts: string[] = [];
-  for (let r: AnyActorRef | undefined = ref; r; r = r._parent as AnyActorRef | undefined) parts.unshift(r.id);
+  for (let r: AnyActorRef | undefined = ref; r; r = parentOf(r)) parts.unshift(r.id);
   return parts.join('/');
 }
 
@@ -72,8 +59,7 @@ export function actorAt(root: AnyActorRef, path: string): AnyActorRef | undefine
 }
 
 export function takeCheckpoint(root: AnyActorRef, now: number): Checkpoint {
-  const system = root.system as unknown as SystemInternals;
-  const timers: SavedTimer[] = Object.values(system._snapshot._scheduledEvents).map((t) => ({
+  const timers: SavedTimer[] = Object.values(scheduledEvents(root.system)).map((t) => ({
     source: actorPath(t.source),
     target: actorPath(t.target),
     event: t.event,
@@ -88,7 +74,7 @@ export function takeCheckpoint(root: AnyActorRef, now: number): Checkpoint {
  * Returns the timers whose actors no longer exist (they had ended), for a warning.
  */
 export function restoreTimers(root: AnyActorRef, timers: SavedTimer[], now: number): SavedTimer[] {
-  const system = root.system as unknown as SystemInternals;
+  const system = root.system;
   const lost: SavedTimer[] = [];
   for (const t of timers) {
     const source = actorAt(root, t.source);

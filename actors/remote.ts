@@ -20,8 +20,10 @@ import type { Clock, DurableConsumer, DurableMessage, EventSink, Transport } fro
 import { DownMessage, UpMessage, type RemoteSpawn, type SessionCommand, type SessionSpec, type SubTaskResult, type TaskUpdate, type PermissionRequest } from '../machines/protocol.js';
 import { correlationOf } from './events.js';
 import { walkActors } from './checkpoint.js';
-import { sessionStateName } from '../machines/session.js';
+import { sessionStateName, type SessionContext } from '../machines/session.js';
 import { inlineIssues } from './errors.js';
+import { parentOf, relay } from './xstateInternals.js';
+import { errorText } from '../machines/errorText.js';
 
 /**
  * A session's key on the wire: session ids are unique within a run (`w-api.2` is w-api's second
@@ -142,7 +144,7 @@ export function enqueueSurely(
 function worthRetrying(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'VALIDATION_ERROR' || code === 'NOT_FOUND' || code === 'CONFIGURATION_INVALID') return false;
-  return !/closed|max_payload|payload too large|not JSON-serializable/i.test(error instanceof Error ? error.message : String(error));
+  return !/closed|max_payload|payload too large|not JSON-serializable/i.test(errorText(error));
 }
 
 /**
@@ -232,11 +234,6 @@ interface PersistedRemote {
   seen?: string[];
 }
 
-function relay(from: AnyActorRef, to: AnyActorRef, event: { type: string }): void {
-  const system = from.system as { _relay?: (s: AnyActorRef, t: AnyActorRef, e: unknown) => void };
-  if (system._relay) system._relay(from, to, event);
-  else to.send(event);
-}
 
 /**
  * Why a report must not reach the owner although it parsed: it is about another session, another
@@ -335,7 +332,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       clearWarning(state);
       deps.events.emit({ type: 'subtask.placed', ...correlationOf(state.spec), data: { host: sender, restored: up.kind === 'started' ? up.restored : true } });
     }
-    const parent = self._parent as AnyActorRef | undefined;
+    const parent = parentOf(self);
     switch (up.kind) {
       case 'started':
         break; // a replay from the holder: nothing new
@@ -389,7 +386,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
           const down = DownMessage.safeParse({ id, event });
           if (!down.success) return snapshot;
           enqueueSurely(deps.transport, s.down(wireId(state.spec)), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`)).catch((error: unknown) => {
-            warn(state.spec, `could not send ${event.type} to ${state.spec.id}: ${error instanceof Error ? error.message : String(error)}`);
+            warn(state.spec, `could not send ${event.type} to ${state.spec.id}: ${errorText(error)}`);
           });
           return snapshot;
         }
@@ -541,7 +538,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         warn(state, `could not report to the owner of ${state.spec.id}: ${String(error)}`);
         // a result that cannot be sent (too large, say) must not leave its owner waiting for ever
         if (message.kind === 'done' && !state.stopped) {
-          await send({ kind: 'error', error: `the result of ${state.spec.id} could not be sent: ${error instanceof Error ? error.message : String(error)}` }, `${state.spec.id}:error`).catch(() => undefined);
+          await send({ kind: 'error', error: `the result of ${state.spec.id} could not be sent: ${errorText(error)}` }, `${state.spec.id}:error`).catch(() => undefined);
         }
       });
     return state.chain;
@@ -628,7 +625,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       } else if (event.type.startsWith('xstate.error.actor.')) {
         state.finished = true;
         const error = (event as { error: unknown }).error;
-        void up(state, { kind: 'error', error: error instanceof Error ? error.message : String(error) }, `${state.spec.id}:error`).then(async () => {
+        void up(state, { kind: 'error', error: errorText(error) }, `${state.spec.id}:error`).then(async () => {
           await state.consumer?.stop();
           deps.onFinished?.(wireId(state.spec));
         });
@@ -649,6 +646,8 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
     start: (snapshot, scope) => {
       const state = snapshot.link;
       state.session.start();
+      // the step it was in when the snapshot was taken is lost with the old process: ask again
+      if (state.restored && (state.session.getSnapshot() as Snapshot<unknown>).status === 'active') state.session.send({ type: 'RESTORED' });
       void up(state, { kind: 'started', host: deps.hostId, restored: state.restored }, `${state.spec.id}:started:${deps.hostId}:${deps.clock.now()}`);
       // restored from a snapshot taken after it had ended (its host finished it, then was taken for
       // dead): XState reports no end for an actor restored ended, so its result is sent from here
@@ -709,14 +708,14 @@ export function detachTree(root: AnyActorRef): void {
  */
 export function commandRefusal(knowsAgent: (agentName: string) => boolean) {
   return (session: AnyActorRef, command: SessionCommand): string | null => {
-    const snapshot = session.getSnapshot() as { value?: unknown; context?: { ownRequest?: { id: string } | null; routes?: Record<string, string> } };
+    const snapshot = session.getSnapshot() as { value?: unknown; context?: Pick<SessionContext, 'perms'> };
     switch (command.type) {
       case 'REASSIGN':
         return knowsAgent(command.agent.agentName) ? null : `agent type "${command.agent.agentName}" is not in this host's registry`;
       case 'PERMISSION_DECIDED': {
         const id = command.decision.requestId;
         const context = snapshot.context;
-        return context?.ownRequest?.id === id || (context?.routes && id in context.routes) ? null : `no permission request "${id}" is open in it`;
+        return context?.perms.own?.id === id || (context && id in context.perms.routes) ? null : `no permission request "${id}" is open in it`;
       }
       case 'RESUME':
         return sessionStateName(snapshot.value) === 'paused' ? null : 'it is not paused';

@@ -14,10 +14,10 @@ import { PauseGates } from './pause.js';
 import { createHumanGateLogic, type HumanChannel } from './humanGate.js';
 import { createInboxLogic, type InboxJournal } from './inbox.js';
 import { createRemoteSessionLogic, type RemoteDeps } from './remote.js';
-import type { AgentLoopLogic, SupervisorLogic } from '../machines/session.js';
+import type { SupervisorLogic } from '../machines/session.js';
 import { subtaskMachine } from '../machines/subtask.machine.js';
 import { workerMachine } from '../machines/worker.machine.js';
-import { createAgentLoop, type CostControl, type ModelResolver } from './agentLoop.js';
+import { createLoop, type CostControl, type ModelResolver } from './agentLoop.js';
 import type { ArtifactStore } from './artifacts.js';
 import { SpawnBudget } from './limits.js';
 import { FileLockTable } from './fileLocks.js';
@@ -169,7 +169,7 @@ export function createRuntime(deps: RuntimeDeps) {
   const pauses = deps.pauses ?? new PauseGates();
   const model = deps.model;
   const resolveModel: ModelResolver = typeof model === 'function' ? model : () => ({ model, name: model.id, profile: 'default' });
-  const agentLoop = createAgentLoop({
+  const loop = createLoop({
     registry: deps.registry,
     catalog,
     prompts: new SystemPrompts(deps.registry),
@@ -182,7 +182,7 @@ export function createRuntime(deps: RuntimeDeps) {
     ...(deps.commands ? { commands: deps.commands } : {}),
     ...(deps.artifacts ? { artifacts: deps.artifacts } : {}),
     pause: pauses,
-  }) as unknown as AgentLoopLogic;
+  });
 
   const logics: Partial<Record<SessionSpec['role'], AnyActorLogic>> = {};
   const supervisor = createSupervisorLogic({
@@ -195,8 +195,8 @@ export function createRuntime(deps: RuntimeDeps) {
     ...(deps.remote ? { placeRemotely: deps.remote.placeRemotely, remoteLogic: createRemoteSessionLogic(deps.remote.deps) } : {}),
     observeId: (spec) => ids.observe(spec),
   }) as unknown as SupervisorLogic;
-  const worker = workerMachine.provide({ actors: { agentLoop, subtasks: supervisor } });
-  const subtask = subtaskMachine.provide({ actors: { agentLoop, subtasks: supervisor } });
+  const worker = workerMachine.provide({ actors: { subtasks: supervisor }, actions: { loop } });
+  const subtask = subtaskMachine.provide({ actors: { subtasks: supervisor }, actions: { loop } });
   logics.worker = worker;
   logics.subtask = subtask;
   const inbox = createInboxLogic({ clock: deps.clock, events: deps.events, ...(deps.journal ? { journal: deps.journal } : {}) });

@@ -10,34 +10,15 @@
  * actor). It is installed on the root actor's system before the root starts.
  */
 import { createActor, type AnyActorLogic, type AnyActorRef, type ActorOptions } from 'xstate';
-
-interface ScheduledEvent {
-  id: string;
-  event: { type: string };
-  startedAt: number;
-  delay: number;
-  source: AnyActorRef;
-  target: AnyActorRef;
-}
-
-interface InternalSystem {
-  scheduler: {
-    schedule(source: AnyActorRef, target: AnyActorRef, event: { type: string }, delay: number, id?: string): void;
-    cancel(source: AnyActorRef, id: string): void;
-    cancelAll(actorRef: AnyActorRef): void;
-  };
-  _snapshot: { _scheduledEvents: Record<string, ScheduledEvent> };
-  _clock: { setTimeout(fn: () => void, ms: number): unknown; clearTimeout(id: unknown): void; now?(): number };
-  _relay(source: AnyActorRef, target: AnyActorRef, event: unknown): void;
-}
+import { internalSystem, type InternalSystem } from './xstateInternals.js';
 
 const INSTALLED = Symbol.for('a2a.indexedScheduler');
 
 /** Replaces `system.scheduler`; returns false (and changes nothing) if the system is not as expected. */
 export function installIndexedScheduler(system: unknown): boolean {
-  const sys = system as InternalSystem & { [INSTALLED]?: true };
-  if (sys[INSTALLED]) return true;
-  if (!sys?.scheduler || !sys._snapshot?._scheduledEvents || typeof sys._relay !== 'function' || !sys._clock) return false;
+  if ((system as { [INSTALLED]?: true } | null)?.[INSTALLED]) return true;
+  const sys = internalSystem(system).system as (InternalSystem & { [INSTALLED]?: true }) | null;
+  if (!sys) return false;
   if (Object.keys(sys._snapshot._scheduledEvents).length > 0) return false;
 
   const timers = new Map<string, unknown>();

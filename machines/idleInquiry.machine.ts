@@ -9,6 +9,10 @@
  *
  * Time only passes in `idle`: a session running a tool, calling its model, awaiting children or
  * waiting for a permission is `busy`, never idle.
+ *
+ * A session starts its watchdog only once it has sat idle for `idleThresholdMs` (a timer of its
+ * own until then: most sessions never need one), with `alreadyIdle`: the watchdog then starts
+ * where the threshold has passed (`suspectedIdle`), and counts every later idle period itself.
  */
 import { assign, sendParent, setup } from 'xstate';
 import type { IdleConfig, IdleInquiryRequest } from './protocol.js';
@@ -26,10 +30,13 @@ export interface IdleInquiryOutput {
   inquiries: number;
 }
 
+/** The watchdog's input: the session's idle settings, and whether it has already sat idle for the threshold. */
+export type IdleInquiryInput = IdleConfig & { alreadyIdle?: boolean };
+
 export const idleInquiryMachine = setup({
   types: {
-    input: {} as IdleConfig,
-    context: {} as IdleConfig & { inquiries: number; endReason: IdleInquiryOutput['reason'] | null },
+    input: {} as IdleInquiryInput,
+    context: {} as IdleConfig & { startedIdle: boolean; inquiries: number; endReason: IdleInquiryOutput['reason'] | null },
     events: {} as IdleInquiryEvent,
     output: {} as IdleInquiryOutput,
   },
@@ -40,6 +47,7 @@ export const idleInquiryMachine = setup({
   },
   guards: {
     inquiriesExhausted: ({ context }) => context.inquiries >= context.maxInquiries,
+    startsIdle: ({ context }) => context.startedIdle,
   },
   actions: {
     sendInquiry: sendParent(
@@ -55,9 +63,24 @@ export const idleInquiryMachine = setup({
   },
 }).createMachine({
   id: 'idleInquiry',
-  context: ({ input }) => ({ ...input, inquiries: 0, endReason: null }),
-  initial: 'busy',
+  context: ({ input }) => ({
+    idleThresholdMs: input.idleThresholdMs,
+    inquiryDelayMs: input.inquiryDelayMs,
+    inquiryTimeoutMs: input.inquiryTimeoutMs,
+    maxInquiries: input.maxInquiries,
+    startedIdle: input.alreadyIdle === true,
+    inquiries: 0,
+    endReason: null,
+  }),
+  initial: 'starting',
   states: {
+    /** Started by a session idle for the threshold already: straight to the grace period. */
+    starting: {
+      always: [
+        { guard: 'startsIdle', target: 'suspectedIdle' },
+        { target: 'busy' },
+      ],
+    },
     busy: {
       on: { SESSION_IDLE: 'idle' },
     },

@@ -6,6 +6,7 @@ import type {
   ArtifactContent,
   ArtifactMeta,
   ChatMessage,
+  DiffStats,
   HumanAnswer,
   HumanItem,
   QueueMessage,
@@ -66,13 +67,8 @@ export interface EventSink {
   readonly listening?: boolean;
 }
 
-/** What a branch changed: files, and lines added and removed. */
-export interface DiffSummary {
-  changedFiles: number;
-  insertions: number;
-  deletions: number;
-  files: string[];
-}
+/** What a branch changed: files, and lines added and removed (DiffStats, with the files always listed). */
+export type DiffSummary = DiffStats & { files: string[] };
 
 export type MergeOutcome = { merged: true; commit: string } | { merged: false; conflicts: string[] };
 

@@ -13,6 +13,7 @@
  * this actor's output and so reaches the owner as the `xstate.done.actor` event.
  */
 import { assign, emit, enqueueActions, sendTo, setup, type ActorLogic, type Snapshot } from 'xstate';
+import { errorText } from './errorText.js';
 import { idleInquiryMachine, type IdleInquiryOutput } from './idleInquiry.machine.js';
 import type {
   AgentLoopInput,
@@ -35,7 +36,6 @@ export type SessionEvent =
   | IdleInquiryRequest
   | SupervisorReply
   | AgentLoopReply
-  | { type: 'xstate.error.actor.agentLoop'; actorId: string; error: unknown }
   | { type: 'xstate.error.actor.subtasks'; actorId: string; error: unknown }
   | { type: 'xstate.done.actor.idleInquiry'; actorId: string; output: IdleInquiryOutput }
   | { type: 'xstate.error.actor.idleInquiry'; actorId: string; error: unknown };
@@ -87,62 +87,122 @@ export interface SessionContext {
   batch: UpdateBatch | null;
   /** Tool calls of the current turn still to run, in order. */
   pendingCalls: ToolCall[];
-  spawnRequest: { requestId: string; call: ToolCall; blocking: boolean; timeoutMs: number } | null;
-  awaiting: { call: ToolCall; ids: string[]; timeoutMs: number } | null;
   lastText: string;
   turns: number;
-  /** How many times the session was reinitialized: ids made from turns and steps include it. */
-  epoch: number;
-  /** Why a paused worker is paused (the circuit breaker, a spent budget). */
-  pausedFor: string | null;
-  /** Messages summarized away (so that step numbers keep growing when the history shrinks). */
-  stepBase: number;
-  /** Files this session's tools changed, with lines added and removed (its result's diff stats). */
-  changes: Record<string, { insertions: number; deletions: number }>;
   usage: Usage;
-  consecutiveFailures: number;
-  /** An idle inquiry was injected and its answer not yet seen. */
-  inquiryOpen: boolean;
   /** Children not yet settled, as last reported by `subtasks`. */
   live: number;
-  /** The `subtasks` supervisor has been spawned (on the first spawn: leaf sessions never need one). */
-  hasSubtasks: boolean;
-  /** The `idleInquiry` watchdog has been spawned (the first time the session went idle). */
-  hasWatchdog: boolean;
-  /** The permission this session's running tool waits for. */
-  ownRequest: PermissionRequest | null;
   /**
-   * Decisions received during the current tool call, by request id: a tool run again (its loop
-   * was restored) asks again with the same id and gets the decision at once, instead of asking
-   * an orchestrator that already decided (and de-duplicates the request).
+   * Health: the last tool call, how often in a row, calls in a row without progress, and failed
+   * calls in a row (the circuit breaker's count).
    */
-  stepDecisions: Record<string, PermissionDecision>;
-  /** Requests passed up for a child: request id → the child it came from (where the decision goes). */
-  routes: Record<string, string>;
-  /** Health: the last tool call, how often in a row, and calls in a row without progress. */
-  health: { lastCall: string | null; repeats: number; sinceProgress: number; reported: boolean };
-  /** Why the session is about to fail (set by the transition into `failed`). */
-  failure: string | null;
+  health: { lastCall: string | null; repeats: number; sinceProgress: number; reported: boolean; failures: number };
+  /** Files this session's tools changed, with lines added and removed (its result's diff stats). */
+  changes: Record<string, { insertions: number; deletions: number }>;
+  /** Permissions in flight. */
+  perms: {
+    /** The permission this session's running tool waits for. */
+    own: PermissionRequest | null;
+    /**
+     * Decisions received during the current tool call, by request id: a tool run again (the
+     * session was restored) asks again with the same id and gets the decision at once, instead of
+     * asking an orchestrator that already decided (and de-duplicates the request).
+     */
+    decided: Record<string, PermissionDecision>;
+    /** Requests passed up for a child: request id → the child it came from (where the decision goes). */
+    routes: Record<string, string>;
+  };
+  /** What a blocking tool call waits for: the supervisor's answer to a spawn, the awaited children. */
+  waits: {
+    spawn: { requestId: string; call: ToolCall; blocking: boolean; timeoutMs: number } | null;
+    awaiting: { call: ToolCall; ids: string[]; timeoutMs: number } | null;
+  };
+  meta: {
+    /** How many times the session was reinitialized: ids made from turns and steps include it. */
+    epoch: number;
+    /** Messages summarized away (so that step numbers keep growing when the history shrinks). */
+    stepBase: number;
+    /** Why a paused worker is paused (the circuit breaker, a spent budget). */
+    pausedFor: string | null;
+    /** Why the session is about to fail (set by the transition into `failed`). */
+    failure: string | null;
+  };
+  /** Helpers spawned on first need, and the watchdog's open inquiry. */
+  has: {
+    /** The `subtasks` supervisor (on the first spawn: leaf sessions never need one). */
+    subtasks: boolean;
+    /** The `idleInquiry` watchdog (the first time the session went idle). */
+    watchdog: boolean;
+    /** An idle inquiry was injected and its answer not yet seen. */
+    inquiry: boolean;
+  };
   result: SubTaskResult | null;
 }
 
-const freshHealth = { lastCall: null, repeats: 0, sinceProgress: 0, reported: false };
+/*
+ * Sixteen top-level keys, on purpose: XState builds each new context with
+ * `Object.assign({}, context, update)`, and V8 turns an object built that way with more than
+ * about 17 properties into a slow dictionary-mode object (measured: 10 % of a 10k fan-out's CPU
+ * and 1.4 KB per idle session at 25 keys). Rarely changed fields are grouped.
+ */
+const freshHealth: SessionContext['health'] = { lastCall: null, repeats: 0, sinceProgress: 0, reported: false, failures: 0 };
+const noPerms: SessionContext['perms'] = { own: null, decided: {}, routes: {} };
+const noWaits: SessionContext['waits'] = { spawn: null, awaiting: null };
+const freshMeta: SessionContext['meta'] = { epoch: 0, stepBase: 0, pausedFor: null, failure: null };
+const noHelpers: SessionContext['has'] = { subtasks: false, watchdog: false, inquiry: false };
+
+/**
+ * Tool effects the chart acts on with a transition of its own (the others are recorded in
+ * passing): the agent loop's tool calls in a model step stop after one of these.
+ */
+export const CHART_EFFECTS: ReadonlySet<ToolEffect['kind']> = new Set(['spawn', 'await', 'complete']);
+
+const isEmpty = (record: Record<string, unknown>) => {
+  for (const _ in record) return false;
+  return true;
+};
+
+/** Why the session looks stuck (the same call again and again, or no progress), once; null when it does not. */
+function stuckReason(h: SessionContext['health'], spec: SessionSpec): string | null {
+  if (h.reported) return null;
+  if (h.repeats >= spec.limits.stuckRepeatLimit) return `the same tool call ${h.repeats} times in a row (${h.lastCall?.slice(0, 120)})`;
+  if (h.sinceProgress >= spec.limits.stuckStepLimit) return `${h.sinceProgress} tool calls in a row without progress`;
+  return null;
+}
+
+function answerOf(decision: PermissionDecision): LoopCommand {
+  return {
+    type: 'PERMISSION_ANSWER',
+    requestId: decision.requestId,
+    answer: { approved: decision.approved, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}) },
+  };
+}
 
 /**
  * Health bookkeeping after a tool call: a call is progress when it succeeded and is not the same
- * call (name and arguments) as the one before.
+ * call (name and arguments) as the one before; a failed call counts towards the breaker.
  */
 function healthAfter(context: SessionContext, call: ToolCall, ok: boolean): SessionContext['health'] {
   const key = `${call.name}:${JSON.stringify(call.arguments)}`;
   const repeats = key === context.health.lastCall ? context.health.repeats + 1 : 1;
   const progress = ok && repeats === 1;
-  return { ...context.health, lastCall: key, repeats, sinceProgress: progress ? 0 : context.health.sinceProgress + 1 };
+  return {
+    ...context.health,
+    lastCall: key,
+    repeats,
+    sinceProgress: progress ? 0 : context.health.sinceProgress + 1,
+    failures: ok ? 0 : context.health.failures + 1,
+  };
 }
 
 /** The supervisor logic type, as the session sees it (implemented in actors/supervisor.ts). */
 export type SupervisorLogic = ActorLogic<Snapshot<unknown>, SupervisorEvent, SupervisorInput>;
-/** The agent loop logic type (implemented in actors/agentLoop.ts). */
-export type AgentLoopLogic = ActorLogic<Snapshot<unknown>, AgentLoopRequest, AgentLoopInput>;
+/**
+ * What the chart asks of its agent loop: a step to start (its reply comes back as an event), an
+ * answer for the running tool, or to abort the step in flight. The runtime provides the `loop`
+ * action that does it (actors/agentLoop.ts); steps run in this actor, not in a child actor.
+ */
+export type LoopCommand = AgentLoopRequest | { type: 'ABORT'; reason: string };
 
 const notProvided = (what: string) => () => {
   throw new Error(`${what} is not provided: build the machines with createRuntime() from actors/runtime.ts`);
@@ -203,12 +263,12 @@ function withChanges(changes: SessionContext['changes'], outcome: ToolOutcome): 
  * and keeps growing when a summary replaces part of the history.
  */
 function stepOf(context: SessionContext): number {
-  return context.stepBase + context.messages.length + 1;
+  return context.meta.stepBase + context.messages.length + 1;
 }
 
 function update(context: SessionContext, type: TaskUpdate['type'], fields: Partial<TaskUpdate>): TaskUpdate {
   return {
-    id: `${context.spec.id}:${context.epoch}.${context.turns}.${context.messages.length}:${type}${fields.kind ? `.${fields.kind}` : ''}`,
+    id: `${context.spec.id}:${context.meta.epoch}.${context.turns}.${context.messages.length}:${type}${fields.kind ? `.${fields.kind}` : ''}`,
     type,
     subTaskId: context.spec.id,
     parentId: context.spec.owner.ownerId,
@@ -218,22 +278,78 @@ function update(context: SessionContext, type: TaskUpdate['type'], fields: Parti
   };
 }
 
+/** The part of `enqueueActions`' enqueuer that recording an outcome uses. */
+interface Enqueue {
+  assign(update: Partial<SessionContext>): void;
+  sendParent(event: { type: 'SUBTASK_UPDATE'; update: TaskUpdate }): void;
+  sendTo(to: 'subtasks', event: SupervisorEvent): void;
+  emit(event: SessionEmitted): void;
+}
+
+/** Queues a command for the agent loop (the `loop` action the runtime provides). */
+function toLoop(enqueue: (action: never) => void, command: LoopCommand): void {
+  // an action named with params: XState resolves it against the provided implementations
+  enqueue({ type: 'loop', params: command } as never);
+}
+
+/**
+ * Records one tool call's outcome (its message, health, changes) and acts on its effect; returns
+ * the context as it is afterwards, for a caller that records several in a row.
+ */
+function recordOutcome(context: SessionContext, enqueue: Enqueue, outcome: ToolOutcome): SessionContext {
+  const [call, ...rest] = context.pendingCalls;
+  if (!call) return context;
+  const changed = {
+    messages: [...context.messages, toolMessage(call, outcome.content, outcome.isError)],
+    pendingCalls: rest,
+    health: healthAfter(context, call, !outcome.isError),
+    changes: withChanges(context.changes, outcome),
+  };
+  enqueue.assign(changed);
+  let next: SessionContext = { ...context, ...changed };
+  const effect = outcome.effect;
+  if (!effect) return next;
+  switch (effect.kind) {
+    case 'notify':
+      enqueue.sendParent({
+        type: 'SUBTASK_UPDATE',
+        update: update(next, 'progress', { kind: effect.notification, message: effect.message }),
+      });
+      break;
+    case 'ackUpdates':
+      if (next.batch) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: next.batch.upTo });
+      enqueue.assign({ batch: null });
+      next = { ...next, batch: null };
+      break;
+    case 'message':
+      enqueue.sendTo('subtasks', { type: 'SEND_TO_CHILD', to: effect.to, from: next.spec.id, text: effect.text });
+      break;
+    case 'cancel':
+      enqueue.sendTo('subtasks', { type: 'CANCEL_CHILDREN', ids: effect.ids, reason: effect.reason });
+      break;
+    default:
+      break;
+  }
+  return next;
+}
+
 export const sessionSetup = setup({
   types: {
-    input: {} as { spec: SessionSpec },
+    /** `inbox`: messages that waited for the session to start (it was queued for a slot). */
+    input: {} as { spec: SessionSpec; inbox?: InboxItem[] },
     context: {} as SessionContext,
     events: {} as SessionEvent,
     output: {} as SubTaskResult,
     emitted: {} as SessionEmitted,
-    children: {} as { subtasks: 'subtasks'; idleInquiry: 'idleInquiry'; agentLoop: 'agentLoop' },
+    children: {} as { subtasks: 'subtasks'; idleInquiry: 'idleInquiry' },
   },
   actors: {
-    agentLoop: placeholder('the agent loop') as AgentLoopLogic,
     subtasks: placeholder('the subtasks supervisor') as SupervisorLogic,
     idleInquiry: idleInquiryMachine,
   },
   delays: {
-    awaitTimeout: ({ context }) => context.awaiting?.timeoutMs ?? 0,
+    awaitTimeout: ({ context }) => context.waits.awaiting?.timeoutMs ?? 0,
+    idleThreshold: ({ context }) => context.spec.idle.idleThresholdMs,
   },
   guards: {
     turnLimitReached: ({ context }) => context.turns >= context.spec.limits.maxTurns,
@@ -241,22 +357,28 @@ export const sessionSetup = setup({
     inputArrivedDuringCall: ({ context }, output: CallModelOutput) =>
       context.inbox.length > output.consumedInbox || (context.batch !== null && output.consumedUpTo === null),
     hasLiveChildren: ({ context }) => context.live > 0,
-    effectIs: (_, params: { outcome: ToolOutcome; kind: ToolEffect['kind'] }) => params.outcome.effect?.kind === params.kind,
+    effectIs: (_, params: { outcome: ToolOutcome | undefined; kind: ToolEffect['kind'] }) => params.outcome?.effect?.kind === params.kind,
     spawnAcceptedAndBlocking: ({ context, event }) =>
-      event.type === 'SPAWN_RESULT' && event.ok && context.spawnRequest?.blocking === true,
-    circuitOpen: ({ context }) => context.consecutiveFailures >= context.spec.limits.circuitBreakerThreshold,
+      event.type === 'SPAWN_RESULT' && event.ok && context.waits.spawn?.blocking === true,
+    circuitOpen: ({ context }) => context.health.failures >= context.spec.limits.circuitBreakerThreshold,
     hasMoreCalls: ({ context }) => context.pendingCalls.length > 0,
+    noWatchdog: ({ context }) => !context.has.watchdog,
     inquiryExhausted: (_, output: IdleInquiryOutput) => output.reason === 'exhausted',
     /** A child's request this session may approve: within its own level. */
     withinOwnLevel: ({ context }, request: PermissionRequest) => !request.needsPerson && context.spec.permissions.level.includes(request.action),
-    isOwnRequest: ({ context }, decision: PermissionDecision) => context.ownRequest?.id === decision.requestId,
-    decidedThisStep: ({ context }, requestId: string) => requestId in context.stepDecisions,
-    routedHere: ({ context }, decision: PermissionDecision) => decision.requestId in context.routes,
-    stuck: ({ context }) =>
-      !context.health.reported &&
-      (context.health.repeats >= context.spec.limits.stuckRepeatLimit || context.health.sinceProgress >= context.spec.limits.stuckStepLimit),
+    isOwnRequest: ({ context }, decision: PermissionDecision) => context.perms.own?.id === decision.requestId,
+    decidedThisStep: ({ context }, requestId: string) => requestId in context.perms.decided,
+    routedHere: ({ context }, decision: PermissionDecision) => decision.requestId in context.perms.routes,
+    stuck: ({ context }) => stuckReason(context.health, context.spec) !== null,
   },
   actions: {
+    // -- The agent loop: what the chart asks of it, and what its steps brought
+    /** Placeholder; the runtime provides the agent loop (see LoopCommand). */
+    loop: (_, _command: LoopCommand) => notProvided('the agent loop')(),
+    /** The step in flight (a model call, a tool, a command) is aborted: its AbortSignal fires. */
+    abortStep: enqueueActions(({ enqueue }) => {
+      toLoop(enqueue, { type: 'ABORT', reason: 'the session left the step it was running' });
+    }),
     /**
      * Asks the agent loop for one model call with everything that waits to be injected. Steps are
      * numbered by the conversation's length (see stepOf): every step appends to it before the next request, so
@@ -265,7 +387,7 @@ export const sessionSetup = setup({
     sendModelRequest: enqueueActions(({ context, enqueue }) => {
       // at the turn limit `thinking` is left at once (eventless): no call may start
       if (context.turns >= context.spec.limits.maxTurns) return;
-      enqueue.sendTo('agentLoop', {
+      const request: LoopCommand = {
         type: 'CALL_MODEL',
         step: stepOf(context),
         input: {
@@ -276,15 +398,91 @@ export const sessionSetup = setup({
           upTo: context.batch?.upTo ?? null,
           turn: context.turns,
           live: context.live,
+          epoch: context.meta.epoch,
+          failures: context.health.failures,
         },
-      });
+      };
+      toLoop(enqueue, request);
     }),
     /** Asks the agent loop to run the next tool call of this turn. */
-    sendToolRequest: sendTo('agentLoop', ({ context }) => ({
-      type: 'RUN_TOOL' as const,
-      step: stepOf(context),
-      input: { spec: context.spec, call: context.pendingCalls[0]!, updates: context.batch?.updates ?? [], epoch: context.epoch },
-    })),
+    sendToolRequest: enqueueActions(({ context, enqueue }) => {
+      const request: LoopCommand = {
+        type: 'RUN_TOOL',
+        step: stepOf(context),
+        input: { spec: context.spec, call: context.pendingCalls[0]!, updates: context.batch?.updates ?? [], epoch: context.meta.epoch },
+      };
+      toLoop(enqueue, request);
+    }),
+    recordReply: enqueueActions(({ context, enqueue }, output: CallModelOutput) => {
+      const { reply } = output;
+      const assistant: ChatMessage =
+        reply.toolCalls.length > 0
+          ? { role: 'assistant', content: reply.text, toolCalls: reply.toolCalls }
+          : { role: 'assistant', content: reply.text };
+      const consumedBatch = output.consumedUpTo !== null && context.batch !== null && context.batch.upTo <= output.consumedUpTo;
+      enqueue.assign({
+        // a conversation summarized to fit the model's window replaces the history it summarized
+        messages: [...(output.compacted ?? context.messages), ...output.injected, assistant],
+        ...(output.compacted ? { meta: { ...context.meta, stepBase: context.meta.stepBase + context.messages.length - output.compacted.length } } : {}),
+        inbox: context.inbox.slice(output.consumedInbox),
+        batch: consumedBatch ? null : context.batch,
+        pendingCalls: reply.toolCalls,
+        lastText: reply.text.trim() ? reply.text : context.lastText,
+        turns: context.turns + 1,
+        usage: {
+          inputTokens: context.usage.inputTokens + reply.usage.inputTokens,
+          outputTokens: context.usage.outputTokens + reply.usage.outputTokens,
+          modelCalls: context.usage.modelCalls + 1,
+          ...(output.costUsd !== undefined || context.usage.costUsd !== undefined ? { costUsd: (context.usage.costUsd ?? 0) + (output.costUsd ?? 0) } : {}),
+        },
+      });
+      if (output.consumedUpTo !== null) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: output.consumedUpTo });
+      if (context.has.inquiry) {
+        const answer =
+          reply.text.trim() ||
+          (reply.toolCalls.length > 0 ? `(answered with tool calls: ${reply.toolCalls.map((c) => c.name).join(', ')})` : '(empty reply)');
+        enqueue.assign({ has: { ...context.has, inquiry: false } });
+        enqueue.sendTo('idleInquiry', { type: 'INQUIRY_ANSWERED' });
+        enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'idle_response', { message: answer }) });
+        enqueue.emit({ type: 'inquiry.answered', text: answer });
+      }
+    }),
+    recordToolOutcome: enqueueActions(({ context, enqueue }, outcome: ToolOutcome) => {
+      recordOutcome(context, enqueue as unknown as Enqueue, outcome);
+    }),
+    /**
+     * The tool calls run in the model's step (`MODEL_REPLIED.ran`), recorded in order as if each
+     * had been its own step; the last one, when its effect is one the chart acts on (spawn, await,
+     * complete), is left to the transition's own action. A call that makes the session look
+     * stuck is reported where it happens, as it would have been one step at a time.
+     */
+    recordRan: enqueueActions(({ context, enqueue }, ran: ToolOutcome[] | undefined) => {
+      if (!ran?.length) return;
+      const last = ran.at(-1)!;
+      const upTo = last.effect && CHART_EFFECTS.has(last.effect.kind) ? ran.length - 1 : ran.length;
+      let current = context;
+      for (let i = 0; i < upTo; i++) {
+        current = recordOutcome(current, enqueue as unknown as Enqueue, ran[i]!);
+        const reason = stuckReason(current.health, current.spec);
+        if (reason !== null) {
+          current = { ...current, health: { ...current.health, reported: true } };
+          enqueue.assign({ health: current.health });
+          enqueue.emit({ type: 'stuck.detected', reason });
+          enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(current, 'progress', { kind: 'stuck', message: `stuck: ${reason}` }) });
+        }
+      }
+    }),
+    recordToolCrash: enqueueActions(({ context, enqueue }, params: { error: unknown }) => {
+      const [call, ...rest] = context.pendingCalls;
+      if (!call) return;
+      const content = `Tool ${call.name} failed inside the runtime: ${errorText(params.error)}`;
+      enqueue.assign({
+        messages: [...context.messages, toolMessage(call, content, true)],
+        pendingCalls: rest,
+        health: healthAfter(context, call, false),
+      });
+    }),
+    // -- Permissions: this session's own, and its children's on their way up and down
     /** Asks this session's parent (through its supervisor) for a permission outside its level. */
     requestPermission: enqueueActions(({ context, enqueue }, params: { requestId: string; ask: PermissionAsk }) => {
       const request: PermissionRequest = {
@@ -299,36 +497,28 @@ export const sessionSetup = setup({
         timestamp: 0,
         ...(params.ask.needsPerson ? { needsPerson: true } : {}),
       };
-      enqueue.assign({ ownRequest: request });
+      enqueue.assign({ perms: { ...context.perms, own: request } });
       enqueue.emit({ type: 'permission.requested', request });
       enqueue.sendParent({ type: 'PERMISSION_REQUEST', request });
     }),
     /** Gives the running tool its answer. */
     answerTool: enqueueActions(({ context, enqueue }, decision: PermissionDecision) => {
-      enqueue.sendTo('agentLoop', {
-        type: 'PERMISSION_ANSWER',
-        requestId: decision.requestId,
-        answer: { approved: decision.approved, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}) },
-      });
+      toLoop(enqueue, answerOf(decision));
       // the decider (policy, a parent, the orchestrator) reported the decision; it is not repeated here
-      enqueue.assign({ ownRequest: null, stepDecisions: { ...context.stepDecisions, [decision.requestId]: decision } });
+      enqueue.assign({ perms: { ...context.perms, own: null, decided: { ...context.perms.decided, [decision.requestId]: decision } } });
     }),
     /** The running tool asked again for what was decided during this call (its loop was restored). */
-    answerFromStep: sendTo('agentLoop', ({ context }, requestId: string) => {
-      const decision = context.stepDecisions[requestId]!;
-      return {
-        type: 'PERMISSION_ANSWER' as const,
-        requestId,
-        answer: { approved: decision.approved, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}) },
-      };
+    answerFromStep: enqueueActions(({ context, enqueue }, requestId: string) => {
+      toLoop(enqueue, answerOf(context.perms.decided[requestId]!));
     }),
     /** A decision that arrives while the tool is not waiting for it (it was restored and has not asked again yet). */
     keepDecision: assign(({ context }, decision: PermissionDecision) => ({
-      ownRequest: null,
-      stepDecisions: { ...context.stepDecisions, [decision.requestId]: decision },
+      perms: { ...context.perms, own: null, decided: { ...context.perms.decided, [decision.requestId]: decision } },
     })),
     /** A tool call ended: what it asked and was told no longer matters. */
-    forgetStepDecisions: assign({ stepDecisions: {}, ownRequest: null }),
+    forgetStepDecisions: assign(({ context }) =>
+      context.perms.own === null && isEmpty(context.perms.decided) ? {} : { perms: { ...context.perms, own: null, decided: {} } },
+    ),
     /** A child's request within this session's level: approved here. */
     approveForChild: enqueueActions(({ context, enqueue }, request: PermissionRequest) => {
       const decision: PermissionDecision = { requestId: request.id, approved: true, decidedBy: 'parent', decider: context.spec.id };
@@ -337,27 +527,160 @@ export const sessionSetup = setup({
     }),
     /** A child's request outside this session's level: passed up, remembering where it came from. */
     passUp: enqueueActions(({ context, enqueue }, request: PermissionRequest) => {
-      enqueue.assign({ routes: { ...context.routes, [request.id]: request.via.at(-1)! } });
+      enqueue.assign({ perms: { ...context.perms, routes: { ...context.perms.routes, [request.id]: request.via.at(-1)! } } });
       enqueue.sendParent({ type: 'PERMISSION_REQUEST', request: { ...request, via: [...request.via, context.spec.id] } });
     }),
     /** A decision for a request that came through this session: sent on to the child it came from. */
     passDown: enqueueActions(({ context, enqueue }, decision: PermissionDecision) => {
-      const to = context.routes[decision.requestId]!;
-      const routes = { ...context.routes };
+      const to = context.perms.routes[decision.requestId]!;
+      const routes = { ...context.perms.routes };
       delete routes[decision.requestId];
-      enqueue.assign({ routes });
+      enqueue.assign({ perms: { ...context.perms, routes } });
       enqueue.sendTo('subtasks', { type: 'PERMISSION_DECISION', to, decision });
     }),
+    // -- Children: spawning, awaiting, their updates
+    requestSpawn: enqueueActions(({ context, enqueue }, outcome: ToolOutcome) => {
+      const effect = outcome.effect;
+      const call = context.pendingCalls[0];
+      if (effect?.kind !== 'spawn' || !call) return;
+      enqueue.assign({
+        waits: { ...context.waits, spawn: { requestId: effect.requestId, call, blocking: effect.blocking, timeoutMs: effect.timeoutMs } },
+      });
+      if (!context.has.subtasks) {
+        enqueue.spawnChild('subtasks', {
+          id: 'subtasks',
+          input: { owner: context.spec, ownerId: context.spec.id, maxParallel: context.spec.limits.maxParallelSubtasks },
+        });
+        enqueue.assign({ has: { ...context.has, subtasks: true } });
+      }
+      enqueue.sendTo('subtasks', { type: 'SPAWN', requestId: effect.requestId, specs: effect.specs });
+    }),
+    recordSpawnResult: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'SPAWN_RESULT' || !context.waits.spawn) return;
+      const { call, blocking, timeoutMs } = context.waits.spawn;
+      const content = event.ok
+        ? JSON.stringify({
+            subTaskIds: [...event.started, ...event.queued],
+            ...(event.queued.length ? { waitingForSlot: event.queued } : {}),
+            note: blocking
+              ? 'waiting for the result'
+              : 'spawned; results arrive as updates before your next step, or call a2a_await_subtasks',
+          })
+        : `${event.error.code}: ${event.error.message}`;
+      enqueue.assign({
+        messages: [...context.messages, toolMessage(call, content, !event.ok)],
+        pendingCalls: context.pendingCalls.slice(1),
+        health: healthAfter(context, call, event.ok),
+        live: event.live,
+        waits: { spawn: null, awaiting: event.ok && blocking ? { call, ids: [...event.started, ...event.queued], timeoutMs } : null },
+      });
+    }),
+    startAwait: assign(({ context }, outcome: ToolOutcome) => {
+      const effect = outcome.effect;
+      const call = context.pendingCalls[0];
+      return effect?.kind === 'await' && call
+        ? { waits: { ...context.waits, awaiting: { call, ids: effect.ids, timeoutMs: effect.timeoutMs } }, pendingCalls: context.pendingCalls.slice(1) }
+        : {};
+    }),
+    watchAwaited: sendTo('subtasks', ({ context }) => ({ type: 'WATCH' as const, ids: context.waits.awaiting?.ids ?? [] })),
+    unwatch: sendTo('subtasks', { type: 'UNWATCH' }),
+    recordAwaitResult: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'WATCH_SATISFIED' || !context.waits.awaiting) return;
+      const { call } = context.waits.awaiting;
+      const delivered = new Set(event.results.map((r) => r.taskId));
+      const content = JSON.stringify({
+        results: event.results,
+        ...(event.pending.length ? { stillRunning: event.pending, note: 'timed out waiting; these keep running and report as updates' } : {}),
+      });
+      enqueue.assign({
+        messages: [...context.messages, toolMessage(call, content, false)],
+        waits: { ...context.waits, awaiting: null },
+        live: event.live,
+        health: { ...context.health, failures: 0 },
+        // results handed over by the tool must not be injected a second time
+        batch: context.batch
+          ? { ...context.batch, updates: context.batch.updates.filter((u) => !delivered.has(u.subTaskId) || u.type === 'progress') }
+          : null,
+      });
+    }),
+    holdBatch: assign(({ context, event }) =>
+      event.type === 'UPDATES_AVAILABLE'
+        ? { batch: { upTo: event.upTo, updates: event.updates, live: event.live }, live: event.live }
+        : { batch: context.batch },
+    ),
+    // -- Input between steps, and the idle watchdog
+    queueMessage: assign({
+      inbox: ({ context, event }) =>
+        event.type === 'MESSAGE' ? [...context.inbox, { kind: 'message', from: event.from, text: event.text }] : context.inbox,
+    }),
+    queueInquiry: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'IDLE_INQUIRY') return;
+      enqueue.assign({
+        inbox: [
+          ...context.inbox,
+          { kind: 'inquiry', from: 'idleInquiry', text: '', attempt: event.attempt, maxInquiries: event.maxInquiries },
+        ],
+        has: { ...context.has, inquiry: true },
+      });
+      enqueue.emit({ type: 'inquiry.sent', attempt: event.attempt });
+    }),
+    /** The watchdog only counts while the session is idle: leaving `idle` is the busy signal. */
+    tellWatchdogBusy: enqueueActions(({ enqueue, self }) => {
+      // an exhausted watchdog has ended (the session is being completed): nothing to tell
+      const watchdog = self.getSnapshot().children.idleInquiry;
+      if (watchdog?.getSnapshot().status === 'active') enqueue.sendTo('idleInquiry', { type: 'SESSION_BUSY' });
+    }),
+    /** Tells the watchdog, once there is one, that the session sits idle (see `startWatchdog`). */
+    tellWatchdogIdle: enqueueActions(({ context, enqueue }) => {
+      if (context.has.watchdog) enqueue.sendTo('idleInquiry', { type: 'SESSION_IDLE' });
+    }),
+    /**
+     * The session has sat idle for the threshold: its watchdog starts, where the threshold has
+     * passed. Until then an idle session costs a timer, not an actor (most never need one).
+     */
+    startWatchdog: enqueueActions(({ context, enqueue }) => {
+      if (context.has.watchdog) return;
+      const { idle } = context.spec;
+      const input = { idleThresholdMs: idle.idleThresholdMs, inquiryDelayMs: idle.inquiryDelayMs, inquiryTimeoutMs: idle.inquiryTimeoutMs, maxInquiries: idle.maxInquiries, alreadyIdle: true };
+      enqueue.spawnChild('idleInquiry', { id: 'idleInquiry', input });
+      enqueue.assign({ has: { ...context.has, watchdog: true } });
+    }),
+    // -- Health, the breaker, the budget, and the management of a running worker
     reportStuck: enqueueActions(({ context, enqueue }) => {
-      const h = context.health;
-      const reason =
-        h.repeats >= context.spec.limits.stuckRepeatLimit
-          ? `the same tool call ${h.repeats} times in a row (${h.lastCall?.slice(0, 120)})`
-          : `${h.sinceProgress} tool calls in a row without progress`;
-      enqueue.assign({ health: { ...h, reported: true } });
+      const reason = stuckReason(context.health, context.spec);
+      if (reason === null) return;
+      enqueue.assign({ health: { ...context.health, reported: true } });
       enqueue.emit({ type: 'stuck.detected', reason });
       enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'progress', { kind: 'stuck', message: `stuck: ${reason}` }) });
     }),
+    /** New instructions, an answer or a redirect: the health check starts over. */
+    resetHealth: assign(({ context }) => ({ health: { ...freshHealth, failures: context.health.failures } })),
+    notifyCircuitOpen: enqueueActions(({ context, enqueue }) => {
+      enqueue.assign({ meta: { ...context.meta, pausedFor: `the circuit breaker opened after ${context.health.failures} consecutive tool failures` } });
+      enqueue.emit({ type: 'circuit.open', failures: context.health.failures });
+      enqueue.sendParent({
+        type: 'SUBTASK_UPDATE',
+        update: update(context, 'progress', {
+          kind: 'error',
+          message: `paused: circuit breaker open after ${context.health.failures} consecutive failures`,
+        }),
+      });
+    }),
+    /** No model call is made once the run's or the worker's budget is spent. */
+    notifyBudget: enqueueActions(({ context, enqueue }, params: { scope: 'run' | 'worker'; limitUsd: number; spentUsd: number }) => {
+      const said = `the ${params.scope} budget is spent: $${params.spentUsd.toFixed(4)} of $${params.limitUsd.toFixed(4)}`;
+      enqueue.assign({ meta: { ...context.meta, pausedFor: said } });
+      enqueue.emit({ type: 'budget.reached', scope: params.scope, limitUsd: params.limitUsd, spentUsd: params.spentUsd });
+      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'progress', { kind: 'error', message: `paused: ${said}` }) });
+    }),
+    resumeAfterPause: assign(({ context, event }) => ({
+      health: freshHealth,
+      meta: { ...context.meta, pausedFor: null },
+      inbox: [
+        ...context.inbox,
+        { kind: 'resume' as const, from: event.type === 'RESUME' ? event.by : 'orchestrator', text: context.meta.pausedFor ?? 'paused' },
+      ],
+    })),
     reassign: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'REASSIGN') return;
       enqueue.assign({
@@ -385,241 +708,30 @@ export const sessionSetup = setup({
     /** A fresh start with new instructions: children cancelled, conversation cleared. */
     reinitialize: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'REINITIALIZE') return;
-      if (context.hasSubtasks) enqueue.sendTo('subtasks', { type: 'CANCEL_LIVE', reason: `${context.spec.id} was reinitialized` });
+      if (context.has.subtasks) enqueue.sendTo('subtasks', { type: 'CANCEL_LIVE', reason: `${context.spec.id} was reinitialized` });
       enqueue.assign({
         spec: { ...context.spec, prompt: event.instructions },
         messages: [],
         inbox: [],
         batch: null,
         pendingCalls: [],
-        spawnRequest: null,
-        awaiting: null,
+        waits: noWaits,
         lastText: '',
         turns: 0,
-        stepBase: 0,
-        epoch: context.epoch + 1,
-        consecutiveFailures: 0,
-        inquiryOpen: false,
-        ownRequest: null,
-        stepDecisions: {},
-        routes: {},
+        meta: { ...context.meta, stepBase: 0, epoch: context.meta.epoch + 1 },
+        has: { ...context.has, inquiry: false },
+        perms: noPerms,
         health: freshHealth,
       });
       enqueue.emit({ type: 'worker.reinitialized', by: event.by });
     }),
-    /** New instructions, an answer or a redirect: the health check starts over. */
-    resetHealth: assign({ health: freshHealth }),
-    /** The watchdog only counts while the session is idle: leaving `idle` is the busy signal. */
-    tellWatchdogBusy: enqueueActions(({ enqueue, self }) => {
-      // an exhausted watchdog has ended (the session is being completed): nothing to tell
-      const watchdog = self.getSnapshot().children.idleInquiry;
-      if (watchdog?.getSnapshot().status === 'active') enqueue.sendTo('idleInquiry', { type: 'SESSION_BUSY' });
-    }),
-    /** Starts the watchdog the first time the session goes idle; a session that never idles needs none. */
-    tellWatchdogIdle: enqueueActions(({ context, enqueue }) => {
-      if (!context.hasWatchdog) {
-        enqueue.spawnChild('idleInquiry', { id: 'idleInquiry', input: context.spec.idle });
-        enqueue.assign({ hasWatchdog: true });
-      }
-      enqueue.sendTo('idleInquiry', { type: 'SESSION_IDLE' });
-    }),
-    queueMessage: assign({
-      inbox: ({ context, event }) =>
-        event.type === 'MESSAGE' ? [...context.inbox, { kind: 'message', from: event.from, text: event.text }] : context.inbox,
-    }),
-    queueInquiry: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'IDLE_INQUIRY') return;
-      enqueue.assign({
-        inbox: [
-          ...context.inbox,
-          { kind: 'inquiry', from: 'idleInquiry', text: '', attempt: event.attempt, maxInquiries: event.maxInquiries },
-        ],
-        inquiryOpen: true,
-      });
-      enqueue.emit({ type: 'inquiry.sent', attempt: event.attempt });
-    }),
-    holdBatch: assign(({ context, event }) =>
-      event.type === 'UPDATES_AVAILABLE'
-        ? { batch: { upTo: event.upTo, updates: event.updates, live: event.live }, live: event.live }
-        : { batch: context.batch },
-    ),
-    recordReply: enqueueActions(({ context, enqueue }, output: CallModelOutput) => {
-      const { reply } = output;
-      const assistant: ChatMessage =
-        reply.toolCalls.length > 0
-          ? { role: 'assistant', content: reply.text, toolCalls: reply.toolCalls }
-          : { role: 'assistant', content: reply.text };
-      const consumedBatch = output.consumedUpTo !== null && context.batch !== null && context.batch.upTo <= output.consumedUpTo;
-      enqueue.assign({
-        // a conversation summarized to fit the model's window replaces the history it summarized
-        messages: [...(output.compacted ?? context.messages), ...output.injected, assistant],
-        stepBase: context.stepBase + (output.compacted ? context.messages.length - output.compacted.length : 0),
-        inbox: context.inbox.slice(output.consumedInbox),
-        batch: consumedBatch ? null : context.batch,
-        pendingCalls: reply.toolCalls,
-        lastText: reply.text.trim() ? reply.text : context.lastText,
-        turns: context.turns + 1,
-        usage: {
-          inputTokens: context.usage.inputTokens + reply.usage.inputTokens,
-          outputTokens: context.usage.outputTokens + reply.usage.outputTokens,
-          modelCalls: context.usage.modelCalls + 1,
-          ...(output.costUsd !== undefined || context.usage.costUsd !== undefined ? { costUsd: (context.usage.costUsd ?? 0) + (output.costUsd ?? 0) } : {}),
-        },
-      });
-      if (output.consumedUpTo !== null) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: output.consumedUpTo });
-      if (context.inquiryOpen) {
-        const answer =
-          reply.text.trim() ||
-          (reply.toolCalls.length > 0 ? `(answered with tool calls: ${reply.toolCalls.map((c) => c.name).join(', ')})` : '(empty reply)');
-        enqueue.assign({ inquiryOpen: false });
-        enqueue.sendTo('idleInquiry', { type: 'INQUIRY_ANSWERED' });
-        enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'idle_response', { message: answer }) });
-        enqueue.emit({ type: 'inquiry.answered', text: answer });
-      }
-    }),
-    recordToolOutcome: enqueueActions(({ context, enqueue }, outcome: ToolOutcome) => {
-      const [call, ...rest] = context.pendingCalls;
-      if (!call) return;
-      enqueue.assign({
-        messages: [...context.messages, toolMessage(call, outcome.content, outcome.isError)],
-        pendingCalls: rest,
-        consecutiveFailures: outcome.isError ? context.consecutiveFailures + 1 : 0,
-        health: healthAfter(context, call, !outcome.isError),
-        changes: withChanges(context.changes, outcome),
-      });
-      const effect = outcome.effect;
-      if (!effect) return;
-      switch (effect.kind) {
-        case 'notify':
-          enqueue.sendParent({
-            type: 'SUBTASK_UPDATE',
-            update: update(context, 'progress', { kind: effect.notification, message: effect.message }),
-          });
-          break;
-        case 'ackUpdates':
-          if (context.batch) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: context.batch.upTo });
-          enqueue.assign({ batch: null });
-          break;
-        case 'message':
-          enqueue.sendTo('subtasks', { type: 'SEND_TO_CHILD', to: effect.to, from: context.spec.id, text: effect.text });
-          break;
-        case 'cancel':
-          enqueue.sendTo('subtasks', { type: 'CANCEL_CHILDREN', ids: effect.ids, reason: effect.reason });
-          break;
-        default:
-          break;
-      }
-    }),
-    recordToolCrash: enqueueActions(({ context, enqueue }, params: { error: unknown }) => {
-      const [call, ...rest] = context.pendingCalls;
-      if (!call) return;
-      const content = `Tool ${call.name} failed inside the runtime: ${errorText(params.error)}`;
-      enqueue.assign({
-        messages: [...context.messages, toolMessage(call, content, true)],
-        pendingCalls: rest,
-        consecutiveFailures: context.consecutiveFailures + 1,
-        health: healthAfter(context, call, false),
-      });
-    }),
-    requestSpawn: enqueueActions(({ context, enqueue }, outcome: ToolOutcome) => {
-      const effect = outcome.effect;
-      const call = context.pendingCalls[0];
-      if (effect?.kind !== 'spawn' || !call) return;
-      enqueue.assign({
-        spawnRequest: { requestId: effect.requestId, call, blocking: effect.blocking, timeoutMs: effect.timeoutMs },
-      });
-      if (!context.hasSubtasks) {
-        enqueue.spawnChild('subtasks', {
-          id: 'subtasks',
-          input: { owner: context.spec, ownerId: context.spec.id, maxParallel: context.spec.limits.maxParallelSubtasks },
-        });
-        enqueue.assign({ hasSubtasks: true });
-      }
-      enqueue.sendTo('subtasks', { type: 'SPAWN', requestId: effect.requestId, specs: effect.specs });
-    }),
-    recordSpawnResult: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'SPAWN_RESULT' || !context.spawnRequest) return;
-      const { call, blocking, timeoutMs } = context.spawnRequest;
-      const content = event.ok
-        ? JSON.stringify({
-            subTaskIds: [...event.started, ...event.queued],
-            ...(event.queued.length ? { waitingForSlot: event.queued } : {}),
-            note: blocking
-              ? 'waiting for the result'
-              : 'spawned; results arrive as updates before your next step, or call a2a_await_subtasks',
-          })
-        : `${event.error.code}: ${event.error.message}`;
-      enqueue.assign({
-        messages: [...context.messages, toolMessage(call, content, !event.ok)],
-        pendingCalls: context.pendingCalls.slice(1),
-        consecutiveFailures: event.ok ? 0 : context.consecutiveFailures + 1,
-        health: healthAfter(context, call, event.ok),
-        live: event.live,
-        spawnRequest: null,
-        awaiting: event.ok && blocking ? { call, ids: [...event.started, ...event.queued], timeoutMs } : null,
-      });
-    }),
-    startAwait: assign(({ context }, outcome: ToolOutcome) => {
-      const effect = outcome.effect;
-      const call = context.pendingCalls[0];
-      return effect?.kind === 'await' && call
-        ? { awaiting: { call, ids: effect.ids, timeoutMs: effect.timeoutMs }, pendingCalls: context.pendingCalls.slice(1) }
-        : {};
-    }),
-    watchAwaited: sendTo('subtasks', ({ context }) => ({ type: 'WATCH' as const, ids: context.awaiting?.ids ?? [] })),
-    unwatch: sendTo('subtasks', { type: 'UNWATCH' }),
-    recordAwaitResult: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'WATCH_SATISFIED' || !context.awaiting) return;
-      const { call } = context.awaiting;
-      const delivered = new Set(event.results.map((r) => r.taskId));
-      const content = JSON.stringify({
-        results: event.results,
-        ...(event.pending.length ? { stillRunning: event.pending, note: 'timed out waiting; these keep running and report as updates' } : {}),
-      });
-      enqueue.assign({
-        messages: [...context.messages, toolMessage(call, content, false)],
-        awaiting: null,
-        live: event.live,
-        consecutiveFailures: 0,
-        // results handed over by the tool must not be injected a second time
-        batch: context.batch
-          ? { ...context.batch, updates: context.batch.updates.filter((u) => !delivered.has(u.subTaskId) || u.type === 'progress') }
-          : null,
-      });
-    }),
-    resumeAfterPause: assign(({ context, event }) => ({
-      consecutiveFailures: 0,
-      health: freshHealth,
-      pausedFor: null,
-      inbox: [
-        ...context.inbox,
-        { kind: 'resume' as const, from: event.type === 'RESUME' ? event.by : 'orchestrator', text: context.pausedFor ?? 'paused' },
-      ],
+    // -- Endings: each final state carries exactly one result
+    failWith: assign(({ context }, params: { reason: string }) => ({ meta: { ...context.meta, failure: params.reason } })),
+    failWithModelError: assign(({ context }, params: { error: unknown }) => ({
+      meta: { ...context.meta, failure: `model call failed: ${errorText(params.error)}` },
     })),
-    notifyCircuitOpen: enqueueActions(({ context, enqueue }) => {
-      enqueue.assign({ pausedFor: `the circuit breaker opened after ${context.consecutiveFailures} consecutive tool failures` });
-      enqueue.emit({ type: 'circuit.open', failures: context.consecutiveFailures });
-      enqueue.sendParent({
-        type: 'SUBTASK_UPDATE',
-        update: update(context, 'progress', {
-          kind: 'error',
-          message: `paused: circuit breaker open after ${context.consecutiveFailures} consecutive failures`,
-        }),
-      });
-    }),
-    /** No model call is made once the run's or the worker's budget is spent. */
-    notifyBudget: enqueueActions(({ context, enqueue }, params: { scope: 'run' | 'worker'; limitUsd: number; spentUsd: number }) => {
-      const said = `the ${params.scope} budget is spent: $${params.spentUsd.toFixed(4)} of $${params.limitUsd.toFixed(4)}`;
-      enqueue.assign({ pausedFor: said });
-      enqueue.emit({ type: 'budget.reached', scope: params.scope, limitUsd: params.limitUsd, spentUsd: params.spentUsd });
-      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'progress', { kind: 'error', message: `paused: ${said}` }) });
-    }),
-    failWith: assign((_, params: { reason: string }) => ({ failure: params.reason })),
-    failWithModelError: assign((_, params: { error: unknown }) => ({
-      failure: `model call failed: ${errorText(params.error)}`,
-    })),
-    failWithChildError: assign((_, params: { child: string; error: unknown }) => ({
-      failure: `internal error in ${params.child}: ${errorText(params.error)}`,
+    failWithChildError: assign(({ context }, params: { child: string; error: unknown }) => ({
+      meta: { ...context.meta, failure: `internal error in ${params.child}: ${errorText(params.error)}` },
     })),
     /** The completion tool's result goes into the conversation, and its effect becomes the session's result. */
     recordCompletion: assign(({ context }, outcome: ToolOutcome) => {
@@ -646,7 +758,7 @@ export const sessionSetup = setup({
       }),
     })),
     finishFailed: assign(({ context }) => ({
-      result: result(context, 'failed', { error: context.failure ?? 'failed', fallback: true }),
+      result: result(context, 'failed', { error: context.meta.failure ?? 'failed', fallback: true }),
     })),
     finishCancelled: assign(({ context, event }) => ({
       result: result(context, 'cancelled', {
@@ -663,18 +775,10 @@ export const sessionSetup = setup({
   },
 });
 
-export function errorText(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === 'string') return error;
-  try {
-    return JSON.stringify(error);
-  } catch {
-    return String(error);
-  }
-}
 
 /**
- * Builds the chart. `onCircuitOpen` is the only difference between a worker and a sub-task.
+ * Builds the chart. What a tripped circuit breaker (or a spent budget) does is the only
+ * difference between a worker (it pauses until resumed) and a sub-task (it fails).
  */
 export function createSessionMachine(id: 'worker' | 'subtask') {
   const pausable = id === 'worker';
@@ -683,28 +787,19 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
     context: ({ input }) => ({
       spec: input.spec,
       messages: [],
-      inbox: [],
+      inbox: input.inbox ?? [],
       batch: null,
       pendingCalls: [],
-      spawnRequest: null,
-      awaiting: null,
       lastText: '',
       turns: 0,
-      epoch: 0,
-      pausedFor: null,
-      stepBase: 0,
-      changes: {},
       usage: emptyUsage,
-      consecutiveFailures: 0,
-      inquiryOpen: false,
       live: 0,
-      hasSubtasks: false,
-      hasWatchdog: false,
-      ownRequest: null,
-      stepDecisions: {},
-      routes: {},
       health: freshHealth,
-      failure: null,
+      changes: {},
+      perms: noPerms,
+      waits: noWaits,
+      meta: freshMeta,
+      has: noHelpers,
       result: null,
     }),
     // A session is created when it may run: a spawn that finds no free slot waits in its
@@ -713,12 +808,9 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
     output: ({ context }) => context.result ?? result(context, 'failed', { error: 'ended without a result', fallback: true }),
     states: {
       running: {
-        invoke: { id: 'agentLoop', src: 'agentLoop', input: ({ context }) => ({ spec: context.spec }) },
+        // leaving `running` (an end, a cancel, a reinitialization) aborts the step in flight
+        exit: 'abortStep',
         on: {
-          'xstate.error.actor.agentLoop': {
-            target: 'failed',
-            actions: { type: 'failWithChildError', params: ({ event }) => ({ child: 'agentLoop', error: event.error }) },
-          },
           CANCEL: 'cancelled',
           TIMEOUT: 'timedOut',
           'xstate.done.actor.idleInquiry': [
@@ -766,11 +858,40 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
               actions: { type: 'failWith', params: { reason: 'turn limit reached without a2a_subtask_complete' } },
             },
             on: {
+              // the reply and the tool calls run in the same step (`ran`): the last one may spawn,
+              // await or complete; otherwise the turn goes on as after any tool call (`nextTool`)
               MODEL_REPLIED: [
                 {
+                  guard: { type: 'effectIs', params: ({ event }) => ({ outcome: event.ran?.at(-1), kind: 'spawn' as const }) },
+                  target: 'spawning',
+                  actions: [
+                    { type: 'recordReply', params: ({ event }) => event.output },
+                    { type: 'recordRan', params: ({ event }) => event.ran },
+                    { type: 'requestSpawn', params: ({ event }) => event.ran!.at(-1)! },
+                  ],
+                },
+                {
+                  guard: { type: 'effectIs', params: ({ event }) => ({ outcome: event.ran?.at(-1), kind: 'await' as const }) },
+                  target: 'awaitingChildren',
+                  actions: [
+                    { type: 'recordReply', params: ({ event }) => event.output },
+                    { type: 'recordRan', params: ({ event }) => event.ran },
+                    { type: 'startAwait', params: ({ event }) => event.ran!.at(-1)! },
+                  ],
+                },
+                {
+                  guard: { type: 'effectIs', params: ({ event }) => ({ outcome: event.ran?.at(-1), kind: 'complete' as const }) },
+                  target: '#' + id + '.completed',
+                  actions: [
+                    { type: 'recordReply', params: ({ event }) => event.output },
+                    { type: 'recordRan', params: ({ event }) => event.ran },
+                    { type: 'recordCompletion', params: ({ event }) => event.ran!.at(-1)! },
+                  ],
+                },
+                {
                   guard: { type: 'replyHasToolCalls', params: ({ event }) => event.output },
-                  target: 'usingTools',
-                  actions: [{ type: 'recordReply', params: ({ event }) => event.output }, 'sendToolRequest'],
+                  target: 'nextTool',
+                  actions: [{ type: 'recordReply', params: ({ event }) => event.output }, { type: 'recordRan', params: ({ event }) => event.ran }],
                 },
                 {
                   guard: { type: 'inputArrivedDuringCall', params: ({ event }) => event.output },
@@ -789,7 +910,7 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
                 target: '#' + id + '.failed',
                 actions: { type: 'failWithModelError', params: ({ event }) => ({ error: event.error }) },
               },
-              LOOP_READY: { actions: 'sendModelRequest' },
+              RESTORED: { actions: 'sendModelRequest' },
               BUDGET_REACHED: pausable
                 ? {
                     target: 'paused',
@@ -840,7 +961,7 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
                 { target: 'nextTool', actions: ['forgetStepDecisions', { type: 'recordToolOutcome', params: ({ event }) => event.outcome }] },
               ],
               TOOL_CRASHED: { target: 'nextTool', actions: ['forgetStepDecisions', { type: 'recordToolCrash', params: ({ event }) => ({ error: event.error }) }] },
-              LOOP_READY: { actions: 'sendToolRequest' },
+              RESTORED: { actions: 'sendToolRequest' },
             },
           },
           /** The running tool needs a permission outside this session's level; its parent decides or passes it up. */
@@ -851,8 +972,8 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
                 target: 'usingTools',
                 actions: { type: 'answerTool', params: ({ event }) => event.decision },
               },
-              // a restored loop lost the tool: run it again (it asks again, with the same request id)
-              LOOP_READY: { target: 'usingTools', actions: 'sendToolRequest' },
+              // a restored session lost the tool: run it again (it asks again, with the same request id)
+              RESTORED: { target: 'usingTools', actions: 'sendToolRequest' },
             },
           },
           /** A spawn tool call waits for the supervisor to accept or refuse the children. */
@@ -904,6 +1025,7 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
           idle: {
             entry: 'tellWatchdogIdle',
             exit: 'tellWatchdogBusy',
+            after: { idleThreshold: { guard: 'noWatchdog', actions: 'startWatchdog' } },
             on: {
               UPDATES_AVAILABLE: { target: 'thinking', actions: 'holdBatch' },
               MESSAGE: { target: 'thinking', actions: 'queueMessage' },
@@ -941,7 +1063,7 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
   });
 }
 
-/** The name shown for a session state value (`{ running: { usingTools: 'executing' } }` → `usingTools`). */
+/** The name shown for a session state value (`{ running: 'usingTools' }` → `usingTools`, `{ running: { awaitingChildren: 'waiting' } }` → `awaitingChildren`). */
 export function sessionStateName(value: unknown): SessionStateName {
   if (typeof value === 'string') return value as SessionStateName;
   const running = (value as { running?: unknown }).running;

@@ -8,6 +8,7 @@ import type { SessionSpec } from '../../machines/protocol.js';
 import { A2AError } from '../errors.js';
 import { childPermissions } from '../permissions.js';
 import type { ToolContext, ToolDefinition } from './types.js';
+import { errorText } from '../../machines/errorText.js';
 
 const AgentTypeArg = z.string().min(1).describe('Agent type, e.g. "@coder", "@reviewer", "claude:architect". See a2a_list_agents.');
 const SubtaskArgs = z.object({
@@ -34,6 +35,15 @@ function shared(spec: SessionSpec): Pick<SessionSpec, 'owner' | 'lineage' | 'per
   return found;
 }
 
+/**
+ * A child's correlation, written out field by field: V8 gives an object made with a spread and
+ * more fields (`{ ...c, subTaskId }`) a hidden class of its own past the first few, about 300
+ * bytes each, and a fan-out makes one per child.
+ */
+function childCorrelation(c: SessionSpec['correlation'], subTaskId: string, parentId: string, depth: number): SessionSpec['correlation'] {
+  return { runId: c.runId, planId: c.planId, taskId: c.taskId, workerId: c.workerId, worktreePath: c.worktreePath, subTaskId, parentId, depth };
+}
+
 /** Builds the child's session spec; the agent type is parsed and validated here, once. */
 export function childSpec(ctx: ToolContext, args: z.infer<typeof SubtaskArgs>): SessionSpec {
   const { spec, registry } = ctx;
@@ -57,7 +67,7 @@ export function childSpec(ctx: ToolContext, args: z.infer<typeof SubtaskArgs>): 
     maxDepth: spec.maxDepth,
     spawnContext: spec.spawnContext,
     ...shared(spec),
-    correlation: { ...spec.correlation, subTaskId: id, parentId: spec.id, depth: spec.depth + 1 },
+    correlation: childCorrelation(spec.correlation, id, spec.id, spec.depth + 1),
     ...(args.targetFiles ? { targetFiles: args.targetFiles } : {}),
     ...(args.taskType ? { taskType: args.taskType } : spec.taskType ? { taskType: spec.taskType } : {}),
     ...(spec.limits.subtaskTimeoutMs ? { timeoutMs: spec.limits.subtaskTimeoutMs } : {}),
@@ -80,6 +90,7 @@ function requireChildren(ctx: ToolContext, ids: string[]): void {
 
 const listAgents: ToolDefinition<z.ZodObject<{}>> = {
   name: 'a2a_list_agents',
+  inline: true,
   description: 'List the agent types you can delegate to, with what each is good and bad at.',
   parameters: z.object({}),
   execute: (_args, ctx) => ({
@@ -102,6 +113,7 @@ const SpawnSubtaskArgs = SubtaskArgs.extend({
 });
 const spawnSubtask: ToolDefinition<typeof SpawnSubtaskArgs> = {
   name: 'a2a_spawn_subtask',
+  inline: true,
   description:
     'Spawn one sub-task with its own agent type. With blocking (default true) you get its result as this tool result; with blocking false you get its id at once and the result arrives as an update.',
   parameters: SpawnSubtaskArgs,
@@ -126,6 +138,7 @@ const ParallelArgs = z.object({
 });
 const spawnParallel: ToolDefinition<typeof ParallelArgs> = {
   name: 'a2a_spawn_parallel_subtasks',
+  inline: true,
   description:
     'Spawn several sub-tasks at once and return their ids immediately. You keep working; each result arrives as an update before your next step, one by one as they finish. Use a2a_await_subtasks to wait explicitly.',
   parameters: ParallelArgs,
@@ -136,7 +149,7 @@ const spawnParallel: ToolDefinition<typeof ParallelArgs> = {
       try {
         specs.push(childSpec(ctx, s));
       } catch (e) {
-        problems.push(`subtasks[${i}]: ${e instanceof Error ? e.message : String(e)}`);
+        problems.push(`subtasks[${i}]: ${errorText(e)}`);
       }
     });
     if (problems.length > 0) {
@@ -156,6 +169,7 @@ const AwaitArgs = z.object({
 });
 const awaitSubtasks: ToolDefinition<typeof AwaitArgs> = {
   name: 'a2a_await_subtasks',
+  inline: true,
   description:
     'Wait until the given sub-tasks have finished (or the timeout passes) and return their results; those still running are listed. Finished results are cached: calling this again for a finished id returns its result at once.',
   parameters: AwaitArgs,
@@ -184,6 +198,7 @@ const NotifyArgs = z.object({
 });
 const notify: ToolDefinition<typeof NotifyArgs> = {
   name: 'a2a_notify_orchestrator',
+  inline: true,
   description: 'Send a status report, a question or an error report to whoever owns your task (your parent, or the orchestrator for a worker). Answers arrive as messages.',
   parameters: NotifyArgs,
   execute: (args, ctx) => ({
@@ -202,6 +217,7 @@ const CompleteArgs = z.object({
 });
 const complete: ToolDefinition<typeof CompleteArgs> = {
   name: 'a2a_subtask_complete',
+  inline: true,
   description: 'Finish your task and report its result to whoever owns it. This ends your session.',
   parameters: CompleteArgs,
   execute: (args) => ({
@@ -224,6 +240,7 @@ const SendArgs = z.object({
 });
 const sendMessage: ToolDefinition<typeof SendArgs> = {
   name: 'a2a_send_subtask_message',
+  inline: true,
   description: 'Send a message to one of your running sub-tasks (answer its question, unblock it after an idle inquiry). It wakes up with your message.',
   parameters: SendArgs,
   execute: (args, ctx) => {
@@ -241,6 +258,7 @@ const CancelArgs = z.object({
 });
 const cancel: ToolDefinition<typeof CancelArgs> = {
   name: 'a2a_cancel_subtask',
+  inline: true,
   description: 'Cancel running sub-tasks. Each still reports a result (cancelled) as an update.',
   parameters: CancelArgs,
   execute: (args, ctx) => {

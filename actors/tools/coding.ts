@@ -13,6 +13,7 @@ import { A2AError, isA2AError } from '../errors.js';
 import { readConfined, writeConfined } from './files.js';
 import { resolveInWorktree, STATE_DIR, worktreeRoot, type WorktreePath } from './paths.js';
 import type { ToolContext, ToolDefinition } from './types.js';
+import { errorText } from '../../machines/errorText.js';
 
 const READ_DEFAULT_LINES = 2000;
 const READ_MAX_CHARS = 100_000;
@@ -312,7 +313,7 @@ const searchTool: ToolDefinition<typeof SearchArgs> = {
       try {
         re = new RegExp(args.pattern);
       } catch (error) {
-        throw new A2AError('VALIDATION_ERROR', `Invalid regular expression: ${error instanceof Error ? error.message : String(error)}`);
+        throw new A2AError('VALIDATION_ERROR', `Invalid regular expression: ${errorText(error)}`);
       }
       matcher = (line) => re.test(line);
     } else matcher = (line) => line.includes(args.pattern);

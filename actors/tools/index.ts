@@ -20,8 +20,8 @@ export { childIds } from './types.js';
 export class ToolCatalog {
   readonly #tools = new Map<string, ToolDefinition<z.ZodType>>();
   readonly #specs = new Map<string, ToolSpec>();
-  /** A session's tool list is fixed by its spec: computed once per spec. */
-  readonly #allowed = new WeakMap<SessionSpec, { definition: AgentDefinition; names: string[] }>();
+  /** A session's tool list depends on its agent and its depth only: computed once for each (10k siblings share one). */
+  readonly #allowed = new WeakMap<AgentDefinition, Map<string, string[]>>();
 
   constructor(tools: ReadonlyArray<ToolDefinition<z.ZodType>> = [...a2aTools, ...codingTools, ...artifactTools]) {
     for (const tool of tools) this.#tools.set(tool.name, tool);
@@ -39,10 +39,11 @@ export class ToolCatalog {
 
   /** The tools this session has: its agent's list; spawning tools only while it may spawn. */
   toolsFor(definition: AgentDefinition, spec: SessionSpec): string[] {
-    const cached = this.#allowed.get(spec);
-    if (cached && cached.definition === definition) return cached.names;
-    const names = this.#computeTools(definition, spec);
-    this.#allowed.set(spec, { definition, names });
+    let byDepth = this.#allowed.get(definition);
+    if (!byDepth) this.#allowed.set(definition, (byDepth = new Map()));
+    const key = `${spec.depth}/${spec.maxDepth}`;
+    let names = byDepth.get(key);
+    if (!names) byDepth.set(key, (names = this.#computeTools(definition, spec)));
     return names;
   }
 
@@ -60,6 +61,12 @@ export class ToolCatalog {
       this.#specs.set(name, spec);
     }
     return spec;
+  }
+
+  /** A call run in the model's step (see ToolDefinition.inline); an unknown tool only gets an error. */
+  isInline(name: string): boolean {
+    const tool = this.#tools.get(name);
+    return !tool || tool.inline === true;
   }
 
   specsFor(definition: AgentDefinition, spec: SessionSpec): ToolSpec[] {

@@ -52,6 +52,12 @@ export interface ToolDefinition<S extends z.ZodType> {
   name: string;
   description: string;
   parameters: S;
+  /**
+   * Runs in the model's step, right after the reply, without a step of its own: it never asks a
+   * permission, does no slow I/O and needs nothing the chart does between calls (the `a2a_*`
+   * coordination tools).
+   */
+  inline?: boolean;
   execute(args: z.output<S>, ctx: ToolContext): ToolOutcome | Promise<ToolOutcome>;
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import type { Family } from '../../actors/supervisor.js';
+import type { Family } from '../../actors/family.js';
+import { START_SLICE } from '../../actors/supervisor.js';
 import { complete, harness, spawnParallel, type Harness } from '../helpers.js';
 
 
@@ -149,6 +150,43 @@ describe('supervisor: every child produces exactly one result for its owner', ()
     expect(h.of('subtask.queued').map((e) => e.subTaskId)).toEqual(['session.3', 'session.4', 'session.5']);
     expect(maxRunning).toBe(2);
     expect(h.of('subtask.result').filter((e) => e.subTaskId?.startsWith('session.') && e.data.status === 'success')).toHaveLength(5);
+  });
+
+  it('should make the actors of a large spawn in slices, all with their slots: messages wait, a cancel settles, every child reports once', async () => {
+    const n = START_SLICE * 2 + 22;
+    const h = harness({
+      config: { limits: { maxParallelSubtasks: n, maxSubtasksPerWorker: n, spawnRatePerMinute: n } },
+      script: {
+        rules: [
+          parentSpawning(
+            Array.from({ length: n }, (_, i) => ({ prompt: `part ${i}` })),
+            [
+              {
+                toolCalls: [
+                  { name: 'a2a_send_subtask_message', arguments: { subTaskId: `$children[${n - 2}]`, message: 'use the fast path' } },
+                  { name: 'a2a_cancel_subtask', arguments: { ids: [`$children[${n - 1}]`], reason: 'not needed' } },
+                ],
+              },
+              { text: 'waiting' },
+            ],
+          ),
+          { agent: 'agent', depth: 1, turns: [complete('done', 100)], reactions: [{ when: 'use the fast path', turn: complete('took the fast path') }] },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => run.result() !== null);
+    // all had their slots at once; the parent's next step came before the last slice was made:
+    // its cancel settled a child that had not started, its message waited for its child to start
+    expect(h.of('subtask.queued')).toHaveLength(0);
+    expect(results(h, `session.${n}`).map((e) => e.data.error)).toEqual(['cancelled before it started: not needed']);
+    expect(h.of('session.state', `session.${n}`)).toHaveLength(0);
+    expect(h.of('subtask.queued')).toHaveLength(0);
+    const statuses = Array.from({ length: n }, (_, i) => results(h, `session.${i + 1}`).map((e) => e.data.status));
+    expect(statuses.filter((s) => s.length !== 1)).toEqual([]);
+    expect(statuses.at(-1)).toEqual(['cancelled']);
+    expect(statuses.slice(0, -1).every((s) => s[0] === 'success')).toBe(true);
+    expect(results(h, `session.${n - 1}`)[0]!.data.output).toBe('took the fast path');
   });
 
   it('should keep results cached so that a finished sub-task can be queried again', async () => {

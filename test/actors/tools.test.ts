@@ -78,6 +78,16 @@ describe('prompts', () => {
     expect(system).toContain('A reply without any tool call does not finish your task');
   });
 
+  it('should name the own plan task of each worker, also for workers of one agent type (the prompt is cached)', () => {
+    const prompts = new SystemPrompts(h.registry);
+    const coder = h.registry.get('coder');
+    const base = h.standalone('x').spec;
+    const worker = (taskId: string) => ({ ...base, role: 'worker' as const, correlation: { ...base.correlation, taskId } });
+    const tools = new ToolCatalog().toolsFor(coder, base);
+    expect(prompts.for(coder, worker('login'), tools)).toContain('for plan task "login"');
+    expect(prompts.for(coder, worker('logout'), tools)).toContain('for plan task "logout"');
+  });
+
   it('should inject results, idle answers, questions and inquiries as one synthetic message', () => {
     const base = { parentId: 'w', agentType: '@coder', timestamp: 0 };
     const text = injectionText(

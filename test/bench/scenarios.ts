@@ -8,7 +8,7 @@ import { standaloneSpec, startStandalone } from '../../actors/run.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { createRootActor } from '../../actors/scheduler.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
-import type { Family } from '../../actors/supervisor.js';
+import type { Family } from '../../actors/family.js';
 import { loadRegistry } from '../../adapters/config.js';
 import { ScriptedModel, parseScript, type Script } from '../../adapters/model/scripted.js';
 import { realClock } from '../../adapters/clock.js';
@@ -25,11 +25,11 @@ const catalog = new ToolCatalog();
 const registry = loadRegistry({ workspace: process.cwd(), knownTools: catalog.names() });
 
 /** Totals and rate are raised to N (the defaults refuse a fan-out of 1k); `parallel` is the slots. */
-function setup(script: Script, n: number, parallel = n) {
+function setup(script: Script, n: number, parallel = n, idle?: { idleThresholdMs: number; inquiryDelayMs: number }) {
   const model = new ScriptedModel(script, realClock);
   model.record = false;
   const runtime = createRuntime({ registry, clock: realClock, events: nullSink, model });
-  const config = RunConfig.parse({ limits: { maxParallelSubtasks: parallel, maxSubtasksPerWorker: n, spawnRatePerMinute: n } });
+  const config = RunConfig.parse({ limits: { maxParallelSubtasks: parallel, maxSubtasksPerWorker: n, spawnRatePerMinute: n }, ...(idle ? { idle } : {}) });
   const spec = standaloneSpec('fan out', runtime, { runId: 'bench', config, workspace: process.cwd(), agent: '@agent' });
   return { runtime, spec };
 }
@@ -68,7 +68,12 @@ export async function fanout(n: number, parallel = n): Promise<{ wallMs: number 
 }
 
 /** N sub-tasks that answer with text and no tool call: they sit idle, each with its watchdog armed. */
-export async function idle(n: number): Promise<{ heapPerIdle: number; idle: number }> {
+/**
+ * `watched`: the sessions have sat idle past the threshold and each has its watchdog actor (in
+ * its grace period, the inquiry not yet sent); otherwise they are idle within the threshold, each
+ * watched by a timer of its own (a session starts its watchdog only once the threshold passes).
+ */
+export async function idle(n: number, watched = false): Promise<{ heapPerIdle: number; idle: number }> {
   const { runtime, spec } = setup(
     parseScript(
       {
@@ -80,6 +85,8 @@ export async function idle(n: number): Promise<{ heapPerIdle: number; idle: numb
       'bench',
     ),
     n,
+    n,
+    watched ? { idleThresholdMs: 20, inquiryDelayMs: 600_000 } : undefined,
   );
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with node --expose-gc');
@@ -95,8 +102,8 @@ export async function idle(n: number): Promise<{ heapPerIdle: number; idle: numb
   const countIdle = () => {
     let count = 0;
     for (const m of family()?.members.values() ?? []) {
-      const value = (m.ref?.getSnapshot() as { value?: { running?: string } } | undefined)?.value;
-      if (value?.running === 'idle') count++;
+      const snapshot = m.ref?.getSnapshot() as { value?: { running?: string }; children?: { idleInquiry?: unknown } } | undefined;
+      if (snapshot?.value?.running === 'idle' && (!watched || snapshot.children?.idleInquiry)) count++;
     }
     return count;
   };
@@ -108,6 +115,7 @@ export async function idle(n: number): Promise<{ heapPerIdle: number; idle: numb
   run.stop('bench done');
   return { heapPerIdle: (after - before) / n, idle: idleCount };
 }
+
 
 /**
  * Latency of one spawn: from SPAWN reaching a parent's supervisor to the child running (its actor
@@ -145,11 +153,12 @@ export async function spawnLatency(samples: number): Promise<{ p50: number; p99:
 /**
  * Inbox throughput: N messages of mixed types arrive in batches of 100 (as update batches do) at
  * the orchestrator's inbox, journaled to the file store (every arrival appended before it can be
- * handled; handled ids committed in groups, as the checkpointer does); an owner handles each one
+ * handled; handled ids committed in groups, as the checkpointer does) or, with `journaled` false,
+ * in memory only (the in-process transport without a store); an owner handles each one
  * as soon as it is offered. Measures messages per second from the first arrival to the last
  * HANDLED.
  */
-export async function inbox(n: number): Promise<{ perSecond: number; wallMs: number }> {
+export async function inbox(n: number, journaled = true): Promise<{ perSecond: number; wallMs: number }> {
   const { mkdtempSync, rmSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
@@ -160,7 +169,7 @@ export async function inbox(n: number): Promise<{ perSecond: number; wallMs: num
   const ws = mkdtempSync(join(tmpdir(), 'a2a-bench-inbox-'));
   const store = new FileRunStore(ws);
   store.create({ runId: 'bench', pid: process.pid, status: 'running', startedAt: Date.now(), planId: 'p', source: 'bench' });
-  const journal = store.inboxJournal('bench');
+  const journal = journaled ? store.inboxJournal('bench') : undefined;
   const types = ['status_update', 'permission_request', 'question', 'completion', 'error', 'idle_response'] as const;
   let handled = 0;
   let inbox: { send(e: unknown): void } | null = null;
@@ -169,7 +178,7 @@ export async function inbox(n: number): Promise<{ perSecond: number; wallMs: num
       if (e.type === 'INBOX_MESSAGE') {
         handled++;
         queueMicrotask(() => inbox!.send({ type: 'HANDLED', id: e.message!.id }));
-        if (handled % 1000 === 0) journal.commit();
+        if (handled % 1000 === 0) journal?.commit();
       }
       return s;
     },
@@ -191,11 +200,11 @@ export async function inbox(n: number): Promise<{ perSecond: number; wallMs: num
     await new Promise((r) => setImmediate(r));
   }
   while (handled < n) await new Promise((r) => setImmediate(r));
-  journal.commit();
+  journal?.commit();
   const wallMs = performance.now() - t0;
   const lines = store.readJournal('bench').length;
   rmSync(ws, { recursive: true, force: true });
-  if (lines !== 2 * n) throw new Error(`journal holds ${lines} records, expected ${2 * n}`);
+  if (lines !== (journaled ? 2 * n : 0)) throw new Error(`journal holds ${lines} records, expected ${journaled ? 2 * n : 0}`);
   return { perSecond: (n / wallMs) * 1000, wallMs };
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromCallback, sendTo, setup, SimulatedClock, type AnyActorRef } from 'xstate';
-import type { Family } from '../../actors/supervisor.js';
-import type { AgentLoopRequest } from '../../machines/ports.js';
+import { createActor, sendTo, setup, SimulatedClock, type AnyActorRef } from 'xstate';
+import type { Family } from '../../actors/family.js';
+import type { LoopCommand } from '../../machines/session.js';
 import { idleInquiryMachine } from '../../machines/idleInquiry.machine.js';
 import { subtaskMachine } from '../../machines/subtask.machine.js';
 import { workerMachine } from '../../machines/worker.machine.js';
@@ -81,21 +81,22 @@ describe('session: limits and failures', () => {
   });
 });
 
+/** A sub-task session whose agent loop only records what the chart asks of it. */
+function withRecordedLoop(id: string) {
+  const requests: LoopCommand[] = [];
+  const machine = subtaskMachine.provide({ actions: { loop: (_, command: LoopCommand) => void requests.push(command) } });
+  const h = harness({ script: { rules: [] } });
+  const spec = { ...h.standalone('x').spec, id, role: 'subtask' as const, depth: 1 };
+  const actor = createActor(machine, { input: { spec }, clock: new SimulatedClock() });
+  actor.start();
+  return { requests, actor };
+}
+
 describe('session: the agent loop protocol', () => {
-  it('should ask for the current step again when a restored loop reports LOOP_READY, numbering steps by conversation length', () => {
-    const requests: AgentLoopRequest[] = [];
-    let loopRef: AnyActorRef | undefined;
-    const fakeLoop = fromCallback<AgentLoopRequest>(({ receive, self }) => {
-      loopRef = self;
-      receive((r) => requests.push(r));
-    });
-    const machine = subtaskMachine.provide({ actors: { agentLoop: fakeLoop as never } });
-    const h = harness({ script: { rules: [] } });
-    const spec = { ...h.standalone('x').spec, id: 'st-x', role: 'subtask' as const, depth: 1 };
-    const actor = createActor(machine, { input: { spec }, clock: new SimulatedClock() });
-    actor.start();
+  it('should ask for the current step again when a restored session gets RESTORED, numbering steps by conversation length', () => {
+    const { requests, actor } = withRecordedLoop('st-x');
     expect(requests.map((r) => [r.type, 'step' in r ? r.step : null])).toEqual([['CALL_MODEL', 1]]);
-    actor.send({ type: 'LOOP_READY' });
+    actor.send({ type: 'RESTORED' });
     expect(requests.map((r) => [r.type, 'step' in r ? r.step : null])).toEqual([
       ['CALL_MODEL', 1],
       ['CALL_MODEL', 1],
@@ -112,7 +113,36 @@ describe('session: the agent loop protocol', () => {
     });
     expect(requests.at(-1)).toMatchObject({ type: 'RUN_TOOL', step: 3 });
     expect(sessionStateName(actor.getSnapshot().value)).toBe('usingTools');
-    void loopRef;
+  });
+
+  it('should record the tool calls run in the model step in order, and run the rest one step at a time', () => {
+    const { requests, actor } = withRecordedLoop('st-y');
+    const calls = [
+      { id: 'c1', name: 'a2a_list_agents', arguments: {} },
+      { id: 'c2', name: 'a2a_list_agents', arguments: { filter: 'coder' } },
+      { id: 'c3', name: 'read_file', arguments: { path: 'a.txt' } },
+    ];
+    actor.send({
+      type: 'MODEL_REPLIED',
+      step: 1,
+      output: { injected: [{ role: 'user', content: 'task' }], reply: { text: '', toolCalls: calls, usage: { inputTokens: 1, outputTokens: 1 } }, consumedInbox: 0, consumedUpTo: null },
+      ran: [
+        { content: 'agents', isError: false },
+        { content: 'bad arguments', isError: true },
+      ],
+    });
+    const context = actor.getSnapshot().context;
+    expect(context.messages.map((m) => [m.role, m.role === 'tool' ? m.toolCallId : null])).toEqual([
+      ['user', null],
+      ['assistant', null],
+      ['tool', 'c1'],
+      ['tool', 'c2'],
+    ]);
+    expect(context.pendingCalls.map((c) => c.id)).toEqual(['c3']);
+    expect(context.health).toMatchObject({ failures: 1, sinceProgress: 1 });
+    // the third call is not a coordination tool: a step of its own, numbered after the two recorded
+    expect(requests.at(-1)).toMatchObject({ type: 'RUN_TOOL', step: 5, input: { call: { id: 'c3' } } });
+    expect(sessionStateName(actor.getSnapshot().value)).toBe('usingTools');
   });
 
   it('should name every resting state for the tree', () => {

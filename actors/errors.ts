@@ -65,3 +65,48 @@ export function describeIssues(issues: Issues): string {
 export function inlineIssues(issues: Issues): string {
   return issues.map(issueLine).join('; ');
 }
+
+/** Edits (insert, delete, replace, swap two neighbours) from `a` to `b`. */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = best;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The candidate closest to `word` (case-insensitive), if it is close: a typo, not another word. */
+export function nearest(word: string, candidates: Iterable<string>): string | null {
+  const limit = Math.max(1, Math.min(3, Math.floor(word.length / 3)));
+  let best: { candidate: string; distance: number } | null = null;
+  for (const candidate of candidates) {
+    const distance = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (distance <= limit && (!best || distance < best.distance)) best = { candidate, distance };
+  }
+  return best?.candidate ?? null;
+}
+
+/**
+ * Zod's unknown-key issues said plainly, with the nearest allowed key and the list of allowed
+ * ones (`allowedAt` gives them for an issue's path; other issues pass through).
+ */
+export function explainUnknownKeys<I extends { path: ReadonlyArray<PropertyKey>; message: string; code?: string; keys?: readonly string[] }>(
+  issues: ReadonlyArray<I>,
+  allowedAt: (path: ReadonlyArray<PropertyKey>) => readonly string[] | undefined,
+): Array<{ path: ReadonlyArray<PropertyKey>; message: string }> {
+  return issues.map((issue) => {
+    const allowed = issue.code === 'unrecognized_keys' ? allowedAt(issue.path) : undefined;
+    if (!allowed || !issue.keys) return issue;
+    const said = issue.keys.map((key) => {
+      const near = nearest(key, allowed);
+      return `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : ''}`;
+    });
+    return { path: issue.path, message: `${said.join('; ')}; allowed: ${allowed.join(', ')}` };
+  });
+}

@@ -12,6 +12,7 @@ import { sessionStateName } from '../machines/session.js';
 import { correlationOf } from './events.js';
 
 const SESSION_MACHINES = new Set(['worker', 'subtask']);
+const FINAL_STATES = new Set(['completed', 'failed', 'cancelled', 'timedOut']);
 
 interface Seen {
   state: string;
@@ -32,7 +33,10 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
   const seen = new WeakMap<AnyActorRef, Seen>();
   const reported = new WeakSet<ChatMessage>();
   return root.system.inspect((event: InspectionEvent) => {
-    if (event.type !== '@xstate.snapshot') return;
+    // microsteps too: a session's last step (its completing tool call, its final state) must be
+    // told before its owner hears that it ended, and XState sends the final snapshot after that
+    const microstep = event.type === '@xstate.microstep';
+    if (event.type !== '@xstate.snapshot' && !microstep) return;
     const ref = event.actorRef as AnyActorRef;
     const logic = (ref as unknown as { logic?: { id?: string } }).logic;
     if (!logic?.id || !SESSION_MACHINES.has(logic.id)) return;
@@ -69,7 +73,13 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
         events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content) } });
       }
     }
+    // between microsteps a session passes through transient states: only a final one is told early
     const state = sessionStateName(snapshot.value);
+    const final = typeof snapshot.value === 'string' && FINAL_STATES.has(snapshot.value);
+    if (microstep && !final) {
+      if (from < context.messages.length) seen.set(ref, { ...before, messages: context.messages.length, usage: context.usage, turns: context.turns });
+      return;
+    }
     if (state !== before.state) events.emit({ type: 'session.state', ...corr, data: { state } });
     seen.set(ref, { state, messages: context.messages.length, usage: context.usage, turns: context.turns });
   });

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { PermissionAction, PermissionTier, type SessionSpec } from '../machines/protocol.js';
-import { A2AError } from './errors.js';
+import { A2AError, nearest } from './errors.js';
 import type { PermissionAnswer, PermissionAsk } from './tools/types.js';
 
 export const Tier = PermissionTier;
@@ -145,22 +145,46 @@ export function parsePermissionsMarkdown(text: string, file: string): ParsedPerm
     throw new A2AError('CONFIGURATION_INVALID', `${file}:${line}: ${message}`, { where: `${file}:${line}` });
   };
   let i = 0;
+  const limits: Record<string, number> = {};
+  const policy: Record<string, unknown> = {};
+  /** A `key: value` of the frontmatter or of `## Limits`: checked the same way in both places. */
+  const setting = (line: number, key: string, value: string, where: string) => {
+    if (key in LIMIT_KEYS) {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 0) fail(line, `${key} must be a whole number >= 0, got "${value}"`);
+      limits[LIMIT_KEYS[key]!] = n;
+    } else if (key === 'ask_user_timeout_ms') {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n <= 0) fail(line, `ask_user_timeout_ms must be a whole number of milliseconds > 0, got "${value}"`);
+      policy[key] = n;
+    } else if (key === 'ask_user_default') {
+      if (value !== 'deny' && value !== 'approve') fail(line, `ask_user_default must be deny or approve, got "${value}"`);
+      policy[key] = value;
+    } else {
+      const allowed = where === 'frontmatter' ? ['version', ...Object.keys(LIMIT_KEYS), ...POLICY_KEYS] : [...Object.keys(LIMIT_KEYS), ...POLICY_KEYS];
+      const near = nearest(key, allowed);
+      fail(line, `unknown ${where === 'frontmatter' ? 'frontmatter key' : 'limit'} "${key}"${near ? ` (did you mean "${near}"?)` : ''}. Allowed: ${allowed.join(', ')}`);
+    }
+  };
   if (lines[0]?.trim() === '---') {
     const end = lines.findIndex((l, n) => n > 0 && l.trim() === '---');
     if (end < 0) fail(1, 'the frontmatter starting here has no closing "---"');
     for (let n = 1; n < end; n++) {
-      const m = /^\s*([A-Za-z_]+)\s*:\s*(.*?)\s*(#.*)?$/.exec(lines[n]!);
       if (!lines[n]!.trim() || lines[n]!.trim().startsWith('#')) continue;
+      const m = /^\s*([A-Za-z_]+)\s*:\s*(.*?)\s*(#.*)?$/.exec(lines[n]!);
       if (!m) fail(n + 1, `expected "key: value" in the frontmatter`);
-      if (m![1] === 'version' && m![2] !== '1') fail(n + 1, `unsupported version ${m![2]}; supported: 1`);
+      const value = m![2]!.replace(/^(["'])(.*)\1$/, '$2');
+      if (m![1] === 'version') {
+        if (value !== '1') fail(n + 1, `unsupported version ${value}; supported: 1`);
+      } else {
+        setting(n + 1, m![1]!, value, 'frontmatter');
+      }
     }
     i = end + 1;
   }
   const tiers: Record<Tier, PermissionAction[]> = { auto_approve: [], ask_user: [], auto_deny: [] };
   const firstSeen = new Map<string, number>();
   let subtasks: PermissionAction[] | null = null;
-  const limits: Record<string, number> = {};
-  const policy: Record<string, unknown> = {};
   let section: Tier | 'subtasks' | 'limits' | null = null;
   for (; i < lines.length; i++) {
     const raw = lines[i]!;
@@ -180,15 +204,7 @@ export function parsePermissionsMarkdown(text: string, file: string): ParsedPerm
       const m = /^([a-z_]+)\s*:\s*(\S+)$/.exec(line);
       if (!m) fail(i + 1, `expected "key: value" in Limits, got "${line}"`);
       const [, key, value] = m!;
-      if (key! in LIMIT_KEYS) {
-        const n = Number(value);
-        if (!Number.isInteger(n) || n < 0) fail(i + 1, `${key} must be a whole number >= 0, got "${value}"`);
-        limits[LIMIT_KEYS[key!]!] = n;
-      } else if (POLICY_KEYS.includes(key!)) {
-        policy[key!] = key === 'ask_user_timeout_ms' ? Number(value) : value;
-      } else {
-        fail(i + 1, `unknown limit "${key}". Allowed: ${[...Object.keys(LIMIT_KEYS), ...POLICY_KEYS].join(', ')}`);
-      }
+      setting(i + 1, key!, value!, 'limits');
       continue;
     }
     const item = /^[-*]\s+`?([a-z_]+)`?$/.exec(line);

@@ -84,11 +84,13 @@ function allowedKeys(path: ReadonlyArray<PropertyKey>): string[] | undefined {
   return undefined;
 }
 
-function names(config: ModelsConfig): string {
+/** The profiles a name may be: those configured, and the built-in one (unless a configured one replaces it). */
+export function profileNames(config: ModelsConfig): string {
   const configured = Object.keys(config.profiles);
-  const builtin = Object.hasOwn(config.profiles, BUILTIN_PROFILE) ? '' : `${configured.length ? '; ' : ''}built in: ${BUILTIN_PROFILE}`;
-  return `${configured.length ? `known profiles: ${configured.join(', ')}` : 'no profiles are configured'}${builtin}`;
+  const builtin = Object.hasOwn(config.profiles, BUILTIN_PROFILE) ? [] : [`${BUILTIN_PROFILE} (built in)`];
+  return `profiles: ${[...configured, ...builtin].join(', ')}${configured.length ? '' : '; none is configured'}`;
 }
+
 
 /** The profile called `name`: configured, or the built-in `scripted`. */
 export function profileNamed(config: ModelsConfig, name: string): Profile | undefined {
@@ -117,7 +119,7 @@ export function validateModelsConfig(data: unknown, source: string, options: { r
   const check = (path: PropertyKey[], name: string | undefined, provider?: ProviderKind) => {
     if (name === undefined) return;
     const profile = profileNamed(config, name);
-    if (!profile) problems.push({ path, message: `unknown profile "${name}" (${names(config)})` });
+    if (!profile) problems.push({ path, message: `unknown profile "${name}" (${profileNames(config)})` });
     else if (provider && profile.provider !== provider) {
       problems.push({ path, message: `profile "${name}" has provider ${profile.provider}; this backend needs provider: ${provider}` });
     }
@@ -164,7 +166,7 @@ function backendProfile(config: ModelsConfig, agent: ParsedAgentType): ResolvedP
   const assigned = agent.backend === 'scripted' ? undefined : config.assign?.backends?.[agent.backend];
   if (assigned !== undefined) {
     const profile = profileNamed(config, assigned);
-    if (!profile) throw new A2AError('CONFIGURATION_INVALID', `models.assign.backends.${agent.backend} names unknown profile "${assigned}" (${names(config)})`);
+    if (!profile) throw new A2AError('CONFIGURATION_INVALID', `models.assign.backends.${agent.backend} names unknown profile "${assigned}" (${profileNames(config)})`);
     return { name: assigned, profile, via: 'backend', why: `assigned to the ${agent.backend}: backend` };
   }
   const first = Object.entries(config.profiles).find(([, p]) => p.provider === provider);
@@ -180,7 +182,7 @@ function backendProfile(config: ModelsConfig, agent: ParsedAgentType): ResolvedP
 function defaultProfile(config: ModelsConfig): ResolvedProfile {
   if (config.default !== undefined) {
     const profile = profileNamed(config, config.default);
-    if (!profile) throw new A2AError('CONFIGURATION_INVALID', `models.default names unknown profile "${config.default}" (${names(config)})`);
+    if (!profile) throw new A2AError('CONFIGURATION_INVALID', `models.default names unknown profile "${config.default}" (${profileNames(config)})`);
     return { name: config.default, profile, via: 'default', why: 'default profile' };
   }
   return { name: BUILTIN_PROFILE, profile: BUILTIN, via: 'builtin', why: 'built-in scripted model (no default profile)' };
@@ -201,7 +203,7 @@ function bareModel(config: ModelsConfig, agent: ParsedAgentType, model: string):
   if (base.profile.provider === 'scripted') {
     throw new A2AError(
       'VALIDATION_ERROR',
-      `model "${model}" is not a profile (${names(config)}), and it cannot run as a bare model name: it would run on the ${base.name} profile, whose provider is scripted. Use a profile name, or set models.default to an openai or anthropic profile.`,
+      `model "${model}" is not a profile (${profileNames(config)}), and it cannot run as a bare model name: it would run on the ${base.name} profile, whose provider is scripted. Use a profile name, or set models.default to an openai or anthropic profile.`,
       { where: 'model' },
     );
   }
@@ -236,7 +238,7 @@ export function resolveProfile(config: ModelsConfig, query: ProfileQuery): Resol
     if (name === undefined) return null;
     const profile = profileNamed(config, name);
     if (profile) return { name, profile, via, why };
-    if (required) throw new A2AError('CONFIGURATION_INVALID', `${why} names unknown profile "${name}" (${names(config)})`);
+    if (required) throw new A2AError('CONFIGURATION_INVALID', `${why} names unknown profile "${name}" (${profileNames(config)})`);
     return null;
   };
   const byType = taskType !== undefined ? config.assign?.taskTypes?.[taskType] : undefined;

@@ -33,14 +33,31 @@ export function readStructured(file: string): unknown {
   } catch (cause) {
     throw new A2AError('CONFIGURATION_INVALID', `cannot read ${file}: ${(cause as Error).message}`, { where: file, cause });
   }
+  const yaml = /\.ya?ml$/i.test(file);
   try {
-    return /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);
+    return yaml ? parseYaml(text) : JSON.parse(text);
   } catch (cause) {
-    throw new A2AError('CONFIGURATION_INVALID', `${file} is not valid ${/\.ya?ml$/i.test(file) ? 'YAML' : 'JSON'}: ${(cause as Error).message}`, {
-      where: file,
-      cause,
-    });
+    const message = yaml ? (cause as Error).message : jsonSyntax(text, (cause as Error).message);
+    throw new A2AError('CONFIGURATION_INVALID', `${file} is not valid ${yaml ? 'YAML' : 'JSON'}: ${message}`, { where: file, cause });
   }
+}
+
+/**
+ * A JSON syntax error as `line L, column C: reason`, with that line and a caret under the place;
+ * V8 gives an offset, and for some errors the whole text, which is not repeated here.
+ */
+export function jsonSyntax(text: string, raw: string): string {
+  const reason = raw.replace(/, ".*" is not valid JSON$/s, '').replace(/ in JSON at position \d+.*$/s, '').replace(/^Unexpected end of JSON input$/, 'unexpected end of the file');
+  const at = /at position (\d+)/.exec(raw);
+  const offset = at ? Number(at[1]) : /Unexpected end of JSON input/.test(raw) ? text.length : null;
+  if (offset === null) return reason;
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  const shown = (text.split('\n')[line - 1] ?? '').replace(/\t/g, ' ');
+  const start = Math.max(0, column - 60);
+  const excerpt = shown.slice(start, start + 100);
+  return `line ${line}, column ${column}: ${reason}\n  ${excerpt}\n  ${' '.repeat(Math.max(0, column - 1 - start))}^`;
 }
 
 function asLayer(value: unknown, file: string): ConfigLayer {

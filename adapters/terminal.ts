@@ -165,7 +165,7 @@ export const formatUsd = (usd: number) => (usd >= 1 ? `$${usd.toFixed(2)}` : `$$
 
 /** The tree as lines; `extra` adds a column after each node's status (`a2a monitor`: its host). */
 export function renderTree(view: RunView, now: number, p: Palette = palette(false), extra?: (node: NodeView) => string): string[] {
-  const head = `orchestrator  ${statusColour(p, view.status)}  ${p.dim(formatElapsed((view.finishedAt ?? now) - (view.startedAt ?? now)))}${view.costUsd > 0 ? `  ${p.dim(formatUsd(view.costUsd))}` : ''}`;
+  const head = `${view.standalone ? 'run (standalone)' : 'orchestrator'}  ${statusColour(p, view.status)}  ${p.dim(formatElapsed((view.finishedAt ?? now) - (view.startedAt ?? now)))}${view.costUsd > 0 ? `  ${p.dim(formatUsd(view.costUsd))}` : ''}`;
   return [head, ...view.walk().map(({ node, prefix }) => nodeLine(view, node, prefix, now, p, extra))];
 }
 
@@ -213,6 +213,42 @@ export function logDisplay(out: Output, options: { colour?: boolean } = {}): Run
   };
 }
 
+const ANSI = /\x1b\[[0-9;]*m/y;
+
+/** Characters a line shows (colour codes take no room). */
+export function visibleLength(line: string): number {
+  return line.replace(/\x1b\[[0-9;]*m/g, '').length;
+}
+
+/**
+ * The line cut to `width` shown characters, ending in `…` when cut; colour codes are kept whole
+ * (and closed). A redrawn line must never wrap: the cursor moves up by lines, not by rows.
+ */
+export function fitLine(line: string, width: number): string {
+  if (visibleLength(line) <= width) return line;
+  let out = '';
+  let shown = 0;
+  for (let i = 0; i < line.length; ) {
+    ANSI.lastIndex = i;
+    const code = ANSI.exec(line);
+    if (code) {
+      out += code[0];
+      i += code[0].length;
+      continue;
+    }
+    if (shown === width - 1) break;
+    out += line[i];
+    shown++;
+    i++;
+  }
+  return `${out}…${out.includes('\x1b[') ? '\x1b[0m' : ''}`;
+}
+
+/** Whether `out` can redraw the tree in place (a terminal that understands cursor moves, wide enough). */
+export function canRedraw(out: Output & { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  return out.isTTY === true && env.TERM !== 'dumb' && (out.columns === undefined || out.columns >= 60);
+}
+
 /** The tree redrawn in place (10 times a second) under the scrolling log. */
 export function liveDisplay(out: Output, options: { colour?: boolean } = {}): RunDisplay & { view: RunView } {
   const p = palette(options.colour ?? true);
@@ -221,9 +257,9 @@ export function liveDisplay(out: Output, options: { colour?: boolean } = {}): Ru
   let pending: string[] = [];
   let height = 0;
   const draw = () => {
-    const width = out.columns ?? 120;
-    const clip = (s: string) => (s.length > width + 40 ? s.slice(0, width + 40) : s);
-    const tree = renderTree(view, Date.now(), p, placed.column).map(clip);
+    // one column short of the width: a line filling the last column wraps on some terminals
+    const width = (out.columns ?? 120) - 1;
+    const tree = renderTree(view, Date.now(), p, placed.column).map((line) => fitLine(line, width));
     const clear = height > 0 ? `\x1b[${height}F\x1b[J` : '';
     out.write(`${clear}${pending.map((l) => `${l}\n`).join('')}${tree.join('\n')}\n`);
     pending = [];

@@ -3,7 +3,7 @@
  * are chosen and wired.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { isA2AError } from '../actors/errors.js';
+import { A2AError, isA2AError } from '../actors/errors.js';
 import { agentsCommand } from './commands/agents.js';
 import { runCommand, type RunIo } from './commands/run.js';
 import { stopCommand } from './commands/stop.js';
@@ -16,6 +16,58 @@ import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
 import { ARTIFACT_TYPES, artifactsCommand } from './commands/artifacts.js';
 import { configExportCommand, configImportCommand, configValidateCommand } from './commands/config.js';
 import { redactText, secrets } from '../actors/secrets.js';
+import { machines } from '../actors/graph/index.js';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The version in the package.json above this file (bin/ when run from source, dist/bin/ when built). */
+function packageVersion(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'a2a' && pkg.version) return pkg.version;
+    } catch {
+      // not here: one level up
+    }
+  }
+  return 'unknown';
+}
+
+/**
+ * Every command that works on a run takes `--run <runId>`; those with a run-id argument accept
+ * either (not two different ones).
+ */
+function runOf(positional: string | undefined, option: string | undefined): string | undefined {
+  if (positional && option && positional !== option) {
+    throw new A2AError('VALIDATION_ERROR', `two runs named: ${positional} and --run ${option}; name it once`, { where: '--run' });
+  }
+  return positional ?? option;
+}
+
+/** Each command's examples, shown at the end of its help. */
+const EXAMPLES: Record<string, string[]> = {
+  run: ['a2a run examples/oauth', 'a2a run plan.json --model fast', 'a2a run "add a --verbose flag to the CLI" --agent @coder', 'a2a run --workflow sdlc "a URL shortener with tests"', 'a2a run --resume <runId>'],
+  host: ['a2a host --nats nats://127.0.0.1:4222 --namespace team --agents coder,reviewer'],
+  gateway: ['a2a gateway --nats nats://127.0.0.1:4222 --namespace team --serve coder=coding_agent,reviewer=review_agent'],
+  monitor: ['a2a monitor --nats nats://127.0.0.1:4222 --namespace team'],
+  status: ['a2a status', 'a2a status --run <runId> --json'],
+  artifacts: ['a2a artifacts', 'a2a artifacts <runId> --show code-2@1'],
+  inbox: ['a2a inbox', 'a2a inbox approve 1', 'a2a inbox answer 2 "use PostgreSQL"'],
+  reassign: ['a2a reassign login @debugger'],
+  redirect: ['a2a redirect login "keep the public API unchanged"'],
+  reinit: ['a2a reinit login "start over with the OAuth device flow"'],
+  pause: ['a2a pause', 'a2a pause <runId>'],
+  resume: ['a2a resume', 'a2a resume login'],
+  retry: ['a2a retry'],
+  model: ['a2a model login smart'],
+  audit: ['a2a audit', 'a2a audit <runId> --format md'],
+  agents: ['a2a agents', 'a2a agents --json'],
+  config: ['a2a config validate', 'a2a config export --out team.yaml', 'a2a config import team.yaml --dry-run'],
+  graph: ['a2a graph worker', 'a2a graph orchestrator --format json', 'a2a graph idleInquiry --format paths'],
+  inspect: ['a2a inspect', 'a2a inspect --port 0'],
+  stop: ['a2a stop', 'a2a stop <runId>'],
+};
 
 const int = (name: string, min = 0) => (value: string) => {
   const n = Number(value);
@@ -46,9 +98,11 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   secrets.addFromEnv(process.env);
   const io: RunIo = { ...given, stdout: redacting(given.stdout), stderr: redacting(given.stderr) };
   let code = 0;
+  const note = (text: string) => void io.stderr.write(`a2a: ${text}\n`);
   const program = new Command()
     .name('a2a')
     .description('An actor runtime for teams of LLM agents: an orchestrator, workers and sub-tasks as XState actors.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 
@@ -106,11 +160,11 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
 
   program
     .command('gateway')
-    .description('Serve agent types with external seed 004 agents (register, take tasks, report) over NATS; drains on SIGTERM')
+    .description('Serve agent types with external agents speaking the external-agent protocol (register, take tasks, report) over NATS; drains on SIGTERM')
     .requiredOption('--nats <url>', 'NATS server (credentials from A2A_NATS_USER/PASSWORD/TOKEN/INBOX_PREFIX)')
-    .requiredOption('--serve <map>', 'a2a agent = seed 004 agent_type, comma-separated (e.g. coder=coding_agent,reviewer=review_agent)')
+    .requiredOption('--serve <map>', 'a2a agent = the external agent_type, comma-separated (e.g. coder=coding_agent,reviewer=review_agent)')
     .option('--namespace <ns>', 'namespace (default: default)')
-    .option('--prefix <subject>', 'subject prefix of the seed 004 routing (default: a2a.<ns>.swarm)')
+    .option('--prefix <subject>', 'subject prefix of the external-agent routing (default: a2a.<ns>.swarm)')
     .option('--id <hostId>', 'gateway (host) id (default: gateway-hostname-pid)')
     .addOption(new Option('--ack-timeout <ms>', 'how long an agent has to acknowledge a task (default 30000)').argParser(int('--ack-timeout', 1)))
     .addOption(new Option('--task-timeout <ms>', 'how long an agent may work on a task before it is reassigned (default 1800000)').argParser(int('--task-timeout', 1)))
@@ -146,17 +200,20 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   program
     .command('status')
     .description('A run\'s tasks, worker states, inbox depth and metrics, what waits for a person, and the conversations')
+    .argument('[runId]', 'run (default: the latest in progress, else the latest); or --run')
     .option('--run <runId>', 'run (default: the latest in progress, else the latest)')
     .option('--json', 'print as JSON')
     .option('--workspace <dir>', 'workspace directory')
-    .action((options) => {
-      code = statusCommand(options, io.stdout);
+    .action((runId: string | undefined, options) => {
+      const run = runOf(runId, options.run);
+      code = statusCommand({ ...options, ...(run ? { run } : {}), note }, io.stdout);
     });
 
   program
     .command('artifacts')
     .description("A run's artifacts (plans, structure, code, reviews, docs, test results): a table, or one's content with --show")
-    .argument('[runId]', 'run (default: the latest)')
+    .argument('[runId]', 'run (default: the latest); or --run')
+    .option('--run <runId>', 'run (default: the latest)')
     .addOption(new Option('--type <type>', 'only artifacts of this type').choices([...ARTIFACT_TYPES]))
     .option('--show <id[@version]>', 'print the content of an artifact (default: its latest version)')
     .option('--json', 'print the records (or with --show the stored content) as JSON')
@@ -164,7 +221,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--nats <url>', 'for a run deployed over NATS: read its artifacts from the KV bucket (read only)')
     .addOption(new Option('--namespace <ns>', 'NATS namespace (default: default)').argParser(token('--namespace')))
     .action(async (runId: string | undefined, options) => {
-      code = await artifactsCommand(runId, options, io);
+      code = await artifactsCommand(runOf(runId, options.run), { ...options, note }, io);
     });
 
   program
@@ -178,18 +235,23 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--json', 'list as JSON')
     .option('--workspace <dir>', 'workspace directory')
     .action(async (action: string | undefined, ids: string[], options) => {
-      code = await inboxCommand(action, ids, options, io.stdout);
+      code = await inboxCommand(action, ids, { ...options, note }, io.stdout);
     });
 
+  const VALUES: Record<string, string> = {
+    agent: 'the agent type to run it as, e.g. @debugger (see a2a agents)',
+    instructions: 'the new instructions, in quotes',
+    profile: 'a model profile (see a2a config validate), or a model name',
+  };
   const manage = (name: string, command: 'reassign' | 'redirect' | 'reinitialize' | 'resume' | 'switch_model', description: string, valueName?: string) => {
     const c = program.command(name).description(description).argument('<task>', 'plan task id');
-    if (valueName) c.argument(`<${valueName}>`);
+    if (valueName) c.argument(`<${valueName}>`, VALUES[valueName]);
     c.option('--run <runId>', 'run (default: the latest in progress)')
       .option('--workspace <dir>', 'workspace directory')
       .action(async (task: string, ...rest: unknown[]) => {
         const value = valueName ? (rest[0] as string) : undefined;
         const options = rest[valueName ? 1 : 0] as { run?: string; workspace?: string };
-        code = await manageCommand(command, task, value, options, io.stdout);
+        code = await manageCommand(command, task, value, { ...options, note }, io.stdout);
       });
   };
   manage('reassign', 'reassign', 'Give a running worker another agent type (new instructions and tools; its conversation is kept)', 'agent');
@@ -198,11 +260,12 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   program
     .command('pause')
     .description('Pause a run: its agents finish their current model call and wait; a workflow stops at its next step boundary (survives --resume)')
-    .argument('[runId]', 'run (default: the latest in progress)')
+    .argument('[runId]', 'run (default: the latest in progress); or --run')
+    .option('--run <runId>', 'run (default: the latest in progress)')
     .option('--reason <text>', 'why, for the record')
     .option('--workspace <dir>', 'workspace directory')
-    .action(async (runId: string | undefined, options: { workspace?: string; reason?: string }) => {
-      code = await runControlCommand('pause', runId, options, io.stdout);
+    .action(async (runId: string | undefined, options: { workspace?: string; reason?: string; run?: string }) => {
+      code = await runControlCommand('pause', runOf(runId, options.run), { ...options, note }, io.stdout);
     });
   program
     .command('resume')
@@ -211,26 +274,28 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--run <runId>', 'run of the task (default: the latest in progress)')
     .option('--workspace <dir>', 'workspace directory')
     .action(async (target: string | undefined, options: { run?: string; workspace?: string }) => {
-      code = await resumeCommand(target, options, io.stdout);
+      code = await resumeCommand(target, { ...options, note }, io.stdout);
     });
   program
     .command('retry')
     .description("Run again the step a workflow in ERROR failed in (workflow.onError: wait)")
-    .argument('[runId]', 'run (default: the latest in progress)')
+    .argument('[runId]', 'run (default: the latest in progress); or --run')
+    .option('--run <runId>', 'run (default: the latest in progress)')
     .option('--workspace <dir>', 'workspace directory')
-    .action(async (runId: string | undefined, options: { workspace?: string }) => {
-      code = await runControlCommand('retry', runId, options, io.stdout);
+    .action(async (runId: string | undefined, options: { workspace?: string; run?: string }) => {
+      code = await runControlCommand('retry', runOf(runId, options.run), { ...options, note }, io.stdout);
     });
   manage('model', 'switch_model', "Switch a running worker to another model profile (its conversation is kept, summarized if it does not fit)", 'profile');
 
   program
     .command('audit')
     .description('Export a run\'s audit trail: every A2A operation with its full context')
-    .argument('[runId]', 'run (default: the latest)')
+    .argument('[runId]', 'run (default: the latest); or --run')
+    .option('--run <runId>', 'run (default: the latest)')
     .addOption(new Option('--format <format>', 'output format').choices(['json', 'md']).default('json'))
     .option('--workspace <dir>', 'workspace directory')
     .action((runId: string | undefined, options) => {
-      code = auditCommand(runId, options, io.stdout);
+      code = auditCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
     });
 
   program
@@ -276,7 +341,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   program
     .command('graph')
     .description('Print a machine\'s graph: a Mermaid stateDiagram-v2, JSON, or the paths the model-based tests run')
-    .argument('<machine>', 'orchestrator, worker, subtask, idleInquiry or taskBranch')
+    .argument('<machine>', Object.keys(machines).join(', '))
     .addOption(new Option('--format <format>', 'output format').choices([...GRAPH_FORMATS]).default('mermaid'))
     .action((machine: string, options) => {
       code = graphCommand(machine, options, io.stdout);
@@ -286,7 +351,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .command('inspect')
     .description('Start the relay for the Stately inspector: open the printed page, then run with --inspect')
     .addOption(new Option('--port <n>', 'port (0: any free port)').argParser(int('--port')).default(8080))
-    .option('--host <host>', 'interface to listen on (default 127.0.0.1; the events carry whole conversations)', '127.0.0.1')
+    .option('--host <host>', 'interface to listen on (the events carry whole conversations: loopback unless you mean it)', '127.0.0.1')
     .action(async (options) => {
       code = await inspectCommand(options, io.stdout);
     });
@@ -294,11 +359,18 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   program
     .command('stop')
     .description('Emergency stop of a run in progress: the whole tree is cancelled and every child reports cancelled')
-    .argument('[runId]', 'run to stop (default: the latest run in progress)')
+    .argument('[runId]', 'run to stop (default: the latest run in progress); or --run')
+    .option('--run <runId>', 'run to stop (default: the latest run in progress)')
     .option('--workspace <dir>', 'workspace directory')
     .action((runId: string | undefined, options) => {
-      code = stopCommand(runId, options, io.stdout);
+      code = stopCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
     });
+
+  for (const command of program.commands) {
+    const examples = EXAMPLES[command.name()];
+    if (examples) command.addHelpText('after', `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}\n`);
+  }
+  program.addHelpText('after', `\nExamples:\n  $ a2a run examples/oauth\n  $ a2a run "fix the failing test in src/" --agent @debugger\n  $ a2a status\n\nEach command has its own help: a2a help <command>.\n`);
 
   try {
     await program.parseAsync(argv, { from: 'user' });

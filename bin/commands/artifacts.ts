@@ -27,6 +27,7 @@ export interface ArtifactsOptions {
   workspace?: string;
   nats?: string;
   namespace?: string;
+  note?: (text: string) => void;
 }
 
 export async function artifactsCommand(runIdArg: string | undefined, options: ArtifactsOptions, io: { stdout: NodeJS.WritableStream }): Promise<number> {
@@ -42,7 +43,8 @@ export async function artifactsCommand(runIdArg: string | undefined, options: Ar
   const type = options.type === undefined ? undefined : ArtifactType.safeParse(options.type).data;
   if (options.type !== undefined && !type) throw new A2AError('VALIDATION_ERROR', `--type "${options.type}" is not an artifact type; types: ${ARTIFACT_TYPES.join(', ')}`, { where: '--type' });
   const runId = runIdArg ?? runs.list().at(-1)?.runId;
-  if (!runId) throw new A2AError('NOT_FOUND', `no run in ${runs.root}; name one: a2a artifacts <runId>`);
+  if (!runId) throw new A2AError('NOT_FOUND', `no run in ${runs.root}; name one with --run <runId>`);
+  if (!runIdArg) options.note?.(`run ${runId} (the latest; name another with --run <runId>)`);
 
   const files = new FileArtifactBackend(runs.root);
   const local = existsSync(runs.dir(runId));

@@ -51,11 +51,11 @@ export function parseServe(text: string): Record<string, string> {
   for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
     const [name, type, ...rest] = part.split('=').map((s) => s.trim());
     if (!name || !type || rest.length > 0 || !TOKEN.test(name) || !TOKEN.test(type)) {
-      throw new A2AError('VALIDATION_ERROR', `--serve: "${part}" is not <a2a agent>=<seed 004 agent_type> (letters, digits, "_" and "-"), e.g. coder=coding_agent`);
+      throw new A2AError('VALIDATION_ERROR', `--serve: "${part}" is not <a2a agent>=<external agent_type> (letters, digits, "_" and "-"), e.g. coder=coding_agent`);
     }
     out[name.replace(/^@/, '')] = type;
   }
-  if (Object.keys(out).length === 0) throw new A2AError('VALIDATION_ERROR', '--serve names no agent: give <a2a agent>=<seed 004 agent_type>, e.g. coder=coding_agent');
+  if (Object.keys(out).length === 0) throw new A2AError('VALIDATION_ERROR', '--serve names no agent: give <a2a agent>=<external agent_type>, e.g. coder=coding_agent');
   return out;
 }
 

@@ -1,6 +1,6 @@
 /** `a2a graph <machine> [--format mermaid|json|paths]`: a machine's graph, as the tests see it. */
 import { A2AError } from '../../actors/errors.js';
-import { describePath, generatePaths, machines, models, toGraphJson, toMermaid } from '../../actors/graph/index.js';
+import { chartModels, describePath, generatePaths, machines, toGraphJson, toMermaid } from '../../actors/graph/index.js';
 
 export const GRAPH_FORMATS = ['mermaid', 'json', 'paths'] as const;
 
@@ -18,7 +18,7 @@ export function graphCommand(name: string, options: { format?: string }, out: No
       out.write(`${JSON.stringify(toGraphJson(machine), null, 2)}\n`);
       return 0;
     case 'paths': {
-      const model = models.find((m) => m.name === name)!;
+      const model = chartModels.find((m) => m.name === name)!;
       const { shortest, simple, edges, vertices } = generatePaths(model);
       out.write(`# ${name}: ${vertices} vertices; ${shortest.length} shortest paths, ${simple.length} simple paths, ${edges.length} edge paths\n`);
       out.write(`# (the model-based tests run all of them; shown: the shortest path to every vertex)\n`);

@@ -24,6 +24,7 @@ import type { Script } from '../../adapters/model/scripted.js';
 import { describeEvent } from '../../adapters/terminal.js';
 import { modelsFor } from '../models.js';
 import { commandRunnerFor } from '../sandbox.js';
+import { errorText } from '../../machines/errorText.js';
 
 export interface HostCommandOptions {
   nats: string;
@@ -66,7 +67,7 @@ export function warnIfUnauthenticated(transport: NatsConnectedTransport, servers
   if (transport.serverRequiresAuth) return;
   stderr.write(
     `a2a: warning: the NATS server at ${describeServers(servers)} does not require authentication: any client that reaches it can forge ` +
-      'session results, run and audit events, cancels and seed 004 agents\' messages. Give each role its own user ' +
+      'session results, run and audit events, cancels and external agents\' messages. Give each role its own user ' +
       '(examples/nats/server.conf; README, "Security").\n',
   );
 }
@@ -163,7 +164,7 @@ export async function drainOnSignal(host: Host, io: HostIo, o: { label: string; 
  */
 export function publishingSink(transport: Transport, ns: string, hostId: string, io: Pick<HostIo, 'stdout' | 'stderr'>, logged: RunEvent['type'][]): EventSink & { flush(): Promise<void> } {
   // an event that cannot be stored is said where a person sees it, never dropped without a word
-  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => io.stderr.write(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${error instanceof Error ? error.message : String(error)}\n`));
+  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => io.stderr.write(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${errorText(error)}\n`));
   const shown = new Set<string>(logged);
   let seq = 0;
   return {

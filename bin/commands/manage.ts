@@ -19,6 +19,8 @@ import { indexedRuns } from '../../adapters/store/runIndex.js';
 export interface RunSelector {
   workspace?: string;
   run?: string;
+  /** Told which run was taken when none was named (the CLI writes it to stderr). */
+  note?: (text: string) => void;
 }
 
 const me = () => process.env.A2A_USER ?? userInfo().username ?? 'cli';
@@ -43,6 +45,12 @@ export function selectRun(store: FileRunStore, runId: string | undefined, anySta
  * latest in progress.
  */
 export function locateRun(options: RunSelector, runId: string | undefined, anyStatus = false): { store: FileRunStore; record: RunRecord } {
+  const found = findRun(options, runId, anyStatus);
+  if (!runId) options.note?.(`run ${found.record.runId} (the latest${anyStatus ? '' : ' in progress'}; name another with --run <runId>)`);
+  return found;
+}
+
+function findRun(options: RunSelector, runId: string | undefined, anyStatus: boolean): { store: FileRunStore; record: RunRecord } {
   const store = storeOf(options);
   try {
     return { store, record: selectRun(store, runId, anyStatus) };

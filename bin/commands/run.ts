@@ -3,12 +3,12 @@
  * in-process actors, the file store under .a2a/, the scripted model.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { secrets } from '../../actors/secrets.js';
 import { RunId as RunIdSchema, WorkflowRequest, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
-import { A2AError, describeIssues } from '../../actors/errors.js';
+import { A2AError, describeIssues, nearest } from '../../actors/errors.js';
 import { checkWorkflow, layerSource } from '../../actors/workflowRoles.js';
 import type { AgentRegistry } from '../../actors/registry.js';
 import type { RunConfig } from '../../actors/config.js';
@@ -39,8 +39,9 @@ import { FileRunStore } from '../../adapters/store/file.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
-import { liveDisplay, logDisplay, palette, renderSummary, type RunDisplay } from '../../adapters/terminal.js';
+import { canRedraw, liveDisplay, logDisplay, palette, renderSummary, type RunDisplay } from '../../adapters/terminal.js';
 import { connectInspector, type InspectorConnection } from '../../adapters/inspector.js';
+import { errorText } from '../../machines/errorText.js';
 
 export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
 
@@ -143,6 +144,42 @@ function parseWorkflow(data: unknown, source: string): WorkflowRequest {
   return parsed.data;
 }
 
+/**
+ * The existing path nearest to `target`, segment by segment (`exmaples/oauht` → `examples/oauth`),
+ * or null when a segment has no near match or nothing changes.
+ */
+function nearestPath(target: string): string | null {
+  const absolute = isAbsolute(target);
+  const segments = target.split('/').filter((part, i) => part !== '' || (i === 0 && absolute));
+  let at = absolute ? '/' : process.cwd();
+  const fixed: string[] = [];
+  for (const segment of segments) {
+    if (segment === '' || segment === '.' || segment === '..') {
+      fixed.push(segment);
+      at = resolve(at, segment || '/');
+      continue;
+    }
+    const exact = join(at, segment);
+    if (existsSync(exact)) {
+      fixed.push(segment);
+      at = exact;
+      continue;
+    }
+    let entries: string[];
+    try {
+      entries = readdirSync(at);
+    } catch {
+      return null;
+    }
+    const near = nearest(segment, entries);
+    if (!near) return null;
+    fixed.push(near);
+    at = join(at, near);
+  }
+  const suggestion = fixed.join('/') || '/';
+  return suggestion === target ? null : suggestion;
+}
+
 function resolveTarget(target: string, workspace: string, workflow: string | undefined): Target {
   if (workflow !== undefined && !WORKFLOWS.includes(workflow)) {
     throw new A2AError('VALIDATION_ERROR', `--workflow ${workflow}: unknown workflow; known: ${WORKFLOWS.join(', ')}`, { where: '--workflow' });
@@ -158,8 +195,14 @@ function resolveTarget(target: string, workspace: string, workflow: string | und
     }
     return { kind: 'plan', plan: parsePlan(data, file), source: file, baseDir: dirname(file) };
   }
-  if (/\.(json|ya?ml)$/i.test(target)) {
-    throw new A2AError('VALIDATION_ERROR', `plan file not found: ${path}. Pass a plan file, a directory with plan.json, or a task in quotes.`);
+  // a word that looks like a path (or nearly names something here) is a typo, not a task
+  const suggestion = nearestPath(target);
+  if (!/\s/.test(target) && (target.includes('/') || /\.[A-Za-z0-9]{1,5}$/.test(target) || suggestion !== null)) {
+    throw new A2AError(
+      'VALIDATION_ERROR',
+      `${target}: no such file or directory${suggestion ? ` (did you mean ${suggestion}?)` : ''}. Pass a plan file, a directory with plan.json or workflow.json, or a task in quotes ("fix the login form").`,
+      { where: target },
+    );
   }
   if (workflow !== undefined) return { kind: 'workflow', workflow: parseWorkflow({ workflow, goal: target }, 'the goal'), source: 'command line', baseDir: workspace };
   return { kind: 'task', task: target, source: 'command line', baseDir: workspace };
@@ -448,7 +491,8 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   if (effective.json) {
     bus.subscribe((e: RunEvent) => io.stdout.write(`${JSON.stringify(e)}\n`));
   } else {
-    display = io.stdout.isTTY && effective.tree !== false ? liveDisplay(io.stdout, { colour }) : logDisplay(io.stdout, { colour });
+    // a terminal that cannot redraw (TERM=dumb, narrower than 60 columns) gets plain lines
+    display = canRedraw(io.stdout) && effective.tree !== false ? liveDisplay(io.stdout, { colour }) : logDisplay(io.stdout, { colour });
     const d = display;
     bus.subscribe((e) => d.onEvent(e));
   }
@@ -458,7 +502,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
 
   const announcePause = (paused: { by: string; at: number } | null, by: string) => {
     publishPause(transport!, ns, { runId, paused: paused !== null, by, at: paused?.at ?? Date.now() }).catch((error: unknown) =>
-      bus.emit({ type: 'warning', planId, data: { message: `the hosts could not be told that the run is ${paused ? 'paused' : 'resumed'}: ${error instanceof Error ? error.message : String(error)}` } }),
+      bus.emit({ type: 'warning', planId, data: { message: `the hosts could not be told that the run is ${paused ? 'paused' : 'resumed'}: ${errorText(error)}` } }),
     );
   };
 
@@ -549,6 +593,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
       return summary.status === 'completed' ? 0 : summary.status === 'cancelled' ? 130 : 1;
     }
     const spec = standaloneSpec(p.target.task!, runtime, { ...runOptions, agent: effective.agent ?? p.config.defaultAgent });
+    bus.emit({ type: 'run.started', planId, data: { planId, tasks: 1, source: p.target.source, standalone: true } });
     const handle = startStandalone(runtime, spec, { clock: realClock, ...inspect });
     stop = handle.stop;
     const result: SubTaskResult = await handle.done;

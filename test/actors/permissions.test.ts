@@ -3,7 +3,8 @@
  * level, pass the rest up through their parents to the orchestrator, which applies the matrix and
  * asks a person for `ask_user`.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { PermissionAction } from '../../machines/protocol.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildPolicy, childPermissions, parsePermissionsMarkdown, workerPermissions } from '../../actors/permissions.js';
@@ -257,6 +258,26 @@ describe('permissions.md', () => {
     ['## Whatever', /permissions\.md:1: unknown section "Whatever"/],
     ['- file_edits_in_worktree', /permissions\.md:1: "- file_edits_in_worktree" is outside any section/],
   ])('names the file, the line and what is allowed: %s', (text, message) => {
+    expect(() => parsePermissionsMarkdown(text, file)).toThrow(message);
+  });
+
+  it('reads the commented example in examples/permissions: every action, the policy keys in the frontmatter, every limit', () => {
+    const example = join(import.meta.dirname, '../../examples/permissions/permissions.md');
+    const { layer, limits } = parsePermissionsMarkdown(readFileSync(example, 'utf8'), example);
+    const listed = [...layer.auto_approve!, ...layer.ask_user!, ...layer.auto_deny!];
+    expect([...listed].sort()).toEqual([...PermissionAction.options].sort());
+    expect(layer).toMatchObject({ ask_user_timeout_ms: 300000, ask_user_default: 'deny', auto_approve_for_subtasks: ['file_edits_in_worktree', 'file_creation_in_worktree', 'command_execution'] });
+    expect(limits).toEqual({ maxDepth: 3, maxSubtasksPerWorker: 20, maxParallelSubtasks: 5, spawnRatePerMinute: 10 });
+    expect(() => buildPolicy([{ source: example, layer }])).not.toThrow();
+  });
+
+  it.each([
+    ['---\nversion: 1\nask_user_default: maybe\n---\n## Auto-Approve', /permissions\.md:3: ask_user_default must be deny or approve, got "maybe"/],
+    ['## Limits\nask_user_default: maybe', /permissions\.md:2: ask_user_default must be deny or approve, got "maybe"/],
+    ['---\nask_user_timout_ms: 5\n---', /permissions\.md:2: unknown frontmatter key "ask_user_timout_ms" \(did you mean "ask_user_timeout_ms"\?\)\. Allowed: version, max_subtask_depth, /],
+    ['---\nask_user_timeout_ms: soon\n---', /permissions\.md:2: ask_user_timeout_ms must be a whole number of milliseconds > 0, got "soon"/],
+    ['## Limits\nmax_subtask_dept: 2', /permissions\.md:2: unknown limit "max_subtask_dept" \(did you mean "max_subtask_depth"\?\)/],
+  ])('checks the frontmatter as it checks Limits: %s', (text, message) => {
     expect(() => parsePermissionsMarkdown(text, file)).toThrow(message);
   });
 

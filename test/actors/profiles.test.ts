@@ -47,9 +47,14 @@ describe('resolveProfile', () => {
   it('should refuse a bare model name when there is only the scripted model to run it on', () => {
     const bare = validateModelsConfig({ profiles: { fast: config.profiles.fast } }, 'test');
     expect(() => resolveProfile(bare, { agent: agent('@coder'), override: 'gpt-5' })).toThrowErrorMatchingInlineSnapshot(
-      `[A2AError: model "gpt-5" is not a profile (known profiles: fast; built in: scripted), and it cannot run as a bare model name: it would run on the scripted profile, whose provider is scripted. Use a profile name, or set models.default to an openai or anthropic profile.]`,
+      `[A2AError: model "gpt-5" is not a profile (profiles: fast, scripted (built in)), and it cannot run as a bare model name: it would run on the scripted profile, whose provider is scripted. Use a profile name, or set models.default to an openai or anthropic profile.]`,
     );
     expect(pick({ agent: agent('@coder'), override: 'scripted' }, bare)).toMatchObject({ name: 'scripted', via: 'override' });
+    // with none configured, the list is the built-in profile (it said "configuredbuilt in" once)
+    const none = validateModelsConfig({}, 'test');
+    expect(() => resolveProfile(none, { agent: agent('@coder'), override: 'nonexistent' })).toThrowError(
+      'model "nonexistent" is not a profile (profiles: scripted (built in); none is configured), and it cannot run as a bare model name',
+    );
   });
 
   it('should put a claude: agent on the assigned backend profile before task type and agent assignments', () => {
@@ -131,8 +136,8 @@ describe('validateModelsConfig', () => {
     expect(validateModelsConfig(data, 'a2a.config.json', { references: false }).default).toBe('fats');
     expect(() => validateModelsConfig(data, 'a2a.config.json')).toThrowErrorMatchingInlineSnapshot(`
       [A2AError: a2a.config.json: invalid models configuration:
-        - models.default: unknown profile "fats" (known profiles: fast, smart; built in: scripted)
-        - models.assign.agents.reviewer: unknown profile "big" (known profiles: fast, smart; built in: scripted)
+        - models.default: unknown profile "fats" (profiles: fast, smart, scripted (built in))
+        - models.assign.agents.reviewer: unknown profile "big" (profiles: fast, smart, scripted (built in))
         - models.assign.backends.claude: profile "smart" has provider openai; this backend needs provider: anthropic]
     `);
   });

@@ -85,7 +85,7 @@ describe('a2a artifacts', () => {
     expect(type.err).toContain("argument 'plan' is invalid. Allowed choices are user_task, implementation_plan, pseudocode, code,");
     const none = await cli(['--workspace', tempDir()]);
     expect(none.code).toBe(2);
-    expect(none.err).toMatch(/^a2a: no run in .*; name one: a2a artifacts <runId>\n$/);
+    expect(none.err).toMatch(/^a2a: no run in .*; name one with --run <runId>\n$/);
   });
 
   it('should show what the agents of an `a2a run` wrote', async () => {

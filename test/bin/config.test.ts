@@ -65,7 +65,7 @@ describe('a2a config validate', () => {
     const { code, result } = await validate(ws);
     expect(code).toBe(1);
     expect(result.isValid).toBe(false);
-    expect(result.errors).toEqual([`${join(ws, 'a2a.config.json')}: workflow.roles.sceptic.profile: unknown profile "ghost" (known profiles: sonnet, mini; built in: scripted)`]);
+    expect(result.errors).toEqual([`${join(ws, 'a2a.config.json')}: workflow.roles.sceptic.profile: unknown profile "ghost" (profiles: sonnet, mini, scripted (built in))`]);
   });
 
   it('should report an agent that is not in the registry, with the available types', async () => {
@@ -81,7 +81,7 @@ describe('a2a config validate', () => {
     const { code, result } = await validate(ws);
     expect(code).toBe(1);
     expect(result.errors).toEqual([
-      expect.stringContaining('workflow.organiser.profile: unknown profile "big" (no profiles are configured; built in: scripted)'),
+      expect.stringContaining('workflow.organiser.profile: unknown profile "big" (profiles: scripted (built in); none is configured)'),
       expect.stringMatching(/a2a\.config\.json: workflow\.reviewers\[1\]: "security" is not a role \(standard roles: architect, .*debugger; configured: perf\)$/),
     ]);
   });
@@ -217,7 +217,7 @@ describe('a2a config import', () => {
     const r = await run(['config', 'import', doc({ version: 1, workflow: { roles: { architect: { agent: '@coder', profile: 'ghost' } } } }), '--workspace', ws]);
     expect(r.code).toBe(2);
     expect(r.err).toContain(`the configuration would be invalid after importing it; ${join(ws, 'a2a.config.json')} was not changed`);
-    expect(r.err).toContain('workflow.roles.architect.profile: unknown profile "ghost" (known profiles: sonnet, mini; built in: scripted)');
+    expect(r.err).toContain('workflow.roles.architect.profile: unknown profile "ghost" (profiles: sonnet, mini, scripted (built in))');
     expect(readFileSync(join(ws, 'a2a.config.json'), 'utf8')).toBe(before);
   });
 

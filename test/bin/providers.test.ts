@@ -73,6 +73,6 @@ describe('model profiles in the configuration', () => {
     writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { fast: { provider: 'openai', model: 'gpt-4.1-mini' } }, default: 'quick' } }));
     const d = capture();
     expect(await main(['run', join(root, 'examples/oauth'), '--workspace', ws], d.io)).toBe(2);
-    expect(d.err()).toMatch(/default.*"quick".*known profiles: fast/s);
+    expect(d.err()).toMatch(/default.*"quick".*profiles: fast/s);
   });
 });

@@ -14,6 +14,7 @@ import { ArtifactContent, ArtifactId, ArtifactMeta, ArtifactStatus, ArtifactType
 import type { ArtifactBackend, Clock, StoredRecord } from '../machines/ports.js';
 import { sanitizeArtifactContent, summarizeArtifact } from './artifactContent.js';
 import { A2AError, inlineIssues } from './errors.js';
+import { errorText } from '../machines/errorText.js';
 
 export { MAX_ARTIFACT_BYTES, parseTestCounts, sanitizeArtifactContent, summarizeArtifact } from './artifactContent.js';
 
@@ -409,7 +410,7 @@ export class ArtifactStore {
       return await op();
     } catch (error) {
       if (error instanceof A2AError) throw error;
-      throw new A2AError('AGENT_ERROR', `artifact store (${this.backend.where}): could not ${what} of run ${this.runId}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new A2AError('AGENT_ERROR', `artifact store (${this.backend.where}): could not ${what} of run ${this.runId}: ${errorText(error)}`, { cause: error });
     }
   }
 }

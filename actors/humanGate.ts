@@ -13,6 +13,7 @@ import type { ActorLogic, ActorScope, AnyActorRef, Snapshot } from 'xstate';
 import type { Clock, EventSink, HumanDecision, HumanGateEvent, HumanGateReply } from '../machines/ports.js';
 
 import type { HumanAnswer, HumanItem } from '../machines/protocol.js';
+import { parentOf, relay } from './xstateInternals.js';
 export type { HumanDecision, HumanGateEvent, HumanGateReply };
 
 /** Where items are shown to people; both calls must be cheap and must not throw. */
@@ -46,14 +47,10 @@ export function createHumanGateLogic(deps: { clock: Clock; channel?: HumanChanne
 
   function decide(state: GateState, scope: ActorScope<GateSnapshot, HumanGateEvent>, item: HumanItem, decision: HumanDecision): void {
     state.pending.delete(item.id);
-    const owner = scope.self._parent as AnyActorRef | undefined;
+    const owner = parentOf(scope.self);
     if (!owner) return;
     const reply: HumanGateReply = { type: 'HUMAN_DECIDED', item, decision };
-    scope.defer(() => {
-      const system = scope.self.system as { _relay?: (s: AnyActorRef, t: AnyActorRef, e: unknown) => void };
-      if (system._relay) system._relay(scope.self, owner, reply);
-      else owner.send(reply);
-    });
+    scope.defer(() => relay(scope.self, owner, reply));
   }
 
   const emit = (type: 'human.asked' | 'human.answered', item: HumanItem, data: Record<string, unknown>) =>

@@ -15,6 +15,7 @@ import type { ActorLogic, ActorScope, AnyActorRef, Snapshot } from 'xstate';
 import type { Clock, EventSink, InboxEvent, InboxReply } from '../machines/ports.js';
 
 import type { QueueMessage } from '../machines/protocol.js';
+import { parentOf, relay } from './xstateInternals.js';
 export type { InboxEvent, InboxReply };
 
 export interface InboxJournal {
@@ -87,13 +88,9 @@ export function queuedInOrder(state: InboxState): QueueMessage[] {
 }
 
 function send(scope: ActorScope<InboxSnapshot, InboxEvent>, reply: InboxReply): void {
-  const owner = scope.self._parent as AnyActorRef | undefined;
+  const owner = parentOf(scope.self);
   if (!owner) return;
-  scope.defer(() => {
-    const system = scope.self.system as { _relay?: (s: AnyActorRef, t: AnyActorRef, e: unknown) => void };
-    if (system._relay) system._relay(scope.self, owner, reply);
-    else owner.send(reply);
-  });
+  scope.defer(() => relay(scope.self, owner, reply));
 }
 
 export function createInboxLogic(deps: { clock: Clock; journal?: InboxJournal; events?: EventSink }): ActorLogic<InboxSnapshot, InboxEvent> {

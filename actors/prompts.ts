@@ -63,13 +63,15 @@ function protocolSection(definition: AgentDefinition, spec: SessionSpec, tools: 
   return `## How you work in this team\n${lines.map((l) => `- ${l}`).join('\n')}`;
 }
 
-/** System prompts depend only on agent, role and depth: cache them (thousands of children share one). */
+/** System prompts depend only on agent, role, depth, owner and (a worker's) task: cache them (thousands of children share one). */
 export class SystemPrompts {
   readonly #cache = new Map<string, string>();
   constructor(private readonly registry: AgentRegistry) {}
 
   for(definition: AgentDefinition, spec: SessionSpec, tools: string[]): string {
-    const key = `${definition.capability.id}|${spec.role}|${spec.depth}|${spec.maxDepth}|${spec.owner.ownerType}|${spec.owner.ownerId}|${tools.join(',')}`;
+    // a worker's prompt names its plan task
+    const task = spec.role === 'worker' ? spec.correlation.taskId : '';
+    const key = `${definition.capability.id}|${spec.role}|${spec.depth}|${spec.maxDepth}|${spec.owner.ownerType}|${spec.owner.ownerId}|${task}|${tools.join(',')}`;
     let prompt = this.#cache.get(key);
     if (prompt === undefined) {
       prompt = [definition.systemPrompt, protocolSection(definition, spec, tools), teamSection(this.registry, definition.capability.id)]

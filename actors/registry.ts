@@ -8,6 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { AgentBackend, PreferredModels, type AgentCapability, type ParsedAgentType } from '../machines/protocol.js';
 import { A2AError, describeIssues } from './errors.js';
+import { errorText } from '../machines/errorText.js';
 
 export interface AgentDefinition {
   capability: AgentCapability;
@@ -45,7 +46,7 @@ export function splitFrontmatter(text: string, file: string): { data: unknown; b
   try {
     return { data: parseYaml(match[1]!) ?? {}, body: match[2]!.trim() };
   } catch (cause) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = errorText(cause);
     throw new A2AError('CONFIGURATION_INVALID', `${file}: the frontmatter is not valid YAML: ${reason}`, { where: file, cause });
   }
 }

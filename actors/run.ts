@@ -7,20 +7,23 @@ import { createRootActor } from './scheduler.js';
 import { observeSessions } from './observe.js';
 import type { GitPlan, OrchestratorEmitted, OrchestratorInput, RunSummary } from '../machines/orchestrator.machine.js';
 import type { Clock } from '../machines/ports.js';
-import { Plan, type ParsedAgentType, type QueueMessage, type SessionSpec, type SubTaskResult, type WorkflowRequest } from '../machines/protocol.js';
+import { Plan, PlanTask, type ParsedAgentType, type QueueMessage, type SessionSpec, type SubTaskResult, type WorkflowRequest } from '../machines/protocol.js';
 import { restoreTimers, type Checkpoint } from './checkpoint.js';
 import { orchestratorPolicy, type RunConfig } from './config.js';
 import { buildPolicy, workerPermissions, type PermissionPolicy } from './permissions.js';
-import { A2AError, describeIssues } from './errors.js';
+import { A2AError, describeIssues, explainUnknownKeys } from './errors.js';
 import type { Runtime } from './runtime.js';
 
 /** Parses a plan object; errors name the source and each bad field. */
 export function parsePlan(data: unknown, source: string): Plan {
   const parsed = Plan.safeParse(data);
   if (!parsed.success) {
+    // a misspelt key would otherwise drop what it meant (an agent, a script) without a word
+    const allowedAt = (path: ReadonlyArray<PropertyKey>) =>
+      path.length === 0 ? Object.keys(Plan.shape) : path.length === 2 && path[0] === 'tasks' ? Object.keys(PlanTask.shape) : undefined;
     throw new A2AError(
       'VALIDATION_ERROR',
-      `${source}: invalid plan:\n${describeIssues(parsed.error.issues)}\nA plan is {"tasks": [{"id": "...", "prompt": "...", "agent"?: "@architect", "dependsOn"?: ["..."]}]}.`,
+      `${source}: invalid plan:\n${describeIssues(explainUnknownKeys(parsed.error.issues, allowedAt))}\nA plan is {"tasks": [{"id": "...", "prompt": "...", "agent"?: "@architect", "dependsOn"?: ["..."]}]}.`,
       { where: source },
     );
   }

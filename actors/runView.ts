@@ -38,6 +38,8 @@ export class RunView {
   skipped: Array<{ taskId: string; reason: string }> = [];
   /** USD of every model call in the run. */
   costUsd = 0;
+  /** A session run without an orchestrator (`a2a run --standalone`). */
+  standalone = false;
 
   apply(event: RunEvent): void {
     this.startedAt ??= event.ts;
@@ -45,6 +47,7 @@ export class RunView {
     switch (event.type) {
       case 'run.started':
         this.status = 'running';
+        this.standalone = event.data.standalone === true;
         return;
       case 'run.finished':
         this.status = String(event.data.status ?? 'finished');

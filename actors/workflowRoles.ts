@@ -6,7 +6,7 @@
  * Pure: the caller loads the configuration and the registry (bin/commands/config.ts).
  */
 import { STANDARD_ROLES, type ConfigLayer, type RunConfig, type StandardRole } from './config.js';
-import { BUILTIN_PROFILE, profileNamed, resolveProfile } from './profiles.js';
+import { BUILTIN_PROFILE, profileNamed, profileNames, resolveProfile } from './profiles.js';
 import type { AgentRegistry } from './registry.js';
 
 /** The agent that plays a standard role when the configuration names none. */
@@ -59,10 +59,7 @@ export function layerSource(layers: ReadonlyArray<{ source: string; data: Config
   return 'defaults';
 }
 
-function profileList(config: RunConfig): string {
-  const configured = Object.keys(config.models.profiles);
-  return `${configured.length ? `known profiles: ${configured.join(', ')}` : 'no profiles are configured'}; built in: ${BUILTIN_PROFILE}`;
-}
+const profileList = (config: RunConfig): string => profileNames(config.models);
 
 /**
  * Resolves every role and checks the references. `sourceOf` names the file a field came from

@@ -12,6 +12,7 @@ import type { RunConfig } from '../actors/config.js';
 import type { GitPlan } from '../machines/orchestrator.machine.js';
 import type { ParsedAgentType } from '../machines/protocol.js';
 import { STATE_DIR } from '../actors/tools/paths.js';
+import { errorText } from '../machines/errorText.js';
 
 /** The runtime's own directory in a repository (worktrees, logs); never user changes. */
 export { STATE_DIR };
@@ -53,7 +54,7 @@ async function exec(dir: string, args: string[], config: string[] = []): Promise
     const stdout = await git.raw(args);
     return { code, stdout, stderr };
   } catch (error) {
-    throw new A2AError('AGENT_ERROR', `git ${args[0]} could not run in ${dir}: ${error instanceof Error ? error.message : String(error)}`, {
+    throw new A2AError('AGENT_ERROR', `git ${args[0]} could not run in ${dir}: ${errorText(error)}`, {
       cause: error,
     });
   }

@@ -218,7 +218,14 @@ export function handleControl(
       if (from === agent.raw) return { ok: false, error: `task "${request.taskId}" already runs as ${from}` };
       const event: WorkerManagementEvent = { type: 'REASSIGN_WORKER', taskId: request.taskId, agent, by: request.by };
       root.send(event);
-      return { ok: true, message: `task "${request.taskId}": ${from} → ${agent.raw} (conversation kept)` };
+      const tier = snapshot.context.policy.permissions.matrix.agent_reassignment;
+      return {
+        ok: true,
+        message:
+          tier === 'auto_approve'
+            ? `task "${request.taskId}": ${from} → ${agent.raw} (conversation kept)`
+            : `task "${request.taskId}": ${from} → ${agent.raw} is agent_reassignment, which asks a person: approve it with a2a inbox approve`,
+      };
     }
     case 'redirect':
     case 'reinitialize': {

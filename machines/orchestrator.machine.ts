@@ -29,6 +29,7 @@ import {
   type HumanItem,
   type OrchestratorPolicy,
   type ParsedAgentType,
+  type PermissionAction,
   type PermissionDecision,
   type PermissionRequest,
   type QueueMessage,
@@ -41,6 +42,8 @@ import {
   type CompletionSummary,
   type WorkflowState,
 } from './protocol.js';
+import { errorText } from './errorText.js';
+import { REVIEW_EXPECTED_OUTPUT, reviewPrompt, reworkPrompt } from './workPrompts.js';
 
 /**
  * `preparing`: its worktree is being created; `completing`: its worker finished and its branch is
@@ -197,8 +200,8 @@ interface OrchestratorContext {
   git: GitPlan | null;
   /** Reviewer sessions deployed for a branch: worker id → task id. */
   reviewers: Record<string, string>;
-  /** Model switches waiting for a person's approval, by request id. */
-  switches: Record<string, { taskId: string; profile: string; by: string }>;
+  /** Model switches and reassignments waiting for a person's approval, by request id. */
+  switches: Record<string, { taskId: string; by: string } & ({ profile: string; agent?: undefined } | { agent: ParsedAgentType; profile?: undefined })>;
   stopReason: string | null;
   /** A workflow run: roles, the spec template, the tasks whose outcome it was told, how it ended. */
   workflow: { input: SdlcInput; roles: OrchestratorWorkflow['roles']; template: SessionSpec; told: Record<string, true>; ended: WorkflowEnding | null } | null;
@@ -240,6 +243,22 @@ function readiness(order: string[], input: Record<string, TaskRecord>) {
     }
   }
   return { tasks, ready, skipped };
+}
+
+/**
+ * Whether `readiness` would deploy or skip this task: it waits, and its dependencies all
+ * succeeded or one of them will never succeed. Checked after every microstep of `running` (the
+ * guard of its eventless deploy transition), so it copies nothing.
+ */
+function deployable(tasks: Record<string, TaskRecord>, task: TaskRecord): boolean {
+  if (task.state !== 'waiting') return false;
+  let allSucceeded = true;
+  for (const d of task.dependsOn) {
+    const state = tasks[d]!.state;
+    if (state === 'failed' || state === 'skipped' || state === 'cancelled') return true;
+    if (state !== 'succeeded') allSucceeded = false;
+  }
+  return allSucceeded;
 }
 
 function promptWithDependencies(context: OrchestratorContext, task: TaskRecord): string {
@@ -293,6 +312,20 @@ function waitsForDecision(context: OrchestratorContext, request: PermissionReque
 }
 
 /** A decision goes back the way the request came: to a branch workflow, or down through the workers. */
+function isMessage(event: OrchestratorEvent, type: QueueMessageType): boolean {
+  return event.type === 'INBOX_MESSAGE' && event.message.type === type;
+}
+
+function permissionOf(event: OrchestratorEvent): PermissionRequest {
+  return (event as Extract<OrchestratorEvent, { type: 'INBOX_MESSAGE' }>).message.content as PermissionRequest;
+}
+
+/** The tier a permission request falls under: the matrix's, except that what only a person may give is asked even where the matrix approves. */
+function permissionTier(context: OrchestratorContext, request: PermissionRequest): 'auto_approve' | 'ask_user' | 'auto_deny' {
+  const matrixTier = context.policy.permissions.matrix[request.action];
+  return request.needsPerson && matrixTier === 'auto_approve' ? 'ask_user' : matrixTier;
+}
+
 function sendDecision(
   enqueue: { sendTo: (to: never, event: never) => void },
   request: PermissionRequest,
@@ -301,6 +334,49 @@ function sendDecision(
   const to = request.via.at(-1)!;
   if (to.startsWith('branch-')) enqueue.sendTo(to as never, { type: 'PERMISSION_DECIDED', decision } as never);
   else enqueue.sendTo('workers' as never, { type: 'PERMISSION_DECISION', to, decision } as never);
+}
+
+/**
+ * Asks a person (the humanGate) to approve a change to a running worker that the matrix puts under
+ * `ask_user` (a model switch, a reassignment); the answer, or the timeout's default, comes back as
+ * HUMAN_DECIDED for the pending request `id`.
+ */
+function askPerson(
+  enqueue: { sendTo: (to: never, event: never) => void },
+  context: OrchestratorContext,
+  task: TaskRecord,
+  id: string,
+  action: PermissionAction,
+  by: string,
+  detail: string,
+): void {
+  const request: PermissionRequest = {
+    id,
+    action,
+    category: PERMISSION_CATEGORY[action],
+    requesterId: by,
+    agentType: task.spec.agent.raw,
+    detail,
+    correlation: task.spec.correlation,
+    via: ['orchestrator:switch'],
+    timestamp: 0,
+  };
+  const approveOnTimeout = context.policy.permissions.askUserDefault === 'approve';
+  enqueue.sendTo('humanGate' as never, {
+    type: 'ASK',
+    item: {
+      id,
+      kind: 'permission',
+      taskId: task.id,
+      workerId: task.spec.id,
+      requesterId: by,
+      title: `${action}: ${detail}`,
+      request,
+      askedAt: 0,
+      timeoutMs: context.policy.permissions.askUserTimeoutMs,
+      onTimeout: { approved: approveOnTimeout, text: approveOnTimeout ? 'approved by default: nobody answered' : 'denied by default: nobody answered' },
+    },
+  } as never);
 }
 
 /** What a reviewer's result says: approve, or the changes it asks for. */
@@ -377,6 +453,18 @@ export const orchestratorMachine = setup({
       liveWorker(context, event.message.workerId),
     /** A management event names a task whose worker is running. */
     workerRunning: ({ context, event }) => 'taskId' in event && isLive(context.tasks[event.taskId as string]),
+    /** A waiting task can be deployed (its dependencies succeeded), or must be skipped (one did not). */
+    tasksToDeploy: ({ context }) => context.order.some((id) => deployable(context.tasks, context.tasks[id]!)),
+    /** The message offered by the inbox is a permission request, a result, a question, an error report. */
+    isPermission: ({ event }) => isMessage(event, 'permission_request'),
+    isCompletion: ({ event }) => isMessage(event, 'completion'),
+    isQuestion: ({ event }) => isMessage(event, 'question'),
+    isErrorReport: ({ event }) => isMessage(event, 'error'),
+    /** A permission the session that asked no longer waits for (it has ended). */
+    permissionUnawaited: ({ context, event }) => isMessage(event, 'permission_request') && !waitsForDecision(context, permissionOf(event)),
+    /** A permission the matrix approves, or denies, without asking anyone. */
+    permissionAutoApproved: ({ context, event }) => isMessage(event, 'permission_request') && permissionTier(context, permissionOf(event)) === 'auto_approve',
+    permissionAutoDenied: ({ context, event }) => isMessage(event, 'permission_request') && permissionTier(context, permissionOf(event)) === 'auto_deny',
     /** The inbox re-offers, after a restore, the message this chart is already handling. */
     alreadyHandling: ({ context, event }) => event.type === 'INBOX_MESSAGE' && context.answering?.id === event.message.id,
   },
@@ -426,19 +514,7 @@ export const orchestratorMachine = setup({
       if (!task || task.state !== 'completing') return;
       const base = context.tasks[event.taskId]!.spec.id.replace(/-r\d+$/, '');
       const id = `${base}-r${event.round}`;
-      const prompt = [
-        task.brief ?? task.spec.prompt,
-        '',
-        `## Changes requested (round ${event.round}, by the ${event.by})`,
-        '',
-        event.feedback,
-        '',
-        '## Your previous result',
-        '',
-        task.result?.output ?? '',
-        '',
-        'Your earlier changes are committed on this branch in your worktree. Make the requested changes, then finish again with a2a_subtask_complete.',
-      ].join('\n');
+      const prompt = reworkPrompt({ task: task.brief ?? task.spec.prompt, round: event.round, by: event.by, feedback: event.feedback, previous: task.result?.output ?? '' });
       const spec: SessionSpec = { ...task.spec, id, prompt, correlation: { ...task.spec.correlation, workerId: id } };
       enqueue.assign({
         tasks: { ...context.tasks, [task.id]: { ...task, spec, state: 'deploying', rounds: task.rounds + 1 } },
@@ -454,26 +530,13 @@ export const orchestratorMachine = setup({
       const task = context.tasks[event.taskId];
       if (!task) return;
       const id = `${task.spec.id.replace(/-r\d+$/, '')}-review${event.round + 1}`;
-      const prompt = [
-        `Review the changes of task "${task.id}" on branch ${event.branch} (against ${event.base}) in your worktree.`,
-        `Changed: ${event.diff.changedFiles} file(s), +${event.diff.insertions} −${event.diff.deletions}: ${(event.diff.files ?? []).join(', ')}`,
-        '',
-        '## The task',
-        '',
-        task.brief ?? task.spec.prompt,
-        '',
-        "## The worker's result",
-        '',
-        event.output,
-        '',
-        'Read the changed files (or run `git diff ' + event.base + '...HEAD`). Finish with a2a_subtask_complete: set metadata.verdict to "approve" or "request_changes", and in output say why and, for changes, exactly what to change.',
-      ].join('\n');
+      const prompt = reviewPrompt({ taskId: task.id, branch: event.branch, base: event.base, diff: event.diff, task: task.brief ?? task.spec.prompt, output: event.output });
       const spec: SessionSpec = {
         ...task.spec,
         id,
         agent: context.git.reviewer,
         prompt,
-        expectedOutput: 'A verdict (approve or request_changes) with the reasons.',
+        expectedOutput: REVIEW_EXPECTED_OUTPUT,
         correlation: { ...task.spec.correlation, workerId: id },
       };
       enqueue.assign({ reviewers: { ...context.reviewers, [id]: task.id }, byWorker: { ...context.byWorker, [id]: task.id } });
@@ -615,149 +678,159 @@ export const orchestratorMachine = setup({
     }),
     recordDrained: assign({ drainedAt: ({ context, event }) => (event.type === 'INBOX_DRAINED' ? event.received : context.drainedAt) }),
     /** One inbox message, handled synchronously (questions for the model go to `answeringQuestion`). */
-    handleMessage: enqueueActions(({ context, event, enqueue }) => {
+    // The inbox's messages, routed by the transitions of `reading` (and `stopping`): one action per
+    // kind of message, and for a permission one per tier of the matrix. Each ends with markHandled.
+
+    /** A permission the matrix decides (auto_approve, auto_deny), or that the run's stop denies. */
+    decidePermission: enqueueActions(({ context, event, enqueue }, params: { approved: boolean; reason: 'tier' | 'stopping' }) => {
+      if (event.type !== 'INBOX_MESSAGE') return;
+      const message = event.message;
+      const task = taskOf(context, message);
+      const request = message.content as PermissionRequest;
+      const tier = permissionTier(context, request);
+      const reason = params.reason === 'stopping' ? 'the run is stopping' : `${request.action} is ${tier} in the permission matrix`;
+      const decision: PermissionDecision = { requestId: request.id, approved: params.approved, decidedBy: 'orchestrator', decider: 'orchestrator', reason };
+      sendDecision(enqueue, request, decision);
+      enqueue.emit({
+        type: 'permission.decided',
+        taskId: message.taskId,
+        workerId: message.workerId,
+        subTaskId: request.requesterId,
+        data: { requestId: request.id, action: request.action, category: request.category, detail: request.detail, approved: params.approved, decidedBy: 'orchestrator', decider: 'orchestrator', tier, reason, via: request.via },
+      });
+      if (task) enqueue.assign({ conversations: appendConversation(context, task.id, { from: 'orchestrator', kind: 'permission', text: `${request.action} (${clip(request.detail, 200)}) for ${request.requesterId}: ${params.approved ? 'approved' : 'denied'}: ${reason}` }) });
+    }),
+    /** A permission under ask_user (or one only a person may give): a person decides, through the humanGate. */
+    askPermission: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'INBOX_MESSAGE') return;
+      const message = event.message;
+      const request = message.content as PermissionRequest;
+      const approveOnTimeout = context.policy.permissions.askUserDefault === 'approve';
+      const item: HumanItem = {
+        id: request.id,
+        kind: 'permission',
+        taskId: message.taskId,
+        workerId: message.workerId,
+        requesterId: request.requesterId,
+        title: `${request.action}: ${clip(request.detail, 200)}`,
+        request,
+        askedAt: request.timestamp,
+        timeoutMs: context.policy.permissions.askUserTimeoutMs,
+        onTimeout: { approved: approveOnTimeout, text: approveOnTimeout ? 'approved by default: nobody answered' : 'denied by default: nobody answered' },
+      };
+      enqueue.sendTo('humanGate', { type: 'ASK', item });
+    }),
+    /** A worker's (or a reviewer's) result: the task settles, or its branch takes over. */
+    settleCompletion: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'INBOX_MESSAGE') return;
+      const message = event.message;
+      const task = taskOf(context, message);
+      const update = message.content as TaskUpdate;
+      if (!task || !update.result) return;
+      enqueue.sendTo('humanGate', { type: 'WITHDRAW', workerId: message.workerId });
+      if (context.reviewers[message.workerId]) {
+        // a reviewer's verdict goes to the branch it reviewed
+        const verdict = reviewVerdict(update.result);
+        const reviewers = { ...context.reviewers };
+        delete reviewers[message.workerId];
+        enqueue.assign({
+          reviewers,
+          conversations: appendConversation(context, task.id, { from: message.workerId, kind: 'review', text: `${verdict.approved ? 'approved' : 'changes requested'}: ${verdict.feedback}` }),
+        });
+        if (task.state === 'completing') enqueue.sendTo(branchId(task.id), { type: 'REVIEW_DONE', approved: verdict.approved, feedback: verdict.feedback, by: message.workerId } satisfies TaskBranchEvent);
+        return;
+      }
+      if (message.workerId !== task.spec.id || task.state !== 'running') return; // a session the task has moved on from
+      const state = settledState(update.result);
+      if (context.git) {
+        if (state === 'succeeded') {
+          // the branch is committed, measured and merged (or pushed, reviewed, kept) before the task settles
+          enqueue.assign({ tasks: { ...context.tasks, [task.id]: { ...task, state: 'completing', result: update.result } } });
+          enqueue.sendTo(branchId(task.id), { type: 'WORKER_FINISHED', result: update.result } satisfies TaskBranchEvent);
+          return;
+        }
+        enqueue.sendTo(branchId(task.id), { type: 'ABANDON', reason: `the worker ${update.result.status}` } satisfies TaskBranchEvent);
+      }
+      enqueue.assign({ tasks: { ...context.tasks, [task.id]: { ...task, state, result: update.result } } });
+      enqueue.emit({ type: 'task.completed', taskId: task.id, workerId: task.spec.id, data: { state, status: update.result.status, output: clip(update.result.output) } });
+    }),
+    /** A worker's question to the orchestrator: a person answers, or the policy's answer goes back. */
+    routeQuestion: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'INBOX_MESSAGE') return;
       const message = event.message;
       const task = taskOf(context, message);
       const stopping = context.stopReason !== null;
-      switch (message.type) {
-        case 'permission_request': {
-          const request = message.content as PermissionRequest;
-          const matrixTier = context.policy.permissions.matrix[request.action];
-          // what only a person may approve is asked even where the matrix would approve it
-          const tier = request.needsPerson && matrixTier === 'auto_approve' ? 'ask_user' : matrixTier;
-          const decide = (approved: boolean, reason: string) => {
-            const decision: PermissionDecision = { requestId: request.id, approved, decidedBy: 'orchestrator', decider: 'orchestrator', reason };
-            sendDecision(enqueue, request, decision);
-            enqueue.emit({
-              type: 'permission.decided',
-              taskId: message.taskId,
-              workerId: message.workerId,
-              subTaskId: request.requesterId,
-              data: { requestId: request.id, action: request.action, category: request.category, detail: request.detail, approved, decidedBy: 'orchestrator', decider: 'orchestrator', tier, reason, via: request.via },
-            });
-            if (task) enqueue.assign({ conversations: appendConversation(context, task.id, { from: 'orchestrator', kind: 'permission', text: `${request.action} (${clip(request.detail, 200)}) for ${request.requesterId}: ${approved ? 'approved' : 'denied'}: ${reason}` }) });
-          };
-          if (!waitsForDecision(context, request)) break; // the requester has ended: nobody waits for this decision
-          if (stopping) decide(false, 'the run is stopping');
-          else if (tier === 'auto_approve') decide(true, `${request.action} is auto_approve in the permission matrix`);
-          else if (tier === 'auto_deny') decide(false, `${request.action} is auto_deny in the permission matrix`);
-          else {
-            const approveOnTimeout = context.policy.permissions.askUserDefault === 'approve';
-            const item: HumanItem = {
-              id: request.id,
-              kind: 'permission',
-              taskId: message.taskId,
-              workerId: message.workerId,
-              requesterId: request.requesterId,
-              title: `${request.action}: ${clip(request.detail, 200)}`,
-              request,
-              askedAt: request.timestamp,
-              timeoutMs: context.policy.permissions.askUserTimeoutMs,
-              onTimeout: { approved: approveOnTimeout, text: approveOnTimeout ? 'approved by default: nobody answered' : 'denied by default: nobody answered' },
-            };
-            enqueue.sendTo('humanGate', { type: 'ASK', item });
-          }
-          break;
-        }
-        case 'completion': {
-          const update = message.content as TaskUpdate;
-          if (!task || !update.result) break;
-          enqueue.sendTo('humanGate', { type: 'WITHDRAW', workerId: message.workerId });
-          if (context.reviewers[message.workerId]) {
-            // a reviewer's verdict goes to the branch it reviewed
-            const verdict = reviewVerdict(update.result);
-            const reviewers = { ...context.reviewers };
-            delete reviewers[message.workerId];
-            enqueue.assign({
-              reviewers,
-              conversations: appendConversation(context, task.id, { from: message.workerId, kind: 'review', text: `${verdict.approved ? 'approved' : 'changes requested'}: ${verdict.feedback}` }),
-            });
-            if (task.state === 'completing') enqueue.sendTo(branchId(task.id), { type: 'REVIEW_DONE', approved: verdict.approved, feedback: verdict.feedback, by: message.workerId } satisfies TaskBranchEvent);
-            break;
-          }
-          if (message.workerId !== task.spec.id || task.state !== 'running') break; // a session the task has moved on from
-          const state = settledState(update.result);
-          if (context.git) {
-            if (state === 'succeeded') {
-              // the branch is committed, measured and merged (or pushed, reviewed, kept) before the task settles
-              enqueue.assign({ tasks: { ...context.tasks, [task.id]: { ...task, state: 'completing', result: update.result } } });
-              enqueue.sendTo(branchId(task.id), { type: 'WORKER_FINISHED', result: update.result } satisfies TaskBranchEvent);
-              break;
-            }
-            enqueue.sendTo(branchId(task.id), { type: 'ABANDON', reason: `the worker ${update.result.status}` } satisfies TaskBranchEvent);
-          }
-          enqueue.assign({ tasks: { ...context.tasks, [task.id]: { ...task, state, result: update.result } } });
-          enqueue.emit({ type: 'task.completed', taskId: task.id, workerId: task.spec.id, data: { state, status: update.result.status, output: clip(update.result.output) } });
-          break;
-        }
-        case 'question': {
-          const update = message.content as TaskUpdate;
-          const question = update.message ?? '';
-          enqueue.assign({ notes: [...context.notes, update] });
-          if (!task || !liveWorker(context, message.workerId)) break;
-          enqueue.emit({ type: 'question.asked', taskId: task.id, workerId: message.workerId, data: { id: message.id, question: clip(question) } });
-          const conversations = appendConversation(context, task.id, { from: message.workerId, kind: 'question', text: question });
-          if (context.policy.questions.answerBy === 'human' && !stopping) {
-            enqueue.assign({ conversations });
-            const item: HumanItem = {
-              id: message.id,
-              kind: 'question',
-              taskId: task.id,
-              workerId: message.workerId,
-              requesterId: message.workerId,
-              title: clip(question, 300),
-              question,
-              askedAt: message.timestamp,
-              timeoutMs: context.policy.questions.humanTimeoutMs,
-              onTimeout: { approved: true, text: context.policy.questions.policyAnswer },
-            };
-            enqueue.sendTo('humanGate', { type: 'ASK', item });
-          } else {
-            const text = stopping ? 'The run is stopping; wrap up.' : context.policy.questions.policyAnswer;
-            enqueue.assign({ conversations: { ...conversations, [task.id]: [...conversations[task.id]!, { from: 'policy', kind: 'answer', text }] } });
-            enqueue.sendTo('workers', { type: 'SEND_TO_CHILD', to: message.workerId, from: 'orchestrator', text });
-            enqueue.emit({ type: 'question.answered', taskId: task.id, workerId: message.workerId, data: { id: message.id, by: 'policy', answer: clip(text) } });
-          }
-          break;
-        }
-        case 'error': {
-          const update = message.content as TaskUpdate;
-          enqueue.assign({ notes: [...context.notes, update] });
-          if (!task) break;
-          const stuck = update.kind === 'stuck';
-          let conversations = appendConversation(context, task.id, { from: task.spec.id, kind: stuck ? 'stuck' : 'error', text: update.message ?? '' });
-          if (stuck && isLive(task) && message.workerId === task.spec.id && !stopping && context.policy.stuck.action === 'redirect') {
-            const count = context.redirects[task.id] ?? 0;
-            if (count < context.policy.stuck.reinitializeAfter) {
-              const text = `${context.policy.stuck.message}\n\n(The health monitor reported: ${update.message ?? 'stuck'}.)`;
-              const event: ManagementEvent = { type: 'MESSAGE', from: 'orchestrator', text };
-              enqueue.sendTo('workers', { type: 'FORWARD', to: task.spec.id, event });
-              enqueue.emit({ type: 'worker.redirected', taskId: task.id, workerId: task.spec.id, data: { by: 'health monitor', reason: update.message ?? 'stuck', instructions: clip(text), redirect: count + 1 } });
-              conversations = { ...conversations, [task.id]: [...conversations[task.id]!, { from: 'orchestrator', kind: 'redirect', text }] };
-              enqueue.assign({ redirects: { ...context.redirects, [task.id]: count + 1 } });
-            } else {
-              const instructions = `${promptWithDependencies(context, task)}\n\nA previous attempt at this task got stuck (${update.message ?? 'no progress'}) and was restarted: take a different approach.`;
-              enqueue.sendTo('workers', { type: 'FORWARD', to: task.spec.id, event: { type: 'REINITIALIZE', instructions, by: 'health monitor' } });
-              conversations = { ...conversations, [task.id]: [...conversations[task.id]!, { from: 'orchestrator', kind: 'reinitialize', text: `restarted after ${count} redirects did not help` }] };
-              enqueue.assign({ redirects: { ...context.redirects, [task.id]: 0 } });
-            }
-          }
-          enqueue.assign({ conversations });
-          break;
-        }
-        default: {
-          // status_update, idle_response, answer
-          const update = message.content as TaskUpdate;
-          enqueue.assign({ notes: [...context.notes, update] });
-          if (task) {
-            const kind: ConversationEntry['kind'] = message.type === 'idle_response' ? 'idle' : 'status';
-            enqueue.assign({ conversations: appendConversation(context, task.id, { from: task.spec.id, kind, text: update.message ?? '' }) });
-          }
+      const update = message.content as TaskUpdate;
+      const question = update.message ?? '';
+      enqueue.assign({ notes: [...context.notes, update] });
+      if (!task || !liveWorker(context, message.workerId)) return;
+      enqueue.emit({ type: 'question.asked', taskId: task.id, workerId: message.workerId, data: { id: message.id, question: clip(question) } });
+      const conversations = appendConversation(context, task.id, { from: message.workerId, kind: 'question', text: question });
+      if (context.policy.questions.answerBy === 'human' && !stopping) {
+        enqueue.assign({ conversations });
+        const item: HumanItem = {
+          id: message.id,
+          kind: 'question',
+          taskId: task.id,
+          workerId: message.workerId,
+          requesterId: message.workerId,
+          title: clip(question, 300),
+          question,
+          askedAt: message.timestamp,
+          timeoutMs: context.policy.questions.humanTimeoutMs,
+          onTimeout: { approved: true, text: context.policy.questions.policyAnswer },
+        };
+        enqueue.sendTo('humanGate', { type: 'ASK', item });
+      } else {
+        const text = stopping ? 'The run is stopping; wrap up.' : context.policy.questions.policyAnswer;
+        enqueue.assign({ conversations: { ...conversations, [task.id]: [...conversations[task.id]!, { from: 'policy', kind: 'answer', text }] } });
+        enqueue.sendTo('workers', { type: 'SEND_TO_CHILD', to: message.workerId, from: 'orchestrator', text });
+        enqueue.emit({ type: 'question.answered', taskId: task.id, workerId: message.workerId, data: { id: message.id, by: 'policy', answer: clip(text) } });
+      }
+    }),
+    /** An error or a stuck report: noted; a stuck worker is redirected, then restarted, as the policy says. */
+    handleErrorReport: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'INBOX_MESSAGE') return;
+      const message = event.message;
+      const task = taskOf(context, message);
+      const stopping = context.stopReason !== null;
+      const update = message.content as TaskUpdate;
+      enqueue.assign({ notes: [...context.notes, update] });
+      if (!task) return;
+      const stuck = update.kind === 'stuck';
+      let conversations = appendConversation(context, task.id, { from: task.spec.id, kind: stuck ? 'stuck' : 'error', text: update.message ?? '' });
+      if (stuck && isLive(task) && message.workerId === task.spec.id && !stopping && context.policy.stuck.action === 'redirect') {
+        const count = context.redirects[task.id] ?? 0;
+        if (count < context.policy.stuck.reinitializeAfter) {
+          const text = `${context.policy.stuck.message}\n\n(The health monitor reported: ${update.message ?? 'stuck'}.)`;
+          const redirect: ManagementEvent = { type: 'MESSAGE', from: 'orchestrator', text };
+          enqueue.sendTo('workers', { type: 'FORWARD', to: task.spec.id, event: redirect });
+          enqueue.emit({ type: 'worker.redirected', taskId: task.id, workerId: task.spec.id, data: { by: 'health monitor', reason: update.message ?? 'stuck', instructions: clip(text), redirect: count + 1 } });
+          conversations = { ...conversations, [task.id]: [...conversations[task.id]!, { from: 'orchestrator', kind: 'redirect', text }] };
+          enqueue.assign({ redirects: { ...context.redirects, [task.id]: count + 1 } });
+        } else {
+          const instructions = `${promptWithDependencies(context, task)}\n\nA previous attempt at this task got stuck (${update.message ?? 'no progress'}) and was restarted: take a different approach.`;
+          enqueue.sendTo('workers', { type: 'FORWARD', to: task.spec.id, event: { type: 'REINITIALIZE', instructions, by: 'health monitor' } });
+          conversations = { ...conversations, [task.id]: [...conversations[task.id]!, { from: 'orchestrator', kind: 'reinitialize', text: `restarted after ${count} redirects did not help` }] };
+          enqueue.assign({ redirects: { ...context.redirects, [task.id]: 0 } });
         }
       }
-      enqueue.sendTo('inbox', { type: 'HANDLED', id: message.id });
+      enqueue.assign({ conversations });
     }),
+    /** A status update, an idle answer, an answer: noted in the task's conversation. */
+    noteStatus: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'INBOX_MESSAGE') return;
+      const message = event.message;
+      const task = taskOf(context, message);
+      const update = message.content as TaskUpdate;
+      enqueue.assign({ notes: [...context.notes, update] });
+      if (task) {
+        const kind: ConversationEntry['kind'] = message.type === 'idle_response' ? 'idle' : 'status';
+        enqueue.assign({ conversations: appendConversation(context, task.id, { from: task.spec.id, kind, text: update.message ?? '' }) });
+      }
+    }),
+    /** The inbox may offer the next message. */
+    markHandled: sendTo('inbox', ({ event }) => ({ type: 'HANDLED' as const, id: event.type === 'INBOX_MESSAGE' ? event.message.id : '' })),
     startAnswering: assign({ answering: ({ event }) => (event.type === 'INBOX_MESSAGE' ? event.message : null) }),
     /** The model's answer (or, when the model failed, the policy's) goes to the worker. */
     deliverAnswer: enqueueActions(({ context, enqueue }, params: { answer: string | null; error?: string }) => {
@@ -790,7 +863,14 @@ export const orchestratorMachine = setup({
         delete switches[item.id];
         enqueue.assign({ switches });
         const running = task?.state === 'running';
-        if (decision.approved && running) enqueue.sendTo('workers', { type: 'FORWARD', to: task.spec.id, event: { type: 'SWITCH_MODEL', profile: pendingSwitch.profile, by: pendingSwitch.by } });
+        if (decision.approved && running) {
+          if (pendingSwitch.agent) {
+            enqueue.sendTo('workers', { type: 'FORWARD', to: task.spec.id, event: { type: 'REASSIGN', agent: pendingSwitch.agent, by: pendingSwitch.by } });
+            enqueue.assign({ tasks: { ...context.tasks, [task.id]: { ...task, spec: { ...task.spec, agent: pendingSwitch.agent } } } });
+          } else {
+            enqueue.sendTo('workers', { type: 'FORWARD', to: task.spec.id, event: { type: 'SWITCH_MODEL', profile: pendingSwitch.profile, by: pendingSwitch.by } });
+          }
+        }
         enqueue.emit({
           type: 'permission.decided',
           taskId: item.taskId,
@@ -801,8 +881,8 @@ export const orchestratorMachine = setup({
           enqueue.assign({
             conversations: appendConversation(context, task.id, {
               from: decision.decidedBy === 'timeout' ? 'timeout' : `human:${decision.by}`,
-              kind: 'model',
-              text: `switch to ${pendingSwitch.profile}: ${decision.approved ? (running ? 'approved' : 'approved, but the worker has ended') : 'denied'}`,
+              kind: pendingSwitch.agent ? 'reassign' : 'model',
+              text: `${pendingSwitch.agent ? `reassign to ${pendingSwitch.agent.raw}` : `switch to ${pendingSwitch.profile}`}: ${decision.approved ? (running ? 'approved' : 'approved, but the worker has ended') : 'denied'}`,
             }),
           });
         }
@@ -852,11 +932,22 @@ export const orchestratorMachine = setup({
       const to = task.spec.id;
       const note = (entry: ConversationEntry) => enqueue.assign({ conversations: appendConversation(context, task.id, entry) });
       switch (event.type) {
-        case 'REASSIGN_WORKER':
-          enqueue.sendTo('workers', { type: 'FORWARD', to, event: { type: 'REASSIGN', agent: event.agent, by: event.by } });
-          enqueue.assign({ tasks: { ...context.tasks, [task.id]: { ...task, spec: { ...task.spec, agent: event.agent } } } });
-          note({ from: event.by, kind: 'reassign', text: `${task.spec.agent.raw} → ${event.agent.raw}` });
+        case 'REASSIGN_WORKER': {
+          // a permission action, as a model switch is: the matrix decides, or a person
+          const tier = context.policy.permissions.matrix.agent_reassignment;
+          if (tier === 'auto_deny') {
+            enqueue.emit({ type: 'warning', taskId: task.id, workerId: to, data: { message: `reassigning ${to} to ${event.agent.raw} refused: agent_reassignment is auto_deny in the permission matrix` } });
+          } else if (tier === 'auto_approve') {
+            enqueue.sendTo('workers', { type: 'FORWARD', to, event: { type: 'REASSIGN', agent: event.agent, by: event.by } });
+            enqueue.assign({ tasks: { ...context.tasks, [task.id]: { ...task, spec: { ...task.spec, agent: event.agent } } } });
+            note({ from: event.by, kind: 'reassign', text: `${task.spec.agent.raw} → ${event.agent.raw}` });
+          } else {
+            const id = `reassign:${task.id}:${event.agent.raw}:${task.rounds}.${Object.keys(context.switches).length}`;
+            askPerson(enqueue, context, task, id, 'agent_reassignment', event.by, `reassign ${to} (task ${task.id}) from ${task.spec.agent.raw} to ${event.agent.raw}`);
+            enqueue.assign({ switches: { ...context.switches, [id]: { taskId: task.id, agent: event.agent, by: event.by } } });
+          }
           break;
+        }
         case 'REDIRECT_WORKER':
           enqueue.sendTo('workers', { type: 'FORWARD', to, event: { type: 'MESSAGE', from: event.by, text: event.instructions } });
           enqueue.emit({ type: 'worker.redirected', taskId: task.id, workerId: to, data: { by: event.by, instructions: clip(event.instructions) } });
@@ -883,34 +974,8 @@ export const orchestratorMachine = setup({
             note({ from: event.by, kind: 'model', text: `switched to ${event.profile} (${action}: auto_approve)` });
           } else {
             const id = `switch:${task.id}:${event.profile}:${task.rounds}.${Object.keys(context.switches).length}`;
-            const request: PermissionRequest = {
-              id,
-              action,
-              category: PERMISSION_CATEGORY[action],
-              requesterId: event.by,
-              agentType: task.spec.agent.raw,
-              detail: `switch ${to} (task ${task.id}) to model profile ${event.profile}`,
-              correlation: task.spec.correlation,
-              via: ['orchestrator:switch'],
-              timestamp: 0,
-            };
-            const approveOnTimeout = context.policy.permissions.askUserDefault === 'approve';
+            askPerson(enqueue, context, task, id, action, event.by, `switch ${to} (task ${task.id}) to model profile ${event.profile}`);
             enqueue.assign({ switches: { ...context.switches, [id]: { taskId: task.id, profile: event.profile, by: event.by } } });
-            enqueue.sendTo('humanGate', {
-              type: 'ASK',
-              item: {
-                id,
-                kind: 'permission',
-                taskId: task.id,
-                workerId: to,
-                requesterId: event.by,
-                title: `${action}: ${request.detail}`,
-                request,
-                askedAt: 0,
-                timeoutMs: context.policy.permissions.askUserTimeoutMs,
-                onTimeout: { approved: approveOnTimeout, text: approveOnTimeout ? 'approved by default: nobody answered' : 'denied by default: nobody answered' },
-              },
-            });
           }
           break;
         }
@@ -1023,7 +1088,7 @@ export const orchestratorMachine = setup({
     }),
     failAll: assign(({ context }, params: { error: unknown }) => {
       const tasks = { ...context.tasks };
-      const note = `orchestrator error: ${params.error instanceof Error ? params.error.message : String(params.error)}`;
+      const note = `orchestrator error: ${errorText(params.error)}`;
       for (const id of context.order) {
         const task = tasks[id]!;
         if (!SETTLED.includes(task.state)) tasks[id] = { ...task, state: 'failed', note };
@@ -1085,12 +1150,16 @@ export const orchestratorMachine = setup({
   initial: 'running',
   states: {
     running: {
-      entry: ['deployReadyTasks', { type: 'startWorkflow', params: ({ context }) => ({ input: context.workflow?.input ?? null }) }],
-      always: { guard: and(['allSettled', 'inboxDrained', 'workflowEnded']), target: 'finished' },
+      entry: { type: 'startWorkflow', params: ({ context }) => ({ input: context.workflow?.input ?? null }) },
+      always: [
+        // a task whose dependencies succeeded is deployed; one whose dependency did not is skipped
+        { guard: 'tasksToDeploy', actions: 'deployReadyTasks' },
+        { guard: and(['allSettled', 'inboxDrained', 'workflowEnded']), target: 'finished' },
+      ],
       on: {
-        SPAWN_RESULT: { actions: ['recordDeployment', 'deployReadyTasks'] },
-        BRANCH_DONE: { actions: ['settleBranch', 'deployReadyTasks'] },
-        WORKFLOW_TASKS: { actions: ['addWorkflowTasks', 'deployReadyTasks'] },
+        SPAWN_RESULT: { actions: 'recordDeployment' },
+        BRANCH_DONE: { actions: 'settleBranch' },
+        WORKFLOW_TASKS: { actions: 'addWorkflowTasks' },
         STOP: { target: 'stopping', actions: ['recordStop', 'stopWorkflow'] },
         REASSIGN_WORKER: [{ guard: 'workerRunning', actions: 'manageWorker' }, { actions: 'refuseManagement' }],
         REDIRECT_WORKER: [{ guard: 'workerRunning', actions: 'manageWorker' }, { actions: 'refuseManagement' }],
@@ -1105,7 +1174,22 @@ export const orchestratorMachine = setup({
           on: {
             INBOX_MESSAGE: [
               { guard: 'answeredByModel', target: 'answeringQuestion', actions: 'startAnswering' },
-              { actions: ['handleMessage', 'deployReadyTasks'] },
+              // a permission: nobody waits for it any more, or the matrix decides, or a person does
+              { guard: 'permissionUnawaited', actions: 'markHandled' },
+              {
+                guard: 'permissionAutoApproved',
+                actions: [{ type: 'decidePermission', params: { approved: true, reason: 'tier' } }, 'markHandled'],
+              },
+              {
+                guard: 'permissionAutoDenied',
+                actions: [{ type: 'decidePermission', params: { approved: false, reason: 'tier' } }, 'markHandled'],
+              },
+              { guard: 'isPermission', actions: ['askPermission', 'markHandled'] },
+              { guard: 'isCompletion', actions: ['settleCompletion', 'markHandled'] },
+              { guard: 'isQuestion', actions: ['routeQuestion', 'markHandled'] },
+              { guard: 'isErrorReport', actions: ['handleErrorReport', 'markHandled'] },
+              // status updates, idle answers, answers
+              { actions: ['noteStatus', 'markHandled'] },
             ],
           },
         },
@@ -1129,7 +1213,7 @@ export const orchestratorMachine = setup({
             onDone: { target: 'reading', actions: { type: 'deliverAnswer', params: ({ event }) => ({ answer: event.output }) } },
             onError: {
               target: 'reading',
-              actions: { type: 'deliverAnswer', params: ({ event }) => ({ answer: null, error: event.error instanceof Error ? event.error.message : String(event.error) }) },
+              actions: { type: 'deliverAnswer', params: ({ event }) => ({ answer: null, error: errorText(event.error) }) },
             },
           },
           on: {
@@ -1143,7 +1227,15 @@ export const orchestratorMachine = setup({
       always: { guard: and(['allSettled', 'inboxDrained', 'workflowEnded']), target: 'cancelled' },
       on: {
         SPAWN_RESULT: { actions: 'recordDeployment' },
-        INBOX_MESSAGE: { actions: 'handleMessage' },
+        // the run is stopping: permissions are denied, questions told to wrap up, results still settle
+        INBOX_MESSAGE: [
+          { guard: 'permissionUnawaited', actions: 'markHandled' },
+          { guard: 'isPermission', actions: [{ type: 'decidePermission', params: { approved: false, reason: 'stopping' } }, 'markHandled'] },
+          { guard: 'isCompletion', actions: ['settleCompletion', 'markHandled'] },
+          { guard: 'isQuestion', actions: ['routeQuestion', 'markHandled'] },
+          { guard: 'isErrorReport', actions: ['handleErrorReport', 'markHandled'] },
+          { actions: ['noteStatus', 'markHandled'] },
+        ],
       },
     },
     finished: {

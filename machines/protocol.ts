@@ -465,7 +465,7 @@ const Id = z
   .max(64)
   .regex(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'letters, digits, "_" and "-", starting with a letter or digit');
 
-export const PlanTask = z.object({
+export const PlanTask = z.strictObject({
   id: Id,
   /** Agent type for the worker, e.g. `@architect` or `claude:reviewer`. Defaults to the run's agent. */
   agent: z.string().min(1).optional(),
@@ -480,7 +480,7 @@ export const PlanTask = z.object({
 });
 export type PlanTask = z.infer<typeof PlanTask>;
 
-export const Plan = z.object({
+export const Plan = z.strictObject({
   id: Id.default('plan'),
   name: z.string().optional(),
   description: z.string().optional(),
@@ -606,7 +606,7 @@ export const Limits = z.strictObject({
   maxDepth: z.number().int().min(0).max(8).default(2),
   /** Deepest level for a standalone session (`a2a run --standalone`). */
   maxDepthStandalone: z.number().int().min(0).max(8).default(1),
-  /** Children of one parent running at once; further spawns wait in `pending`. */
+  /** Children of one parent running at once; further spawns wait for a slot in their supervisor's queue. */
   maxParallelSubtasks: z.number().int().min(1).default(5),
   /** Sub-tasks a worker's whole subtree may spawn in total. */
   maxSubtasksPerWorker: z.number().int().min(0).default(10),
@@ -766,6 +766,13 @@ export const CallModelInput = z.object({
   turn: z.number().int().min(0),
   /** Children not yet settled, so the model knows whether more results are coming. */
   live: z.number().int().min(0),
+  /** The session's reinitialization count (part of permission request ids). */
+  epoch: z.number().int().min(0).optional(),
+  /**
+   * Consecutive failed tool calls so far: the tool calls run in the model's step (see
+   * `MODEL_REPLIED.ran`) stop where the circuit breaker would open.
+   */
+  failures: z.number().int().min(0).optional(),
 });
 export type CallModelInput = z.infer<typeof CallModelInput>;
 
@@ -843,9 +850,10 @@ export const PermissionAnswer = z.object({
 export type PermissionAnswer = z.infer<typeof PermissionAnswer>;
 
 /**
- * What the session chart asks its agent loop. Steps are numbered; a repeated step number is
- * ignored, so that the chart can re-send its current request when a restored loop reports
- * `LOOP_READY`.
+ * What the session chart asks of its agent loop: one step at a time, numbered. The steps run in
+ * the session's own actor (actors/agentLoop.ts), not in a child actor: each is a promise whose
+ * result comes back to the session as an `AgentLoopReply`, and leaving `running` (an end, a
+ * cancel, a reinitialization) or stopping the actor aborts the one in flight.
  */
 export const AgentLoopRequest = z.discriminatedUnion('type', [
   z.object({ type: z.literal('CALL_MODEL'), step: z.number().int(), input: CallModelInput }),
@@ -856,7 +864,13 @@ export const AgentLoopRequest = z.discriminatedUnion('type', [
 export type AgentLoopRequest = z.infer<typeof AgentLoopRequest>;
 
 export const AgentLoopReply = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('MODEL_REPLIED'), step: z.number().int(), output: CallModelOutput }),
+  /**
+   * The model replied. `ran`: the outcomes of the reply's leading tool calls that were run in the
+   * same step (coordination tools that never ask a permission: `a2a_*`), in order; it stops after
+   * the first one whose effect the chart must act on (spawn, await, complete), before the first
+   * other tool, and where the circuit breaker would open. The rest are run one `RUN_TOOL` at a time.
+   */
+  z.object({ type: z.literal('MODEL_REPLIED'), step: z.number().int(), output: CallModelOutput, ran: z.array(ToolOutcome).optional() }),
   z.object({ type: z.literal('MODEL_FAILED'), step: z.number().int(), error: z.string() }),
   z.object({ type: z.literal('TOOL_FINISHED'), step: z.number().int(), outcome: ToolOutcome }),
   z.object({ type: z.literal('TOOL_CRASHED'), step: z.number().int(), error: z.string() }),
@@ -864,8 +878,12 @@ export const AgentLoopReply = z.discriminatedUnion('type', [
   z.object({ type: z.literal('PERMISSION_REQUIRED'), requestId: z.string(), ask: PermissionAsk }),
   /** The run's or the worker's cost budget is spent: no model call was made. */
   z.object({ type: z.literal('BUDGET_REACHED'), step: z.number().int(), scope: z.enum(['run', 'worker']), limitUsd: z.number(), spentUsd: z.number() }),
-  /** Sent by a loop restored from a persisted snapshot: its in-flight step was lost. */
-  z.object({ type: z.literal('LOOP_READY') }),
+  /**
+   * Sent to a session restored from a persisted snapshot by whatever restored it (its supervisor,
+   * a host's parent link): the step in flight when the snapshot was taken is lost; the chart asks
+   * for its current step again.
+   */
+  z.object({ type: z.literal('RESTORED') }),
 ]);
 export type AgentLoopReply = z.infer<typeof AgentLoopReply>;
 

@@ -30,6 +30,7 @@ import {
   type TaskOutcome,
   type WorkingState,
 } from './sdlcSteps.js';
+import { errorText } from './errorText.js';
 
 export interface SdlcInput {
   runId: string;
@@ -155,7 +156,6 @@ const MAX_HISTORY = 20;
 const MAX_ARTIFACTS = 100;
 const MAX_TODOS = 50;
 const push = (history: WorkflowState[], s: WorkflowState) => [...history, s].slice(-MAX_HISTORY);
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** The round a step is in (1 the first time it is entered). */
 const roundOf = (c: SdlcContext, s: WorkingState) => c.entries[s] ?? 0;

@@ -12,6 +12,7 @@
  */
 import { z } from 'zod';
 import type { SessionSpec, SubTaskResult } from './protocol.js';
+import { errorText } from './errorText.js';
 
 export const PROTOCOL_VERSION = '1.0';
 
@@ -306,8 +307,8 @@ function valueAt(data: unknown, path: PropertyKey[]): unknown {
   return v;
 }
 
-/** One line per issue: `payload.status: expected one of "accepted", "rejected" (got "maybe")`. */
-export function describeIssues(issues: z.core.$ZodIssue[], data: unknown, prefix: PropertyKey[] = []): string {
+/** One line per issue of a wire message, with what it held: `payload.status: expected one of "accepted", "rejected" (got "maybe")` (actors/errors.ts describeIssues is the general one). */
+function describeWireIssues(issues: z.core.$ZodIssue[], data: unknown, prefix: PropertyKey[] = []): string {
   return issues
     .map((issue) => {
       const path = [...prefix, ...issue.path];
@@ -354,7 +355,7 @@ export function parseEnvelope(data: unknown): ParseResult {
       const sender = grab('sender_id');
       return {
         ok: false,
-        problem: `the message is not valid JSON (${error instanceof Error ? error.message : String(error)}): send one JSON object per message`,
+        problem: `the message is not valid JSON (${errorText(error)}): send one JSON object per message`,
         senderId: sender && AgentId.safeParse(sender).success ? sender : null,
         messageId: grab('message_id'),
         messageType: grab('message_type'),
@@ -377,11 +378,11 @@ export function parseEnvelope(data: unknown): ParseResult {
     return fail(`(message): expected a JSON object with message_id, sender_id, recipient_id, message_type, payload and timestamp (got ${describe(value)})`);
   }
   const base = EnvelopeBase.safeParse(value);
-  if (!base.success) return fail(describeIssues(base.error.issues, value));
+  if (!base.success) return fail(describeWireIssues(base.error.issues, value));
   const { schema, problem } = payloadSchema(base.data.message_type, base.data.payload);
   if (problem) return fail(problem);
   const payload = schema.safeParse(base.data.payload);
-  if (!payload.success) return fail(describeIssues(payload.error.issues, base.data.payload, ['payload']));
+  if (!payload.success) return fail(describeWireIssues(payload.error.issues, base.data.payload, ['payload']));
   return { ok: true, message: { ...base.data, payload: payload.data } as Seed004Message };
 }
 

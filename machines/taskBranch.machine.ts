@@ -19,6 +19,7 @@
 import { assign, enqueueActions, fromPromise, sendParent, setup } from 'xstate';
 import type { MergeOutcome as MergeOutcomeLike } from './ports.js';
 import type { DiffStats, PermissionAction, PermissionDecision, SubTaskResult } from './protocol.js';
+import { errorText } from './errorText.js';
 
 export type BranchAction = 'merge' | 'pr' | 'review' | 'keep';
 
@@ -78,7 +79,6 @@ interface Context extends TaskBranchInput {
 
 const NO_DIFF: DiffStats = { changedFiles: 0, insertions: 0, deletions: 0, files: [] };
 const describeDiff = (d: DiffStats | null) => (d ? `${d.changedFiles} file(s), +${d.insertions} −${d.deletions}` : 'no diff');
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 function notProvided(name: string) {
   return fromPromise<never, unknown>(async () => {

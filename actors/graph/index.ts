@@ -7,7 +7,7 @@ import { workerMachine } from '../../machines/worker.machine.js';
 import { taskBranchMachine } from '../../machines/taskBranch.machine.js';
 import { externalTaskMachine } from '../../machines/externalTask.machine.js';
 import { sdlcWorkflowMachine } from '../../machines/sdlcWorkflow.machine.js';
-import { models } from './models.js';
+import { chartModels } from './charts/index.js';
 
 export const machines: Record<string, AnyStateMachine> = {
   orchestrator: orchestratorMachine,
@@ -19,6 +19,6 @@ export const machines: Record<string, AnyStateMachine> = {
   sdlcWorkflow: sdlcWorkflowMachine,
 };
 
-export { models };
+export { chartModels };
 export { toGraphJson, toMermaid } from './render.js';
 export { describePath, generatePaths, machineGraph } from './paths.js';

@@ -36,6 +36,11 @@ export interface MachineModel {
   serialize(state: AnySnapshot): string;
   /** Throws when a step breaks an invariant. */
   invariants(step: StepView): void;
+  /**
+   * What the machine asked of ports that are actions rather than actors (a session's agent
+   * loop), since the last call: added to a step's `sent`.
+   */
+  takeSent?(): Array<{ to: string; event: AnyEventObject }>;
   /** Also enumerate simple paths (only for small graphs: their number grows exponentially). */
   simplePaths?: boolean;
   /**

@@ -23,6 +23,7 @@ import { z } from 'zod';
 import type { Clock, Model, ModelRequest } from '../../machines/ports.js';
 import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol.js';
 import { A2AError, describeIssues } from '../../actors/errors.js';
+import { errorText } from '../../machines/errorText.js';
 
 const ScriptToolCall = z.strictObject({
   name: z.string().min(1),
@@ -210,16 +211,17 @@ export class ScriptedModel implements Model {
       : null;
     if (recorded) this.calls.push(recorded);
     try {
-      const reply = await this.#reply(request, options.signal);
+      const reply = await this.#reply(request, options);
       if (recorded) recorded.reply = reply;
       return reply;
     } catch (error) {
-      if (recorded) recorded.error = error instanceof Error ? error.message : String(error);
+      if (recorded) recorded.error = errorText(error);
       throw error;
     }
   }
 
-  async #reply(request: ModelRequest, signal: AbortSignal): Promise<ModelReply> {
+  /** `options.signal` is read only by a turn that waits (a caller may make it on first use). */
+  async #reply(request: ModelRequest, options: { signal: AbortSignal }): Promise<ModelReply> {
     const rule = this.#rule(request);
     const turnIndex = request.messages.filter((m) => m.role === 'assistant').length;
     let turn: ScriptTurn;
@@ -233,8 +235,9 @@ export class ScriptedModel implements Model {
     } else {
       turn = this.#select(rule, request.messages) ?? { text: '', toolCalls: [] };
     }
-    if (turn.delayMs) await sleep(this.clock, turn.delayMs, signal);
+    if (turn.delayMs) await sleep(this.clock, turn.delayMs, options.signal);
     if (turn.hang) {
+      const signal = options.signal;
       await new Promise<never>((_, reject) => {
         if (signal.aborted) reject(signal.reason);
         signal.addEventListener('abort', () => reject(signal.reason), { once: true });

@@ -9,6 +9,7 @@ import { A2AError, describeIssues, isA2AError } from '../../actors/errors.js';
 import type { ErrorCode } from '../../machines/protocol.js';
 import { ModelReply } from '../../machines/protocol.js';
 import { API_KEY_ENV, redact, redactError, type Provider } from './secrets.js';
+import { errorText } from '../../machines/errorText.js';
 
 export const ProviderOptions = z.object({
   apiKey: z.string().min(1),
@@ -116,7 +117,7 @@ export function failure(error: unknown, context: CallContext, sdk: SdkErrors): A
     const hint = status === 404 ? ` (check the model name and the base URL ${origin(context.baseURL)})` : '';
     return fail(context, 'AGENT_ERROR', `${who}: HTTP ${status}${retried}${hint}: ${detail}`, error);
   }
-  return fail(context, 'AGENT_ERROR', `${who}: ${error instanceof Error ? error.message : String(error)}`, error);
+  return fail(context, 'AGENT_ERROR', `${who}: ${errorText(error)}`, error);
 }
 
 /**

@@ -68,6 +68,7 @@ import {
 import { correlationOf } from '../../actors/events.js';
 import { wireId } from '../../actors/remote.js';
 import { ReplayGuard, type ReplayGuardOptions } from './replays.js';
+import { errorText } from '../../machines/errorText.js';
 
 export const DEFAULT_AGENT_HEARTBEAT_MS = 30_000;
 
@@ -221,7 +222,7 @@ export class Seed004Gateway {
         this.#subscriptions.push(await this.#o.transport.subscribe(shared, (message) => this.#onSharedSubject(message.data)));
       } catch (error) {
         // a server that lets no agent publish there need not let the gateway listen either
-        this.#log(`not listening on ${shared} (${error instanceof Error ? error.message : String(error)}): an agent publishing there gets no answer`);
+        this.#log(`not listening on ${shared} (${errorText(error)}): an agent publishing there gets no answer`);
       }
     }
     const every = Math.max(20, Math.min(1_000, Math.floor(this.#heartbeatMs / 2)));
@@ -700,7 +701,7 @@ export class Seed004Gateway {
 
   #send(agentId: string, message: Seed004Message): void {
     this.#o.transport.publish(this.subjects.agent(agentId), message).catch((error: unknown) => {
-      this.#log(`could not send ${message.message_type} to ${agentId}: ${error instanceof Error ? error.message : String(error)}`);
+      this.#log(`could not send ${message.message_type} to ${agentId}: ${errorText(error)}`);
     });
   }
 

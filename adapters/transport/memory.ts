@@ -14,68 +14,10 @@
 import type { Clock, DurableConsumer, DurableMessage, KeyValue, KeyValueReader, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../clock.js';
+import { errorText } from '../../machines/errorText.js';
+import { assertConsumerName, assertKey, assertName, assertSubject, subjectMatches, tokensMatch } from './names.js';
 
-// ---------------------------------------------------------------------------------------------
-// Subjects and names (shared rules: NATS would refuse what these refuse)
-
-const NAME = /^[A-Za-z0-9_-]+$/;
-const KV_KEY = /^[-/=.\w]+$/;
-
-/** Checks a subject; wildcards (`*` a token, `>` the last token) only when `wildcards`. */
-export function assertSubject(subject: string, what: string, wildcards: boolean): string[] {
-  const tokens = typeof subject === 'string' ? subject.split('.') : [];
-  const bad = (why: string) => new A2AError('VALIDATION_ERROR', `invalid ${what} "${subject}": ${why}`, { where: what });
-  if (typeof subject !== 'string' || subject.length === 0) throw bad('it is empty');
-  if (/\s/.test(subject)) throw bad('subjects cannot contain whitespace');
-  tokens.forEach((token, i) => {
-    if (token.length === 0) throw bad('empty token (leading, trailing or double ".")');
-    if (token === '*' || token === '>') {
-      if (!wildcards) throw bad('wildcards are not allowed here');
-      if (token === '>' && i !== tokens.length - 1) throw bad('">" must be the last token');
-    } else if (token.includes('*') || token.includes('>')) {
-      throw bad('"*" and ">" must be whole tokens');
-    }
-  });
-  return tokens;
-}
-
-/** Names of queues, consumers and buckets: letters, digits, "_" and "-" (valid NATS stream names). */
-export function assertName(name: string, what: string): void {
-  if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new A2AError('VALIDATION_ERROR', `invalid ${what} "${name}": use letters, digits, "_" and "-"`, { where: what });
-  }
-}
-
-/** Consumer names: what JetStream accepts as a durable name (printable, no ".", "*", ">", "/", "\\"). */
-export function assertConsumerName(name: string, queue: string): void {
-  if (typeof name !== 'string' || !/^[!-~]+$/.test(name) || /[.*>/\\]/.test(name)) {
-    throw new A2AError('VALIDATION_ERROR', `invalid consumer name "${name}" on queue ${queue}: printable ASCII without ".", "*", ">", "/" or "\\"`, {
-      where: `${queue}/${name}`,
-    });
-  }
-}
-
-export function assertKey(key: string, bucket: string): void {
-  if (typeof key !== 'string' || !KV_KEY.test(key) || key.startsWith('.') || key.endsWith('.')) {
-    throw new A2AError('VALIDATION_ERROR', `invalid key "${key}" in bucket ${bucket}: use letters, digits and "-/_=." (not first or last)`, {
-      where: `${bucket}/${key}`,
-    });
-  }
-}
-
-/** Whether `subject` (no wildcards) matches `pattern`. */
-export function subjectMatches(pattern: string, subject: string): boolean {
-  return tokensMatch(pattern.split('.'), subject.split('.'));
-}
-
-function tokensMatch(pattern: string[], subject: string[]): boolean {
-  for (let i = 0; i < pattern.length; i++) {
-    if (pattern[i] === '>') return subject.length > i;
-    if (i >= subject.length) return false;
-    if (pattern[i] !== '*' && pattern[i] !== subject[i]) return false;
-  }
-  return pattern.length === subject.length;
-}
+// Subjects and names: the rules NATS applies (names.ts)
 
 /** Whether some subject matches both patterns. */
 function overlaps(a: string, b: string): boolean {
@@ -106,7 +48,7 @@ function toWire(data: unknown, subject: string): string {
   try {
     return JSON.stringify(data === undefined ? null : data) ?? 'null';
   } catch (error) {
-    throw new A2AError('VALIDATION_ERROR', `data for subject "${subject}" is not JSON-serializable: ${error instanceof Error ? error.message : String(error)}`, {
+    throw new A2AError('VALIDATION_ERROR', `data for subject "${subject}" is not JSON-serializable: ${errorText(error)}`, {
       cause: error,
       where: subject,
     });

@@ -12,7 +12,15 @@
  * same rules as the in-process transport (adapters/transport/memory.ts), which checks them.
  * Errors name the server and the subject, queue or bucket; never the credentials.
  */
-import { connect, headers as natsHeaders, nanos, RequestError, TimeoutError, type Msg, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import {
+  AuthorizationError,
+  connect,
+  nanos,
+  PermissionViolationError,
+  UserAuthenticationExpiredError,
+  type Msg,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 import {
   AckPolicy,
   DeliverPolicy,
@@ -20,7 +28,6 @@ import {
   jetstream,
   jetstreamManager,
   JetStreamApiCodes,
-  JetStreamApiError,
   RetentionPolicy,
   StorageType,
   type Consumer,
@@ -34,8 +41,9 @@ import {
 import { Kvm, type KV } from '@nats-io/kv';
 import type { DurableConsumer, DurableMessage, KeyValue, KeyValueReader, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
-import { stateJson } from '../../actors/secrets.js';
-import { assertConsumerName, assertKey, assertName, assertSubject } from './memory.js';
+import { assertConsumerName, assertKey, assertName, assertSubject } from './names.js';
+import { decode, encode, fromHeaders, toHeaders } from './natsCodec.js';
+import { isApiError, isNoResponders, isRefused, isTimeout, isTransient, reason, redact, secretsOf } from './natsErrors.js';
 
 export interface NatsTransportOptions {
   /** `nats://host:port`, or several for a cluster. Credentials in URLs are never shown in errors. */
@@ -98,8 +106,6 @@ const TRANSIENT_RETRY_MS = 30_000;
  * stream that seems missing is taken as not there yet (the operation is retried), not as absent.
  */
 const RECOVERY_GRACE_MS = 10_000;
-/** Headers JetStream uses itself (`Nats-Msg-Id`, `Nats-Expected-…`): reserved, hidden from handlers. */
-const RESERVED_HEADER = /^nats-/i;
 
 /** The JetStream stream of queue `queue`. */
 export function streamNameFor(queue: string, namespace = 'default'): string {
@@ -139,95 +145,7 @@ export function describeServers(servers: string | string[]): string {
   return (Array.isArray(servers) ? servers : [servers]).map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(', ');
 }
 
-function reason(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/** The secrets of the options (password, token, user info in URLs), to be blanked in messages. */
-function secretsOf(options: NatsTransportOptions): string[] {
-  const fromUrls = (Array.isArray(options.servers) ? options.servers : [options.servers]).flatMap((s) => {
-    const info = /\/\/([^@/]*)@/.exec(s)?.[1];
-    return info ? [info, ...info.split(':')] : [];
-  });
-  return [options.pass, options.token, ...fromUrls].filter((x): x is string => typeof x === 'string' && x.length >= 3);
-}
-
-function redact(text: string, secrets: string[]): string {
-  return secrets.reduce((out, secret) => out.split(secret).join('***'), text);
-}
-
-function isApiError(error: unknown, code: number): boolean {
-  return error instanceof JetStreamApiError && error.code === code;
-}
-
-/** A request the server refused as invalid (overlapping subjects, a second unfiltered work-queue consumer, …). */
-function isRefused(error: unknown): boolean {
-  return error instanceof JetStreamApiError && error.status === 400;
-}
-
-function isNoResponders(error: unknown): boolean {
-  return error instanceof RequestError ? error.isNoResponders() : error instanceof Error && isNoResponders(error.cause);
-}
-
-function isTimeout(error: unknown): boolean {
-  return error instanceof TimeoutError || (error instanceof Error && error.cause instanceof TimeoutError);
-}
-
-/** A failure that a restarting server causes and that goes away: worth a retry of an idempotent operation. */
-function isTransient(error: unknown): boolean {
-  if (error instanceof A2AError) return error.code === 'AGENT_TIMEOUT';
-  const text = reason(error);
-  const status = (error as { status?: unknown } | null)?.status;
-  return isTimeout(error) || isNoResponders(error) || status === 503 || /not enabled|disconnect|connection (closed|lost|draining)|jetstream .*unavailable|\b503\b/i.test(text);
-}
-
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/**
- * The JSON of a payload; known secret values are redacted (actors/secrets.ts): nothing leaves in
- * clear over NATS. (Payloads are state read back elsewhere: credential shapes are left alone; the
- * events people read are redacted as records before they are published.)
- */
-function encode(data: unknown, what: string): string {
-  try {
-    return stateJson(data === undefined ? null : data);
-  } catch (error) {
-    throw new A2AError('VALIDATION_ERROR', `data for ${what} is not JSON-serializable: ${reason(error)}`, { cause: error, where: what });
-  }
-}
-
-/** JSON payloads; a payload that is not JSON (a foreign publisher) is handed over as its text. */
-function decode(bytes: Uint8Array): unknown {
-  if (bytes.length === 0) return null;
-  const text = new TextDecoder().decode(bytes);
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-function toHeaders(headers: Record<string, string> | undefined, subject: string): MsgHdrs | undefined {
-  const entries = Object.entries(headers ?? {});
-  if (entries.length === 0) return undefined;
-  const h = natsHeaders();
-  for (const [key, value] of entries) {
-    if (typeof value !== 'string' || !/^[!-9;-~]+$/.test(key) || RESERVED_HEADER.test(key)) {
-      throw new A2AError('VALIDATION_ERROR', `invalid header "${key}" for subject "${subject}": names are printable ASCII without ":", not starting with "Nats-"; values strings`, {
-        where: subject,
-      });
-    }
-    h.set(key, value);
-  }
-  return h;
-}
-
-function fromHeaders(headers: MsgHdrs | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!headers) return out;
-  for (const key of headers.keys()) if (!RESERVED_HEADER.test(key)) out[key] = headers.get(key);
-  return out;
-}
 
 /** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
 export async function connectNats(options: NatsTransportOptions): Promise<NatsConnectedTransport> {
@@ -252,7 +170,8 @@ export async function connectNats(options: NatsTransportOptions): Promise<NatsCo
       ...(options.inboxPrefix !== undefined ? { inboxPrefix: options.inboxPrefix } : {}),
     });
   } catch (error) {
-    const auth = /authoriz|authentic|permission/i.test(reason(error));
+    // the client's own classes, not the server's words
+    const auth = error instanceof AuthorizationError || error instanceof UserAuthenticationExpiredError || error instanceof PermissionViolationError;
     // The server only says "Authorization Violation": say which credentials were tried (never their values).
     const given = [
       options.user !== undefined ? `user "${options.user}"${options.pass !== undefined ? ' with a password' : ''}` : options.pass !== undefined ? 'a password' : '',

@@ -36,6 +36,52 @@ describe('managing a running worker', () => {
     expect(run.summary()!.tasks[0]).toMatchObject({ agentType: '@reviewer', state: 'succeeded' });
   });
 
+  it('reassign under agent_reassignment: ask_user waits for a person (and does nothing when denied); auto_deny refuses it', async () => {
+    const script = {
+      rules: [
+        { agent: 'coder', turns: [{ text: 'starting on the code' }], reactions: [{ when: 'go on', turn: complete('coded it') }] },
+        { agent: 'reviewer', reactions: [{ when: 'reassigned from @coder', turn: complete('reviewed instead') }] },
+      ],
+    };
+    // asked, approved: reassigned
+    const asked = harness({ script, config: { permissions: { ask_user: ['agent_reassignment'] } } });
+    const run = asked.run({ tasks: [{ id: 't', agent: '@coder', prompt: 'write the parser' }] });
+    await asked.until(() => asked.of('session.state', 'w-t').some((e) => e.data.state === 'idle'));
+    run.actor.send({ type: 'REASSIGN_WORKER', taskId: 't', agent: REVIEWER, by: 'ann' });
+    await asked.until(() => asked.of('human.asked').length === 1);
+    expect(asked.of('human.asked')[0]!.data.title).toBe('agent_reassignment: reassign w-t (task t) from @coder to @reviewer');
+    expect(asked.of('worker.reassigned')).toHaveLength(0);
+    run.actor.send({ type: 'HUMAN_ANSWER', id: String(asked.of('human.asked')[0]!.data.id), answer: { approved: true, by: 'bob' } });
+    await asked.until(() => run.summary() !== null);
+    expect(asked.of('worker.reassigned')[0]!.data).toMatchObject({ from: '@coder', to: '@reviewer', by: 'ann' });
+    expect(run.summary()!.tasks[0]).toMatchObject({ agentType: '@reviewer', state: 'succeeded', result: { output: 'reviewed instead' } });
+    expect(run.summary()!.conversations['t']!.at(-1)).toMatchObject({ from: 'human:bob', kind: 'reassign', text: 'reassign to @reviewer: approved' });
+
+    // asked, denied: nothing changes
+    const denied = harness({ script, config: { permissions: { ask_user: ['agent_reassignment'] } } });
+    const second = denied.run({ tasks: [{ id: 't', agent: '@coder', prompt: 'write the parser' }] });
+    await denied.until(() => denied.of('session.state', 'w-t').some((e) => e.data.state === 'idle'));
+    second.actor.send({ type: 'REASSIGN_WORKER', taskId: 't', agent: REVIEWER, by: 'ann' });
+    await denied.until(() => denied.of('human.asked').length === 1);
+    second.actor.send({ type: 'HUMAN_ANSWER', id: String(denied.of('human.asked')[0]!.data.id), answer: { approved: false, by: 'bob' } });
+    await denied.until(() => denied.of('permission.decided').length === 1);
+    second.actor.send({ type: 'REDIRECT_WORKER', taskId: 't', instructions: 'go on', by: 'ann' });
+    await denied.until(() => second.summary() !== null);
+    expect(denied.of('worker.reassigned')).toHaveLength(0);
+    expect(second.summary()!.tasks[0]).toMatchObject({ agentType: '@coder', result: { output: 'coded it' } });
+
+    // auto_deny: refused with a warning, nobody asked
+    const refused = harness({ script, config: { permissions: { auto_deny: ['agent_reassignment'] } } });
+    const third = refused.run({ tasks: [{ id: 't', agent: '@coder', prompt: 'write the parser' }] });
+    await refused.until(() => refused.of('session.state', 'w-t').some((e) => e.data.state === 'idle'));
+    third.actor.send({ type: 'REASSIGN_WORKER', taskId: 't', agent: REVIEWER, by: 'ann' });
+    third.actor.send({ type: 'REDIRECT_WORKER', taskId: 't', instructions: 'go on', by: 'ann' });
+    await refused.until(() => third.summary() !== null);
+    expect(refused.of('human.asked')).toHaveLength(0);
+    expect(refused.of('worker.reassigned')).toHaveLength(0);
+    expect(refused.of('warning').map((e) => e.data.message)).toContain('reassigning w-t to @reviewer refused: agent_reassignment is auto_deny in the permission matrix');
+  });
+
   it('redirect: new instructions reach the model, nothing is reset; reinitialize: a fresh start', async () => {
     const h = harness({
       script: {

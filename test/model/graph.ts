@@ -44,8 +44,13 @@ export function executePath(model: MachineModel, path: ModelPath, coverage: Cove
   const sent: Array<{ to: string; event: AnyEventObject }> = [];
   let actorRef: AnyActorRef | null = null;
   parent.system.inspect((e: InspectionEvent) => {
-    if (e.type === '@xstate.microstep' && e.actorRef === actorRef) {
-      for (const t of (e as unknown as { _transitions: TransitionDef[] })._transitions) coverage.transitions.add(transitionKey(t));
+    // by id: the initial macrostep runs inside createActor, before `actorRef` is set
+    if (e.type === '@xstate.microstep' && (e.actorRef === actorRef || (actorRef === null && (e.actorRef as AnyActorRef).id === 'under-test'))) {
+      for (const t of (e as unknown as { _transitions: TransitionDef[] })._transitions) {
+        coverage.transitions.add(transitionKey(t));
+        // a transient state is the source of the eventless transition that leaves it
+        if (t.eventType === '') coverage.states.add(t.source.id);
+      }
       // transient states (left by an eventless transition) are only seen in microsteps
       for (const n of (e.snapshot as unknown as AnySnapshot)._nodes ?? []) coverage.states.add(n.id);
     }
@@ -65,6 +70,7 @@ export function executePath(model: MachineModel, path: ModelPath, coverage: Cove
   for (const [i, step] of path.steps.entries()) {
     if (i === 0 && step.event.type === 'xstate.init') continue;
     sent.length = 0;
+    model.takeSent?.();
     const delay = delayOf(model.machine, step.event.type, before);
     if (delay !== null) clock.increment(delay);
     else actor.send(model.concretize ? model.concretize(step.event, before) : step.event);
@@ -75,7 +81,7 @@ export function executePath(model: MachineModel, path: ModelPath, coverage: Cove
     if (actual !== expected) {
       throw new Error(`${describe}\n  step ${i} (${step.event.type}) reached\n    ${actual}\n  but the graph predicted\n    ${expected}`);
     }
-    model.invariants({ before, after, event: step.event, sent: [...sent], doneEvents: toParent.filter((e) => e.type.startsWith('xstate.done.actor.')) });
+    model.invariants({ before, after, event: step.event, sent: [...sent, ...(model.takeSent?.() ?? [])], doneEvents: toParent.filter((e) => e.type.startsWith('xstate.done.actor.')) });
     before = after;
   }
   parent.stop();

@@ -605,7 +605,7 @@ describe('a server without authentication', () => {
       for (const [who, stderr, stdout] of [['run', run.err(), run.out()], ['host', host.err(), host.out()], ['gateway', gateway.err(), gateway.out()]] as const) {
         const warnings = stderr.split('\n').filter((l) => l.includes(UNAUTHENTICATED));
         expect(warnings, who).toEqual([
-          `a2a: warning: the NATS server at ${openServer.url} does not require authentication: any client that reaches it can forge session results, run and audit events, cancels and seed 004 agents' messages. Give each role its own user (examples/nats/server.conf; README, "Security").`,
+          `a2a: warning: the NATS server at ${openServer.url} does not require authentication: any client that reaches it can forge session results, run and audit events, cancels and external agents' messages. Give each role its own user (examples/nats/server.conf; README, "Security").`,
         ]);
         expect(stdout, who).not.toContain(UNAUTHENTICATED);
       }

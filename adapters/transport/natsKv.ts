@@ -1,0 +1,174 @@
+/**
+ * Key-value buckets over JetStream KV, for the NATS transport (history 1, file storage, created
+ * if missing); and read-only access to a bucket for a user that may only read its stream (the
+ * monitor's account, examples/nats/server.conf), through JetStream's stream API.
+ */
+import { JetStreamApiCodes, StorageType, type StreamInfo } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { KeyValue, KeyValueReader } from '../../machines/ports.js';
+import { assertKey, assertName } from './names.js';
+import { decode, encode } from './natsCodec.js';
+import { isApiError, reason } from './natsErrors.js';
+import type { NatsLink } from './natsLink.js';
+
+/** The JetStream KV bucket of bucket `bucket`. */
+export function bucketNameFor(bucket: string, namespace = 'default'): string {
+  assertName(namespace, 'namespace');
+  assertName(bucket, 'bucket name');
+  return `a2a_${namespace}_${bucket}`;
+}
+
+const kvms = new WeakMap<NatsLink, Kvm>();
+
+/** A prefix ending in "." is a subject prefix the server can filter on; others are filtered here. */
+const serverFilter = (prefix: string) => (prefix.endsWith('.') && prefix.length > 1 ? prefix : '');
+
+/** Opens bucket `bucket`, creating it if missing. */
+export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyValue> {
+  const name = bucketNameFor(bucket, link.namespace);
+  let kvm = kvms.get(link);
+  if (!kvm) kvms.set(link, (kvm = new Kvm(link.js)));
+  let kv: KV;
+  await link.ready(`open the KV bucket ${bucket}`, bucket);
+  try {
+    kv = await kvm.create(name, { history: 1, storage: StorageType.File });
+  } catch (error) {
+    throw link.fail('AGENT_ERROR', `could not open or create the KV bucket ${bucket} (${name})`, bucket, error);
+  }
+  const at = (key: string) => `${bucket}/${key}`;
+  const failed = (op: string, key: string, error: unknown) => link.fail('AGENT_ERROR', `KV ${op} of key "${key}" in bucket ${bucket} failed`, at(key), error);
+  const isConflict = (error: unknown) =>
+    isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown) || /wrong last sequence|key exists/i.test(reason(error));
+
+  /** A compare-and-set write, retried across a restart; null when it lost to another writer. */
+  const update = async (key: string, payload: string, revision: number): Promise<number | null> => {
+    let attempts = 0;
+    let lost = false;
+    let written: number | null = null;
+    await link.retrying(`write key "${key}" of bucket ${bucket}`, at(key), async () => {
+      attempts += 1;
+      try {
+        written = revision === 0 ? await kv.create(key, payload) : await kv.update(key, payload, revision);
+      } catch (error) {
+        // lost the compare-and-set: an answer, never retried
+        if (!isConflict(error)) throw error;
+        lost = true;
+      }
+    });
+    if (!lost) return written;
+    if (attempts === 1) return null;
+    // A retry after a lost reply: the first attempt may have been the write that moved the
+    // revision. Not knowing is an error (the caller retries), not a lost compare-and-set.
+    const now = await link.retrying(`read key "${key}" of bucket ${bucket}`, at(key), () => kv.get(key));
+    return now !== null && now.operation === 'PUT' && new TextDecoder().decode(now.value) === payload ? now.revision : null;
+  };
+
+  return {
+    get: async (key) => {
+      assertKey(key, bucket);
+      try {
+        const entry = await link.retrying(`use key "${key}" of bucket ${bucket}`, at(key), () => kv.get(key));
+        return entry && entry.operation === 'PUT' ? { value: decode(entry.value), revision: entry.revision } : null;
+      } catch (error) {
+        throw failed('get', key, error);
+      }
+    },
+    put: async (key, value) => {
+      assertKey(key, bucket);
+      const payload = encode(value, `key "${key}" of bucket ${bucket}`);
+      try {
+        // a blind write: writing it twice leaves the same value
+        return await link.retrying(`write key "${key}" of bucket ${bucket}`, at(key), () => kv.put(key, payload));
+      } catch (error) {
+        throw failed('put', key, error);
+      }
+    },
+    update: async (key, value, revision) => {
+      assertKey(key, bucket);
+      const payload = encode(value, `key "${key}" of bucket ${bucket}`);
+      try {
+        return await update(key, payload, revision);
+      } catch (error) {
+        throw failed('update', key, error);
+      }
+    },
+    delete: async (key) => {
+      assertKey(key, bucket);
+      try {
+        await link.retrying(`use key "${key}" of bucket ${bucket}`, at(key), () => kv.delete(key));
+      } catch (error) {
+        throw failed('delete', key, error);
+      }
+    },
+    keys: async (prefix = '') => {
+      try {
+        return await link.retrying(`list the keys of bucket ${bucket}`, bucket, async () => {
+          const out: string[] = [];
+          for await (const key of await kv.keys(`${serverFilter(prefix)}>`)) if (key.startsWith(prefix)) out.push(key);
+          return [...new Set(out)].sort();
+        });
+      } catch (error) {
+        throw link.fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
+      }
+    },
+  };
+}
+
+/** Reads bucket `bucket` through the stream API only (no bucket created, nothing written). */
+export function openKeyValueReader(link: NatsLink, bucket: string): KeyValueReader {
+  const name = bucketNameFor(bucket, link.namespace);
+  // what @nats-io/kv names them: stream KV_<bucket>, a key's subject $KV.<bucket>.<key>
+  const stream = `KV_${name}`;
+  const subjectPrefix = `$KV.${name}.`;
+  /** The stream's info, with the subjects under `filter` listed; null when there is no bucket. */
+  const info = async (filter?: string): Promise<StreamInfo | null> => {
+    try {
+      return await link.jsm.streams.info(stream, filter === undefined ? undefined : { subjects_filter: filter });
+    } catch (error) {
+      if (isApiError(error, JetStreamApiCodes.StreamNotFound)) return null;
+      throw error;
+    }
+  };
+  // Direct get when the bucket allows it (any server in a cluster answers), else message get;
+  // learnt from the stream's config on first use.
+  let direct: boolean | null = null;
+  const get = async (key: string) => {
+    if (direct === null) {
+      const i = await info();
+      if (!i) return null;
+      direct = i.config.allow_direct === true;
+    }
+    const query = { last_by_subj: `${subjectPrefix}${key}` };
+    const m = direct ? await link.jsm.direct.getMessage(stream, query) : await link.jsm.streams.getMessage(stream, query);
+    // a deleted or purged key keeps a marker as its last entry
+    const operation = m?.header?.get('KV-Operation');
+    return m && operation !== 'DEL' && operation !== 'PURGE' ? { value: decode(m.data), revision: m.seq } : null;
+  };
+  return {
+    get: async (key) => {
+      assertKey(key, bucket);
+      try {
+        return await link.retrying(`read key "${key}" of bucket ${bucket}`, `${bucket}/${key}`, () => get(key));
+      } catch (error) {
+        throw link.fail('AGENT_ERROR', `KV get of key "${key}" in bucket ${bucket} failed`, `${bucket}/${key}`, error);
+      }
+    },
+    keys: async (prefix = '') => {
+      try {
+        return await link.retrying(`list the keys of bucket ${bucket}`, bucket, async () => {
+          const i = await info(`${subjectPrefix}${serverFilter(prefix)}>`);
+          if (!i) return [];
+          direct ??= i.config.allow_direct === true;
+          const listed = Object.keys(i.state.subjects ?? {})
+            .map((subject) => subject.slice(subjectPrefix.length))
+            .filter((key) => key.startsWith(prefix));
+          // a subject whose last entry is a delete marker is no key: each is read once to know
+          const live = await Promise.all(listed.map(async (key) => ((await get(key)) ? key : null)));
+          return live.filter((key): key is string => key !== null).sort();
+        });
+      } catch (error) {
+        throw link.fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
+      }
+    },
+  };
+}

@@ -68,6 +68,144 @@ export class Family implements FamilyView {
     readonly maxParallel: number,
   ) {}
 
+  // -- the mailbox: updates for the owner, sent in coalesced batches until acknowledged ----------
+
+  /** Queues an update for the owner, stamped in place with `at`. */
+  post(update: TaskUpdate, at: number): void {
+    update.timestamp = at;
+    const seq = ++this.seq;
+    this.mailbox.set(seq, update);
+    if (update.type === 'completed' || update.type === 'failed') this.completionSeq.set(update.subTaskId, seq);
+  }
+
+  /** The batch to send the owner now: none while one is unacknowledged, the mailbox is empty or the family stops. */
+  batch(): { upTo: number; updates: TaskUpdate[]; live: number } | null {
+    if (this.outstanding || this.mailbox.size === 0 || this.stopping) return null;
+    this.outstanding = true;
+    return { upTo: this.seq, updates: [...this.mailbox.values()], live: this.unsettled };
+  }
+
+  /** The owner has the updates up to `upTo`: they leave the mailbox. */
+  acknowledge(upTo: number): void {
+    for (const seq of this.mailbox.keys()) {
+      if (seq > upTo) break;
+      const update = this.mailbox.get(seq)!;
+      this.mailbox.delete(seq);
+      if (this.completionSeq.get(update.subTaskId) === seq) this.completionSeq.delete(update.subTaskId);
+    }
+    this.outstanding = false;
+  }
+
+  /** Results the owner got another way (a watch answered): their completion updates are not sent again. */
+  withdraw(ids: Iterable<string>): void {
+    for (const id of ids) {
+      const seq = this.completionSeq.get(id);
+      if (seq !== undefined) {
+        this.mailbox.delete(seq);
+        this.completionSeq.delete(id);
+      }
+    }
+  }
+
+  /** Ends the watch: the results of its children so far (withdrawn from the mailbox) and those still pending. */
+  closeWatch(): { results: SubTaskResult[]; pending: string[] } | null {
+    const watch = this.watch;
+    if (!watch) return null;
+    this.watch = null;
+    const results: SubTaskResult[] = [];
+    const pending: string[] = [];
+    for (const id of watch.ids) {
+      const member = this.members.get(id);
+      if (!member) continue;
+      if (member.result) results.push(member.result);
+      else pending.push(id);
+    }
+    this.withdraw(results.map((r) => r.taskId));
+    return { results, pending };
+  }
+
+  // -- the queue of children waiting for a slot ---------------------------------------------------
+
+  /** The next queued child to start, while the family may start one and has a free slot. */
+  nextQueued(): string | null {
+    while (this.cancelling === null && this.running < this.maxParallel && this.queueHead < this.queue.length) {
+      const id = this.queue[this.queueHead++]!;
+      if (this.members.get(id)?.state === 'pending') return id;
+    }
+    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+    return null;
+  }
+
+  /** Slots new children may take at once: none while earlier spawns still wait for one. */
+  freeSlots(): number {
+    while (this.queueHead < this.queue.length && this.members.get(this.queue[this.queueHead]!)?.state !== 'pending') this.queueHead++;
+    return this.queueHead < this.queue.length ? 0 : Math.max(0, this.maxParallel - this.running);
+  }
+
+  // -- persistence ----------------------------------------------------------------------------------
+
+  /** The persisted form: members with their actors' persisted snapshots, the queue, the mailbox, the watch. */
+  persisted(): PersistedFamily {
+    return {
+      status: 'active',
+      output: undefined,
+      error: undefined,
+      ownerId: this.ownerId,
+      owner: this.owner,
+      maxParallel: this.maxParallel,
+      seq: this.seq,
+      queue: [...this.blocked, ...this.queue.slice(this.queueHead)],
+      members: [...this.members].map(([id, m]) => [
+        id,
+        {
+          spec: m.spec,
+          state: m.state,
+          result: m.result,
+          ...(m.ref ? { snapshot: m.ref.getPersistedSnapshot() as Snapshot<unknown> } : {}),
+          ...(m.held ? { held: m.held } : {}),
+          ...(m.remote ? { remote: true } : {}),
+        },
+      ]),
+      mailbox: [...this.mailbox],
+      completionSeq: [...this.completionSeq],
+      watch: this.watch ? this.watch.ids : null,
+      cancelling: this.cancelling,
+    };
+  }
+
+  /**
+   * A family from its persisted form. `revive` recreates the actor of each member that was
+   * running with a snapshot; one running without a snapshot starts afresh from the queue.
+   */
+  static restore(p: PersistedFamily, revive: (family: Family, id: string, member: Member, persisted: PersistedMember) => void): Family {
+    const family = new Family(p.ownerId, p.owner, p.maxParallel);
+    family.seq = p.seq;
+    family.queue = p.queue;
+    family.cancelling = p.cancelling;
+    for (const [seq, u] of p.mailbox) family.mailbox.set(seq, u);
+    for (const [id, seq] of p.completionSeq) family.completionSeq.set(id, seq);
+    for (const [id, m] of p.members) {
+      const member: Member = { spec: m.spec, state: m.state, result: m.result, ref: null, ...(m.held ? { held: m.held } : {}) };
+      if (m.state === 'running' && m.snapshot) {
+        member.remote = m.remote === true;
+        revive(family, id, member, m);
+        family.running++;
+      } else if (m.state === 'running') {
+        member.state = 'pending'; // it had not been persisted with a snapshot: start it afresh
+        family.queue.unshift(id);
+      }
+      if (member.state !== 'settled') family.unsettled++;
+      family.members.set(id, member);
+    }
+    if (p.watch) family.watch = { ids: p.watch, remaining: new Set(p.watch.filter((id) => family.members.get(id)?.state !== 'settled')) };
+    return family;
+  }
+
+  // -- FamilyView -------------------------------------------------------------------------------------
+
   has(id: string): boolean {
     return this.members.has(id);
   }

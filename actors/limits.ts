@@ -5,6 +5,7 @@
  */
 import type { ErrorInfo, Limits, SessionSpec } from '../machines/protocol.js';
 import type { Clock } from '../machines/ports.js';
+import type { Budgets, CostLedger } from './cost.js';
 
 const normalize = (prompt: string) => prompt.toLowerCase().replace(/\s+/g, ' ').trim();
 
@@ -87,4 +88,24 @@ export class SpawnBudget {
   spawned(key: string): number {
     return this.#workers.get(key)?.total ?? 0;
   }
+}
+
+/**
+ * Why `owner` may not spawn `children` now, or null: its cost budget is spent, it is as deep as
+ * sub-tasks may go, a child would repeat an ancestor's task, or its spawn budget (count, rate) is
+ * used up. The last check reserves the spawns, so it runs only when the others pass.
+ */
+export function spawnRefusal(
+  owner: SessionSpec,
+  children: Array<{ agentName: string; prompt: string }>,
+  deps: { budget: SpawnBudget; costs?: { ledger: CostLedger; budgets: Budgets } },
+): ErrorInfo | null {
+  const spent = deps.costs?.ledger.checkBudget(workerKey(owner), deps.costs.budgets);
+  if (spent) {
+    return {
+      code: 'BUDGET_EXCEEDED',
+      message: `Budget reached: the ${spent.scope} has spent $${spent.spentUsd.toFixed(4)} of its $${spent.limitUsd.toFixed(4)}; no new sub-tasks. Finish with what you have.`,
+    };
+  }
+  return checkDepth(owner) ?? children.map((c) => checkCycle(owner, c)).find((e) => e !== null) ?? deps.budget.reserve(workerKey(owner), children.length, owner.limits, owner.correlation.workerId);
 }

@@ -18,12 +18,17 @@
  * child's `xstate.done.actor` output is the normal path; an `xstate.error.actor` becomes `failed`;
  * a child stopped with its parent, or cancelled before it ran, becomes `cancelled`. A second
  * result for the same child is ignored with a warning. Results stay cached for re-queries.
+ *
+ * Where the parts are: the family's state (members, the queue of those waiting for a slot, the
+ * mailbox of updates for the owner, the persisted form) is a `Family` (actors/family.ts); the
+ * limits a spawn must pass are `spawnRefusal` (actors/limits.ts). Here: admitting and starting
+ * children (in slices, see START_SLICE), settling their results, and routing to them (`route`).
  */
 import { createActor, type ActorLogic, type ActorScope, type AnyActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
 import type { Clock, EventSink, SupervisorEvent, SupervisorInput, SupervisorReply } from '../machines/ports.js';
 import type { ErrorInfo, SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol.js';
 import { SubTaskResult as SubTaskResultSchema } from '../machines/protocol.js';
-import { checkCycle, checkDepth, workerKey, type SpawnBudget } from './limits.js';
+import { spawnRefusal, type SpawnBudget } from './limits.js';
 import type { FileLockTable } from './fileLocks.js';
 import type { CostControl } from './agentLoop.js';
 import { correlationOf, forwardSessionEvent } from './events.js';
@@ -75,7 +80,7 @@ type Scope = ActorScope<SupervisorSnapshot, IncomingEvent>;
 
 
 export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<SupervisorSnapshot, IncomingEvent, SupervisorInput> {
-  const { clock, events, budget } = deps;
+  const { clock, events } = deps;
   /** Builds an event only when someone listens (a 10k fan-out emits 40k of them). */
   const emit = (build: () => Parameters<EventSink['emit']>[0]) => {
     if (events.listening !== false) events.emit(build());
@@ -207,22 +212,12 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
   }
 
   function startQueued(family: Family, scope: Scope): void {
-    while (family.cancelling === null && family.running < family.maxParallel && family.queueHead < family.queue.length) {
-      const id = family.queue[family.queueHead++]!;
-      if (family.members.get(id)?.state === 'pending') tryStart(family, id, scope);
-    }
-    if (family.queueHead > 1024 && family.queueHead * 2 > family.queue.length) {
-      family.queue = family.queue.slice(family.queueHead);
-      family.queueHead = 0;
-    }
+    for (let id = family.nextQueued(); id !== null; id = family.nextQueued()) tryStart(family, id, scope);
   }
 
   /** Queues an update for the owner; `update` must be a fresh object (it is stamped in place). */
   function pushUpdate(family: Family, scope: Scope, update: TaskUpdate): void {
-    update.timestamp = clock.now();
-    const seq = ++family.seq;
-    family.mailbox.set(seq, update);
-    if (update.type === 'completed' || update.type === 'failed') family.completionSeq.set(update.subTaskId, seq);
+    family.post(update, clock.now());
     emit(() => ({
       type: 'update.queued',
       // the owner's correlation; for the orchestrator's workers, the sending worker's
@@ -233,38 +228,13 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
   }
 
   function notify(family: Family, scope: Scope): void {
-    if (family.outstanding || family.mailbox.size === 0 || family.stopping) return;
-    family.outstanding = true;
-    reply(family, scope, { type: 'UPDATES_AVAILABLE', upTo: family.seq, updates: [...family.mailbox.values()], live: family.unsettled });
-  }
-
-  function withdrawCompletions(family: Family, ids: Iterable<string>): void {
-    for (const id of ids) {
-      const seq = family.completionSeq.get(id);
-      if (seq !== undefined) {
-        family.mailbox.delete(seq);
-        family.completionSeq.delete(id);
-      }
-    }
+    const batch = family.batch();
+    if (batch) reply(family, scope, { type: 'UPDATES_AVAILABLE', ...batch });
   }
 
   function answerWatch(family: Family, scope: Scope, unknown: string[] = []): void {
-    const watch = family.watch;
-    if (!watch) return;
-    family.watch = null;
-    const results: SubTaskResult[] = [];
-    const pending: string[] = [];
-    for (const id of watch.ids) {
-      const member = family.members.get(id);
-      if (!member) continue;
-      if (member.result) results.push(member.result);
-      else pending.push(id);
-    }
-    withdrawCompletions(
-      family,
-      results.map((r) => r.taskId),
-    );
-    reply(family, scope, { type: 'WATCH_SATISFIED', results, pending, unknown, live: family.unsettled });
+    const answer = family.closeWatch();
+    if (answer) reply(family, scope, { type: 'WATCH_SATISFIED', ...answer, unknown, live: family.unsettled });
   }
 
   function settle(family: Family, scope: Scope, id: string, raw: SubTaskResult, how: string): void {
@@ -320,28 +290,12 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
     }
     const duplicate = specs.find((s) => family.members.has(s.id));
     if (duplicate) return reject({ code: 'VALIDATION_ERROR', message: `a child with id ${duplicate.id} already exists` });
-    if (family.owner) {
-      const owner = family.owner;
-      const spent = deps.costs?.ledger.checkBudget(workerKey(owner), deps.costs.budgets);
-      if (spent) {
-        return reject({
-          code: 'BUDGET_EXCEEDED',
-          message: `Budget reached: the ${spent.scope} has spent $${spent.spentUsd.toFixed(4)} of its $${spent.limitUsd.toFixed(4)}; no new sub-tasks. Finish with what you have.`,
-        });
-      }
-      const error =
-        checkDepth(owner) ??
-        specs.map((s) => checkCycle(owner, { agentName: s.agent.agentName, prompt: s.prompt })).find((e) => e !== null) ??
-        budget.reserve(workerKey(owner), specs.length, owner.limits, owner.correlation.workerId);
-      if (error) return reject(error);
-    }
+    const refused = family.owner && spawnRefusal(family.owner, specs.map((s) => ({ agentName: s.agent.agentName, prompt: s.prompt })), deps);
+    if (refused) return reject(refused);
     const started: string[] = [];
     const queued: string[] = [];
     // free slots go to the new children at once, unless earlier spawns are still waiting
-    while (family.queueHead < family.queue.length && family.members.get(family.queue[family.queueHead]!)?.state !== 'pending') {
-      family.queueHead++;
-    }
-    let free = family.queueHead < family.queue.length ? 0 : Math.max(0, family.maxParallel - family.running);
+    let free = family.freeSlots();
     for (const spec of specs) {
       family.members.set(spec.id, { spec, ref: null, state: 'pending', result: null });
       family.unsettled++;
@@ -416,6 +370,83 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
     family.stopping = true;
   }
 
+  /**
+   * What the owner sends on to a child (a message, a forwarded event, a permission decision), a
+   * child's permission request on its way up, and a child's deadline: to a running child after
+   * this transition; a message to a child not started yet waits in its inbox; anything else is a
+   * warning naming why it was not delivered.
+   */
+  function route(family: Family, scope: Scope, event: Extract<IncomingEvent, { type: 'FORWARD' | 'SEND_TO_CHILD' | 'PERMISSION_REQUEST' | 'PERMISSION_DECISION' | 'DEADLINE' }>): void {
+    switch (event.type) {
+      case 'FORWARD': {
+        const member = family.members.get(event.to);
+        const forwarded = event.event;
+        if (member?.state === 'running' && member.ref) {
+          const ref = member.ref;
+          later(family, scope, () => ref.send(forwarded));
+        } else if ((member?.state === 'pending' || member?.deferred) && forwarded.type === 'MESSAGE') {
+          (member.held ??= []).push({ from: forwarded.from, text: forwarded.text });
+        } else {
+          emit(() => ({
+            type: 'warning',
+            ...(family.owner ? correlationOf(family.owner) : {}),
+            data: { message: `${forwarded.type} for ${event.to} not delivered: ${member ? `it is ${member.state}` : 'no such child'}` },
+          }));
+        }
+        break;
+      }
+      case 'PERMISSION_REQUEST': {
+        const owner = parentOf(scope.self);
+        if (owner) {
+          reply(family, scope, { type: 'CHILD_PERMISSION_REQUEST', request: event.request });
+        } else {
+          // a root family (a standalone session) has nobody above it to ask
+          const child = family.members.get(event.request.via.at(-1)!)?.ref;
+          const decision = {
+            requestId: event.request.id,
+            approved: false,
+            decidedBy: 'policy' as const,
+            decider: family.ownerId,
+            reason: `${event.request.action} is outside the session's permission level and no orchestrator runs to decide it`,
+          };
+          if (child) later(family, scope, () => child.send({ type: 'PERMISSION_DECIDED', decision }));
+        }
+        break;
+      }
+      case 'PERMISSION_DECISION': {
+        const ref = family.members.get(event.to)?.ref;
+        const decision = event.decision;
+        if (ref) later(family, scope, () => ref.send({ type: 'PERMISSION_DECIDED', decision }));
+        break;
+      }
+      case 'SEND_TO_CHILD': {
+        const member = family.members.get(event.to);
+        if (member?.state === 'pending' || member?.deferred) {
+          (member.held ??= []).push({ from: event.from, text: event.text });
+        } else if (member?.ref && member.state === 'running') {
+          const ref = member.ref;
+          later(family, scope, () => ref.send({ type: 'MESSAGE', from: event.from, text: event.text }));
+        } else {
+          emit(() => ({
+            type: 'warning',
+            ...(family.owner ? correlationOf(family.owner) : {}),
+            data: { message: `message from ${event.from} to ${event.to} not delivered: ${member ? 'it has already finished' : 'no such child'}` },
+          }));
+        }
+        break;
+      }
+      case 'DEADLINE': {
+        const member = family.members.get(event.id);
+        if (member?.ref && member.state === 'running') {
+          const ref = member.ref;
+          emit(() => ({ type: 'warning', ...correlationOf(member.spec), data: { message: `${event.id} reached its deadline of ${member.spec.timeoutMs} ms` } }));
+          later(family, scope, () => ref.send({ type: 'TIMEOUT' }));
+        }
+        break;
+      }
+    }
+  }
+
   /** Children here are this process's own session machines, typed to output a result; check the shape only. */
   function resultOf(id: string, output: unknown): SubTaskResult {
     const r = output as Partial<SubTaskResult> | undefined;
@@ -441,17 +472,10 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
         case 'SUBTASK_UPDATE':
           pushUpdate(family, scope, { ...event.update });
           break;
-        case 'ACK_UPDATES': {
-          for (const seq of family.mailbox.keys()) {
-            if (seq > event.upTo) break;
-            const update = family.mailbox.get(seq)!;
-            family.mailbox.delete(seq);
-            if (family.completionSeq.get(update.subTaskId) === seq) family.completionSeq.delete(update.subTaskId);
-          }
-          family.outstanding = false;
+        case 'ACK_UPDATES':
+          family.acknowledge(event.upTo);
           notify(family, scope);
           break;
-        }
         case 'WATCH': {
           const unknown = event.ids.filter((id) => !family.members.has(id));
           const remaining = new Set(event.ids.filter((id) => family.members.has(id) && family.members.get(id)!.state !== 'settled'));
@@ -473,72 +497,13 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
         case 'CANCEL_LIVE':
           cancel(family, scope, [...family.members.keys()], event.reason);
           break;
-        case 'FORWARD': {
-          const member = family.members.get(event.to);
-          const forwarded = event.event;
-          if (member?.state === 'running' && member.ref) {
-            const ref = member.ref;
-            later(family, scope, () => ref.send(forwarded));
-          } else if ((member?.state === 'pending' || member?.deferred) && forwarded.type === 'MESSAGE') {
-            (member.held ??= []).push({ from: forwarded.from, text: forwarded.text });
-          } else {
-            emit(() => ({
-              type: 'warning',
-              ...(family.owner ? correlationOf(family.owner) : {}),
-              data: { message: `${forwarded.type} for ${event.to} not delivered: ${member ? `it is ${member.state}` : 'no such child'}` },
-            }));
-          }
+        case 'FORWARD':
+        case 'SEND_TO_CHILD':
+        case 'PERMISSION_REQUEST':
+        case 'PERMISSION_DECISION':
+        case 'DEADLINE':
+          route(family, scope, event);
           break;
-        }
-        case 'PERMISSION_REQUEST': {
-          const owner = parentOf(scope.self);
-          if (owner) {
-            reply(family, scope, { type: 'CHILD_PERMISSION_REQUEST', request: event.request });
-          } else {
-            // a root family (a standalone session) has nobody above it to ask
-            const child = family.members.get(event.request.via.at(-1)!)?.ref;
-            const decision = {
-              requestId: event.request.id,
-              approved: false,
-              decidedBy: 'policy' as const,
-              decider: family.ownerId,
-              reason: `${event.request.action} is outside the session's permission level and no orchestrator runs to decide it`,
-            };
-            if (child) later(family, scope, () => child.send({ type: 'PERMISSION_DECIDED', decision }));
-          }
-          break;
-        }
-        case 'PERMISSION_DECISION': {
-          const ref = family.members.get(event.to)?.ref;
-          const decision = event.decision;
-          if (ref) later(family, scope, () => ref.send({ type: 'PERMISSION_DECIDED', decision }));
-          break;
-        }
-        case 'SEND_TO_CHILD': {
-          const member = family.members.get(event.to);
-          if (member?.state === 'pending' || member?.deferred) {
-            (member.held ??= []).push({ from: event.from, text: event.text });
-          } else if (member?.ref && member.state === 'running') {
-            const ref = member.ref;
-            later(family, scope, () => ref.send({ type: 'MESSAGE', from: event.from, text: event.text }));
-          } else {
-            emit(() => ({
-              type: 'warning',
-              ...(family.owner ? correlationOf(family.owner) : {}),
-              data: { message: `message from ${event.from} to ${event.to} not delivered: ${member ? 'it has already finished' : 'no such child'}` },
-            }));
-          }
-          break;
-        }
-        case 'DEADLINE': {
-          const member = family.members.get(event.id);
-          if (member?.ref && member.state === 'running') {
-            const ref = member.ref;
-            emit(() => ({ type: 'warning', ...correlationOf(member.spec), data: { message: `${event.id} reached its deadline of ${member.spec.timeoutMs} ms` } }));
-            later(family, scope, () => ref.send({ type: 'TIMEOUT' }));
-          }
-          break;
-        }
         case 'NEXT_SLICE':
           makeSlice(family, scope);
           break;
@@ -557,60 +522,14 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
       }
       return snapshot;
     },
-    getPersistedSnapshot: (snapshot): PersistedFamily => {
-      const f = snapshot.family;
-      return {
-        status: 'active',
-        output: undefined,
-        error: undefined,
-        ownerId: f.ownerId,
-        owner: f.owner,
-        maxParallel: f.maxParallel,
-        seq: f.seq,
-        queue: [...f.blocked, ...f.queue.slice(f.queueHead)],
-        members: [...f.members].map(([id, m]) => [
-          id,
-          {
-            spec: m.spec,
-            state: m.state,
-            result: m.result,
-            ...(m.ref ? { snapshot: m.ref.getPersistedSnapshot() as Snapshot<unknown> } : {}),
-            ...(m.held ? { held: m.held } : {}),
-            ...(m.remote ? { remote: true } : {}),
-          },
-        ]),
-        mailbox: [...f.mailbox],
-        completionSeq: [...f.completionSeq],
-        watch: f.watch ? f.watch.ids : null,
-        cancelling: f.cancelling,
-      } as PersistedFamily;
-    },
+    getPersistedSnapshot: (snapshot): PersistedFamily => snapshot.family.persisted(),
     restoreSnapshot: (persisted, scope) => {
       const p = persisted as unknown as PersistedFamily;
-      const family = new Family(p.ownerId, p.owner, p.maxParallel);
-      family.seq = p.seq;
-      family.queue = p.queue;
-      family.cancelling = p.cancelling;
-      for (const [seq, u] of p.mailbox) family.mailbox.set(seq, u);
-      for (const [id, seq] of p.completionSeq) family.completionSeq.set(id, seq);
-      for (const [id, m] of p.members) {
-        deps.observeId?.(m.spec);
-        const member: Member = { spec: m.spec, state: m.state, result: m.result, ref: null, ...(m.held ? { held: m.held } : {}) };
-        if (m.state === 'running' && m.snapshot) {
-          member.remote = m.remote === true;
-          member.ref = createChild(family, m.spec, scope as Scope, m.snapshot, member.remote);
-          family.running++;
-          if (m.spec.targetFiles?.length) deps.locks?.acquire(m.spec.correlation.worktreePath, m.spec.targetFiles, id);
-        } else if (m.state === 'running') {
-          member.state = 'pending'; // it had not been persisted with a snapshot: start it afresh
-          family.queue.unshift(id);
-        }
-        if (member.state !== 'settled') family.unsettled++;
-        family.members.set(id, member);
-      }
-      if (p.watch) {
-        family.watch = { ids: p.watch, remaining: new Set(p.watch.filter((id) => family.members.get(id)?.state !== 'settled')) };
-      }
+      for (const [, m] of p.members) deps.observeId?.(m.spec);
+      const family = Family.restore(p, (family, id, member, m) => {
+        member.ref = createChild(family, m.spec, scope as Scope, m.snapshot, member.remote);
+        if (m.spec.targetFiles?.length) deps.locks?.acquire(m.spec.correlation.worktreePath, m.spec.targetFiles, id);
+      });
       return { status: 'active', output: undefined, error: undefined, family };
     },
     start: (snapshot, scope) => {

@@ -17,11 +17,13 @@ export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
   'subtask.queued',
   'subtask.result',
   'update.queued',
+  'inbox.accepted',
   'inquiry.sent',
   'inquiry.answered',
   'limit.hit',
   'circuit.open',
   'permission.requested',
+  'permission.forwarded',
   'permission.decided',
   'human.asked',
   'human.answered',
@@ -67,6 +69,8 @@ function summary(e: RunEvent): string {
   switch (e.type) {
     case 'permission.requested':
       return `${String(d.action)}: ${String(d.detail ?? '')}`;
+    case 'permission.forwarded':
+      return `${String(d.action)} passed up from ${String(d.from)} to ${String(d.to)} (hop ${String(d.hop)}): ${String(d.detail ?? '')}`;
     case 'permission.decided':
       return `${String(d.action ?? d.requestId)} ${d.approved ? 'approved' : 'denied'} by ${String(d.decidedBy)}${d.decider ? ` (${String(d.decider)})` : ''}${d.reason ? `: ${String(d.reason)}` : ''}`;
     case 'worker.redirected':
@@ -76,7 +80,16 @@ function summary(e: RunEvent): string {
     case 'stuck.detected':
       return String(d.reason ?? '');
     case 'subtask.result':
-      return `${String(d.status)}: ${String(d.output ?? d.error ?? '')}`;
+      // a failed result's output is often empty: its error says what went wrong
+      return `${String(d.status)}: ${[d.output, d.error].filter((v) => typeof v === 'string' && v.length > 0).join(' — error: ')}`;
+    case 'update.queued':
+      return `${String(d.updateType)}${d.kind ? ` (${String(d.kind)})` : ''} from ${String(d.from)}${d.message ? `: ${String(d.message)}` : ''}`;
+    case 'inquiry.sent':
+      return `idle: inquiry ${String(d.attempt ?? '')}`.trim();
+    case 'inquiry.answered':
+      return String(d.text ?? '');
+    case 'inbox.accepted':
+      return `${String(d.type)} (${String(d.priority)}) ${String(d.id)}${d.replayed ? ', replayed' : ''}`;
     case 'question.asked':
       return String(d.question ?? '');
     case 'question.answered':

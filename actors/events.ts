@@ -4,7 +4,7 @@
  * monitors can rebuild the tree without asking anyone.
  */
 import type { Clock, EventSink } from '../machines/ports.js';
-import type { RunEvent, RunEventType, SessionSpec } from '../machines/protocol.js';
+import type { PermissionRequest, RunEvent, RunEventType, SessionSpec } from '../machines/protocol.js';
 
 export type Correlated = Pick<RunEvent, 'planId' | 'taskId' | 'workerId' | 'subTaskId' | 'parentId' | 'depth' | 'agentType'>;
 
@@ -23,6 +23,26 @@ export function correlationOf(spec: SessionSpec): Correlated {
     parentId: spec.owner.ownerId,
     depth: spec.depth,
     agentType: spec.agent.raw,
+  } as Correlated;
+}
+
+/**
+ * The correlation of a permission request's requester, for the events and audit records of the
+ * request at every hop and of its decision (whoever emits them: a parent, the orchestrator, a
+ * person's answer, a timeout).
+ */
+export function correlationOfRequest(request: PermissionRequest): Correlated {
+  const c = request.correlation;
+  return {
+    runId: c.runId,
+    planId: c.planId,
+    taskId: c.taskId,
+    workerId: c.workerId,
+    subTaskId: request.requesterId,
+    // a worker's parent is the orchestrator (its correlation names none)
+    parentId: c.parentId ?? request.via[1] ?? 'orchestrator',
+    depth: c.depth,
+    agentType: request.agentType,
   } as Correlated;
 }
 
@@ -80,6 +100,8 @@ export function factKey(event: Pick<RunEvent, 'type' | 'subTaskId' | 'parentId' 
     case 'permission.requested':
     case 'permission.decided':
       return keyed(event.type, id(d.requestId));
+    case 'permission.forwarded':
+      return keyed(event.type, id(d.requestId), id(d.to));
     case 'human.asked':
     case 'human.answered':
     case 'question.asked':

@@ -13,6 +13,8 @@ import type { ActorLogic, ActorScope, AnyActorRef, Snapshot } from 'xstate';
 import type { Clock, EventSink, HumanDecision, HumanGateEvent, HumanGateReply } from '../machines/ports.js';
 
 import type { HumanAnswer, HumanItem } from '../machines/protocol.js';
+import { correlationOfRequest } from './events.js';
+import { formatElapsed } from './runView.js';
 import { parentOf, relay } from './xstateInternals.js';
 export type { HumanDecision, HumanGateEvent, HumanGateReply };
 
@@ -53,8 +55,17 @@ export function createHumanGateLogic(deps: { clock: Clock; channel?: HumanChanne
     scope.defer(() => relay(scope.self, owner, reply));
   }
 
+  /** With the requester's whole correlation: a permission's from its request, a question's from the item. */
   const emit = (type: 'human.asked' | 'human.answered', item: HumanItem, data: Record<string, unknown>) =>
-    events?.emit({ type, taskId: item.taskId, workerId: item.workerId, data: { id: item.id, kind: item.kind, title: item.title, ...data } });
+    events?.emit({
+      type,
+      // a question comes from a worker, under the orchestrator
+      ...(item.request ? correlationOfRequest(item.request) : { subTaskId: item.requesterId, parentId: 'orchestrator', depth: 0, ...(item.agentType ? { agentType: item.agentType } : {}) }),
+      ...(item.planId !== undefined ? { planId: item.planId } : {}),
+      taskId: item.taskId,
+      workerId: item.workerId,
+      data: { id: item.id, kind: item.kind, title: item.title, ...data },
+    });
 
   return {
     config: 'a2a.humanGate',
@@ -63,11 +74,14 @@ export function createHumanGateLogic(deps: { clock: Clock; channel?: HumanChanne
       const state = snapshot.gate;
       switch (event.type) {
         case 'ASK': {
-          const { item } = event;
-          if (state.pending.has(item.id)) return snapshot; // asked again after a restore: already waiting
+          if (state.pending.has(event.item.id)) return snapshot; // asked again after a restore: already waiting
+          // the charts keep no clock: the person is asked now, and the default applies timeoutMs later
+          const now = deps.clock.now();
+          const request = event.item.request && !event.item.request.timestamp ? { ...event.item.request, timestamp: now } : event.item.request;
+          const item: HumanItem = { ...event.item, askedAt: now, ...(request ? { request } : {}) };
           state.pending.set(item.id, item);
           scope.system.scheduler.schedule(scope.self, scope.self, { type: 'EXPIRE', id: item.id } as { type: string }, item.timeoutMs, timerId(item.id));
-          emit('human.asked', item, { timeoutMs: item.timeoutMs, onTimeout: item.onTimeout, requesterId: item.requesterId });
+          emit('human.asked', item, { timeoutMs: item.timeoutMs, askedAt: now, expiresAt: now + item.timeoutMs, onTimeout: item.onTimeout, requesterId: item.requesterId });
           channel?.present(item);
           return snapshot;
         }
@@ -128,6 +142,15 @@ export function createHumanGateLogic(deps: { clock: Clock; channel?: HumanChanne
       for (const item of snapshot.gate.pending.values()) channel?.present(item);
     },
   };
+}
+
+/**
+ * How long an item still waits at `now` before its default applies, and what that default is:
+ * "4m12s left, then denied by default: nobody answered" (for `a2a inbox` and the terminal).
+ */
+export function describeWait(item: Pick<HumanItem, 'askedAt' | 'timeoutMs' | 'onTimeout'>, now: number): string {
+  const left = Math.max(0, item.askedAt + item.timeoutMs - now);
+  return `${formatElapsed(left)} left, then ${item.onTimeout.text}`;
 }
 
 /** The items waiting for a person, oldest first (for `a2a inbox` and the terminal). */

@@ -14,7 +14,8 @@
 import type { ActorLogic, ActorScope, AnyActorRef, Snapshot } from 'xstate';
 import type { Clock, EventSink, InboxEvent, InboxReply } from '../machines/ports.js';
 
-import type { QueueMessage } from '../machines/protocol.js';
+import type { PermissionRequest, QueueMessage, TaskUpdate } from '../machines/protocol.js';
+import { correlationOfRequest, type Correlated } from './events.js';
 import { parentOf, relay } from './xstateInternals.js';
 export type { InboxEvent, InboxReply };
 
@@ -37,6 +38,33 @@ export interface InboxMetrics {
   processMaxMs: number;
 }
 
+
+/**
+ * A message the orchestrator made itself (a branch's permission request) has no time yet (the
+ * charts keep no clock): it is stamped when it arrives, and so is the request it carries.
+ */
+function stamped(message: QueueMessage, now: number): QueueMessage {
+  if (message.timestamp) return message;
+  const content = message.content as { timestamp?: unknown } | null;
+  const request = message.type === 'permission_request' && content && typeof content === 'object' && content.timestamp === 0 ? { ...content, timestamp: now } : message.content;
+  return { ...message, timestamp: now, content: request as QueueMessage['content'] };
+}
+
+/** The correlation of the session a message comes from: its request's requester, or its update's sender. */
+function senderOf(message: QueueMessage): Correlated {
+  const content = message.content as Partial<PermissionRequest & TaskUpdate> | null;
+  if (message.type === 'permission_request' && content?.correlation && typeof content.requesterId === 'string') return correlationOfRequest(content as PermissionRequest);
+  const update = content && typeof content.subTaskId === 'string' ? content : null;
+  return {
+    planId: message.planId,
+    taskId: message.taskId,
+    workerId: message.workerId,
+    subTaskId: update?.subTaskId ?? message.subTaskId ?? message.workerId,
+    parentId: update?.parentId ?? 'orchestrator',
+    depth: message.depth ?? 0,
+    ...(typeof update?.agentType === 'string' ? { agentType: update.agentType } : {}),
+  } as Correlated;
+}
 
 const RANK: Record<QueueMessage['priority'], number> = { critical: 0, high: 1, normal: 2, low: 3 };
 
@@ -128,7 +156,8 @@ export function createInboxLogic(deps: { clock: Clock; journal?: InboxJournal; e
       if (event.type === 'ENQUEUE') {
         const now = clock.now();
         state.received++;
-        for (const message of event.messages) {
+        for (const arrived of event.messages) {
+          const message = stamped(arrived, now);
           if (state.seen.has(message.id)) {
             state.metrics.duplicates++;
             continue;
@@ -137,7 +166,11 @@ export function createInboxLogic(deps: { clock: Clock; journal?: InboxJournal; e
           state.arrivedAt.set(message.id, now);
           if (!event.replay) journal?.accepted(message, now);
           if (deps.events?.listening !== false) {
-            deps.events?.emit({ type: 'inbox.accepted', taskId: message.taskId, workerId: message.workerId, data: { id: message.id, type: message.type, priority: message.priority, ...(event.replay ? { replayed: true } : {}) } });
+            deps.events?.emit({
+              type: 'inbox.accepted',
+              ...senderOf(message),
+              data: { id: message.id, type: message.type, priority: message.priority, ...(event.replay ? { replayed: true } : {}) },
+            });
           }
           state.queues[RANK[message.priority]]!.push(message);
           state.metrics.accepted++;

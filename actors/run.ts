@@ -13,6 +13,7 @@ import { orchestratorPolicy, type RunConfig } from './config.js';
 import { buildPolicy, workerPermissions, type PermissionPolicy } from './permissions.js';
 import { A2AError, describeIssues, explainUnknownKeys } from './errors.js';
 import type { Runtime } from './runtime.js';
+import { correlationOf, correlationOfRequest, type Correlated } from './events.js';
 
 /** Parses a plan object; errors name the source and each bad field. */
 export function parsePlan(data: unknown, source: string): Plan {
@@ -238,12 +239,29 @@ export function startRun(
   return { actor, done, stop: (reason) => actor.send({ type: 'STOP', reason }) };
 }
 
+/** A worker's correlation, from its task's session spec in the orchestrator's context. */
+function workerCorrelation(actor: AnyActorRef, taskId: string | undefined, workerId: string): Partial<Correlated> {
+  const tasks = (actor.getSnapshot() as { context?: { tasks?: Record<string, { spec: SessionSpec }> } }).context?.tasks;
+  const spec = taskId ? tasks?.[taskId]?.spec : undefined;
+  return spec ? { ...correlationOf(spec), subTaskId: workerId } : { subTaskId: workerId, parentId: 'orchestrator', depth: 0 };
+}
+
 /** The orchestrator's decisions (permission, question, redirect, skip, stop) as run events. */
 export function forwardOrchestratorEvents(actor: AnyActorRef, events: Runtime['events'], planId: string): void {
   actor.on('*', (emitted: OrchestratorEmitted) => {
     if (events.listening === false) return;
-    const { type, data, taskId, workerId, subTaskId } = emitted;
-    events.emit({ type, planId, ...(taskId ? { taskId } : {}), ...(workerId ? { workerId } : {}), ...(subTaskId ? { subTaskId } : {}), data });
+    const { type, data, taskId, workerId, subTaskId, request } = emitted;
+    events.emit({
+      type,
+      planId,
+      // about a permission request: its requester's whole correlation (parent, depth, agent type);
+      // about a worker: the worker's (the task's session, under the orchestrator)
+      ...(request ? correlationOfRequest(request) : workerId ? workerCorrelation(actor, taskId, workerId) : {}),
+      ...(taskId ? { taskId } : {}),
+      ...(workerId ? { workerId } : {}),
+      ...(subTaskId ? { subTaskId } : {}),
+      data,
+    });
   });
 }
 

@@ -88,6 +88,7 @@ export class RunView {
     }
     const node = id ? this.nodes.get(id) : undefined;
     if (!node) return;
+    if (event.type.startsWith('permission.') || event.type === 'human.asked') return this.#permission(event, node);
     switch (event.type) {
       case 'subtask.queued':
         node.status = 'pending';
@@ -118,6 +119,28 @@ export class RunView {
       case 'model.called':
         node.costUsd += Number(event.data.costUsd ?? 0);
         this.costUsd += Number(event.data.costUsd ?? 0);
+        break;
+    }
+  }
+
+  /** Where a permission request stands, on its requester's line: asked, waiting at a parent or a person, decided. */
+  #permission(event: RunEvent, about: NodeView): void {
+    const d = event.data;
+    // a decision by a parent is that parent's event: the note goes to the requester
+    const node = typeof d.requesterId === 'string' ? (this.nodes.get(d.requesterId) ?? about) : about;
+    const action = String(d.action ?? 'permission');
+    switch (event.type) {
+      case 'permission.requested':
+        node.note = `asks permission: ${action}`;
+        break;
+      case 'permission.forwarded':
+        node.note = `${action}: waiting at ${String(d.to)}`;
+        break;
+      case 'human.asked':
+        if (d.kind === 'permission') node.note = `${oneLine(String(d.title ?? action), 40)}: waiting for a person`;
+        break;
+      case 'permission.decided':
+        node.note = `${action} ${d.approved ? 'approved' : 'denied'} by ${String(d.decider ?? d.decidedBy)}`;
         break;
     }
   }

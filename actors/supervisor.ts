@@ -31,7 +31,7 @@ import { SubTaskResult as SubTaskResultSchema } from '../machines/protocol.js';
 import { spawnRefusal, type SpawnBudget } from './limits.js';
 import type { FileLockTable } from './fileLocks.js';
 import type { CostControl } from './agentLoop.js';
-import { correlationOf, forwardSessionEvent } from './events.js';
+import { correlationOf, correlationOfRequest, forwardSessionEvent } from './events.js';
 import { parentOf, relay } from './xstateInternals.js';
 import { errorText } from '../machines/errorText.js';
 import { Family, type Member, type PersistedFamily } from './family.js';
@@ -396,18 +396,26 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
         break;
       }
       case 'PERMISSION_REQUEST': {
+        // the charts keep no clock: a request is stamped at its first hop, from its requester
+        const request = event.request.via.length === 1 ? { ...event.request, timestamp: clock.now() } : event.request;
         const owner = parentOf(scope.self);
         if (owner) {
-          reply(family, scope, { type: 'CHILD_PERMISSION_REQUEST', request: event.request });
+          // each hop on the way up is an event: the tree, the audit and the monitors show where it waits
+          emit(() => ({
+            type: 'permission.forwarded',
+            ...correlationOfRequest(request),
+            data: { requestId: request.id, action: request.action, detail: request.detail, from: request.via.at(-1), to: family.ownerId, hop: request.via.length, via: request.via },
+          }));
+          reply(family, scope, { type: 'CHILD_PERMISSION_REQUEST', request });
         } else {
           // a root family (a standalone session) has nobody above it to ask
-          const child = family.members.get(event.request.via.at(-1)!)?.ref;
+          const child = family.members.get(request.via.at(-1)!)?.ref;
           const decision = {
-            requestId: event.request.id,
+            requestId: request.id,
             approved: false,
             decidedBy: 'policy' as const,
             decider: family.ownerId,
-            reason: `${event.request.action} is outside the session's permission level and no orchestrator runs to decide it`,
+            reason: `${request.action} is outside the session's permission level and no orchestrator runs to decide it`,
           };
           if (child) later(family, scope, () => child.send({ type: 'PERMISSION_DECIDED', decision }));
         }

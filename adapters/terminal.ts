@@ -72,6 +72,8 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
       return `${p.yellow('-')} task ${String(d.taskId ?? event.taskId)} skipped: ${String(d.reason ?? '')}`;
     case 'permission.requested':
       return `${p.yellow('⚑')} ${who} asks permission: ${String(d.action)} (${oneLine(String(d.detail ?? ''), 70)})`;
+    case 'permission.forwarded':
+      return `${p.dim('⚑')} ${String(d.action)} for ${event.subTaskId ?? ''} passed up from ${String(d.from)} to ${String(d.to)}`;
     case 'permission.decided':
       if (d.decidedBy === 'policy' && d.approved) return null; // within the session's own level: not news
       return `${d.approved ? p.green('⚑') : p.red('⚑')} ${String(d.action ?? d.requestId)} for ${event.subTaskId ?? ''} ${d.approved ? 'approved' : 'denied'} by ${String(d.decidedBy)}${d.decider && d.decider !== d.decidedBy ? ` (${String(d.decider)})` : ''}${d.reason ? `: ${oneLine(String(d.reason), 80)}` : ''}`;

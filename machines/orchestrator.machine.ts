@@ -176,6 +176,8 @@ export type OrchestratorEmitted = {
   taskId?: string;
   workerId?: string;
   subTaskId?: string;
+  /** The permission request it is about: its requester's correlation goes on the run event. */
+  request?: PermissionRequest;
   data: Record<string, unknown>;
 };
 
@@ -367,6 +369,7 @@ function askPerson(
     item: {
       id,
       kind: 'permission',
+      planId: context.planId,
       taskId: task.id,
       workerId: task.spec.id,
       requesterId: by,
@@ -696,6 +699,7 @@ export const orchestratorMachine = setup({
         taskId: message.taskId,
         workerId: message.workerId,
         subTaskId: request.requesterId,
+        request,
         data: { requestId: request.id, action: request.action, category: request.category, detail: request.detail, approved: params.approved, decidedBy: 'orchestrator', decider: 'orchestrator', tier, reason, via: request.via },
       });
       if (task) enqueue.assign({ conversations: appendConversation(context, task.id, { from: 'orchestrator', kind: 'permission', text: `${request.action} (${clip(request.detail, 200)}) for ${request.requesterId}: ${params.approved ? 'approved' : 'denied'}: ${reason}` }) });
@@ -709,6 +713,7 @@ export const orchestratorMachine = setup({
       const item: HumanItem = {
         id: request.id,
         kind: 'permission',
+        planId: context.planId,
         taskId: message.taskId,
         workerId: message.workerId,
         requesterId: request.requesterId,
@@ -771,6 +776,8 @@ export const orchestratorMachine = setup({
         const item: HumanItem = {
           id: message.id,
           kind: 'question',
+          planId: context.planId,
+          agentType: task.spec.agent.raw,
           taskId: task.id,
           workerId: message.workerId,
           requesterId: message.workerId,
@@ -875,6 +882,7 @@ export const orchestratorMachine = setup({
           type: 'permission.decided',
           taskId: item.taskId,
           workerId: item.workerId,
+          ...(item.request ? { request: item.request } : {}),
           data: { requestId: item.id, action: item.request?.action, detail: item.request?.detail, approved: decision.approved, decidedBy: decision.decidedBy, decider: decision.by, tier: 'ask_user', ...(decision.reason ? { reason: decision.reason } : {}) },
         });
         if (task) {
@@ -903,6 +911,7 @@ export const orchestratorMachine = setup({
           taskId: item.taskId,
           workerId: item.workerId,
           subTaskId: request.requesterId,
+          request,
           data: { requestId: request.id, action: request.action, category: request.category, detail: request.detail, approved: decision.approved, decidedBy: decision.decidedBy, decider: decision.by, tier: 'ask_user', ...(decision.reason ? { reason: decision.reason } : {}), via: request.via },
         });
         if (task) {

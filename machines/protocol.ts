@@ -386,10 +386,14 @@ export const HumanItem = z.object({
   workerId: z.string(),
   /** The session that asked (a sub-task, for a bubbled permission). */
   requesterId: z.string(),
+  /** The plan of the run it belongs to, and the asking session's agent type (for the audit; older snapshots have neither). */
+  planId: z.string().optional(),
+  agentType: z.string().optional(),
   /** One line for a prompt or a list: the action and its detail, or the question. */
   title: z.string(),
   request: PermissionRequest.optional(),
   question: z.string().optional(),
+  /** When the person was asked (ms since the epoch, on the run's clock): the default applies at askedAt + timeoutMs. */
   askedAt: z.number(),
   timeoutMs: z.number().int().positive(),
   /** The answer when nobody answers in time. */
@@ -533,6 +537,7 @@ export const RunEventType = z.enum([
   'limit.hit',
   'circuit.open',
   'permission.requested',
+  'permission.forwarded',
   'permission.decided',
   'question.asked',
   'question.answered',
@@ -597,6 +602,43 @@ export const RunEvent = z.object({
   data: JsonObject.default({}),
 });
 export type RunEvent = z.infer<typeof RunEvent>;
+
+/** Audited operations about the run as a whole: they carry the plan. */
+const RUN_SCOPED: ReadonlySet<string> = new Set(['run.started', 'run.finished', 'run.stopped', 'run.resumed']);
+/** Audited operations about a task and its branch (not one session): they carry the plan, the task and its worker. */
+const TASK_SCOPED: ReadonlySet<string> = new Set([
+  'task.skipped',
+  'task.completed',
+  'worktree.created',
+  'worktree.removed',
+  'branch.committed',
+  'branch.merged',
+  'branch.conflict',
+  'branch.pushed',
+  'pr.created',
+  'review.requested',
+  'changes.requested',
+  'branch.done',
+]);
+
+/** What each kind of audit record must carry, beyond the run id. */
+export function auditFieldsOf(type: string): Array<keyof RunEvent> {
+  if (RUN_SCOPED.has(type)) return ['planId'];
+  if (TASK_SCOPED.has(type)) return ['planId', 'taskId'];
+  return ['planId', 'taskId', 'workerId', 'subTaskId', 'parentId', 'depth', 'agentType'];
+}
+
+/**
+ * A record of the audit trail (`audit.jsonl`): a run event with the full context of what it is
+ * about, as the README promises: the run and plan always; a task's operation its task; a
+ * session's operation (a spawn, a result, an update, a permission at any hop, a question, a
+ * management act) its task, worker, sub-task, parent, depth and agent type.
+ */
+export const AuditRecord = RunEvent.superRefine((record, ctx) => {
+  for (const field of auditFieldsOf(record.type)) {
+    if (record[field] === undefined) ctx.addIssue({ code: 'custom', path: [field], message: `a ${record.type} record must carry ${field}` });
+  }
+});
 
 // ---------------------------------------------------------------------------------------------
 // Limits and timings that travel with every session (so a remote host enforces the same ones)

@@ -12,6 +12,7 @@ import type { RunEvent } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { renderAuditMarkdown } from '../../actors/audit.js';
 import type { RunStatus } from '../../actors/runStatus.js';
+import { describeWait } from '../../actors/humanGate.js';
 import { sendControl, type ControlReply, type ControlRequest } from '../../adapters/runHost.js';
 import { FileRunStore, type RunRecord } from '../../adapters/store/file.js';
 import { indexedRuns } from '../../adapters/store/runIndex.js';
@@ -150,8 +151,8 @@ export async function inboxCommand(
     }
     out.write(`run ${record.runId}: ${status.pending.length} waiting for a person\n`);
     status.pending.forEach((i, n) => {
-      const left = Math.max(0, i.askedAt + i.timeoutMs - Date.now());
-      out.write(`  ${n + 1}. [${i.kind}] ${i.title}\n     id ${i.id} · from ${i.requesterId} (task ${i.taskId}) · ${i.askedAt ? `${ms(left)} left, then ${i.onTimeout.text}` : `then ${i.onTimeout.text}`}\n`);
+      // an item of a run from before asking times were kept has none: only its default is known
+      out.write(`  ${n + 1}. [${i.kind}] ${i.title}\n     id ${i.id} · from ${i.requesterId} (task ${i.taskId}) · ${i.askedAt ? describeWait(i, Date.now()) : `then ${i.onTimeout.text}`}\n`);
     });
     return 0;
   }

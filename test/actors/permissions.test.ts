@@ -4,7 +4,10 @@
  * asks a person for `ask_user`.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { PermissionAction } from '../../machines/protocol.js';
+import { AuditRecord, PermissionAction } from '../../machines/protocol.js';
+import { isAudited } from '../../actors/audit.js';
+import { describeWait } from '../../actors/humanGate.js';
+import { formatElapsed, RunView } from '../../actors/runView.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildPolicy, childPermissions, parsePermissionsMarkdown, workerPermissions } from '../../actors/permissions.js';
@@ -148,6 +151,62 @@ describe('inheritance and bubbling', () => {
     await h.until(() => run.summary() !== null);
     expect(toolResult(h, 'w-t.1.1', 'run_command')).toContain('asked-ann');
     expect(run.summary()!.status).toBe('completed');
+  });
+});
+
+describe('a request on its way: times, hops, audit records', () => {
+  const twoLevels = (command: string) => ({
+    rules: [
+      { agent: 'agent', depth: 0, turns: [spawnParallel([{ agentType: '@agent', prompt: 'middle' }], { text: 'delegating' })], reactions: [{ when: 'finished', turn: complete('worker done') }] },
+      { agent: 'agent', depth: 1, turns: [spawnParallel([{ agentType: '@coder', prompt: 'leaf' }])], reactions: [{ when: 'finished', turn: complete('middle done') }] },
+      { agent: 'coder', depth: 2, turns: [runCommand(command), complete('leaf done')] },
+    ],
+  });
+  const audited = (h: ReturnType<typeof harness>) => h.events.filter(isAudited);
+
+  it('is stamped on the run clock, shows each hop as an event, and the person sees how long is left', async () => {
+    const h = harness({ script: twoLevels('echo asked'), config: { permissions: { ask_user: ['command_execution'], ask_user_timeout_ms: 60_000 } }, io: true });
+    h.clock.increment(5_000); // the run starts at 5 s on the simulated clock: a time of 0 would be the old bug
+    const run = h.run({ tasks: [{ id: 't', agent: '@agent', prompt: 'do it in layers' }] });
+    await h.until(() => h.of('human.asked').length === 1);
+    const asked = h.of('human.asked')[0]!;
+    const [item] = pendingHumanItems(run.actor);
+    expect(item!.askedAt).toBe(asked.ts);
+    expect(item!.request!.timestamp).toBeGreaterThanOrEqual(5_000);
+    expect(item!.request!.timestamp).toBeLessThanOrEqual(item!.askedAt);
+    expect(asked.data).toMatchObject({ askedAt: item!.askedAt, expiresAt: item!.askedAt + 60_000 });
+    expect(describeWait(item!, h.clock.now())).toBe(`${formatElapsed(item!.askedAt + 60_000 - h.clock.now())} left, then denied by default: nobody answered`);
+    await h.advance(15_000, 1_000);
+    expect(describeWait(item!, item!.askedAt + 15_000)).toBe('45.0s left, then denied by default: nobody answered');
+
+    // the way up, hop by hop, each about the requester: sub-task → parent → worker → orchestrator → a person
+    const hops = h.of('permission.forwarded');
+    expect(hops.map((e) => `${String(e.data.from)}>${String(e.data.to)}`)).toEqual(['w-t.1.1>w-t.1', 'w-t.1>w-t', 'w-t>orchestrator']);
+    expect(hops.map((e) => e.data.hop)).toEqual([1, 2, 3]);
+    for (const e of hops) expect(e).toMatchObject({ subTaskId: 'w-t.1.1', parentId: 'w-t.1', depth: 2, agentType: '@coder', taskId: 't', workerId: 'w-t', planId: 'plan' });
+    const order = [h.of('permission.requested')[0]!, ...hops, asked].map((e) => e.seq);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    // the live tree shows where it waits
+    const view = new RunView();
+    for (const e of h.events) view.apply(e);
+    expect(view.nodes.get('w-t.1.1')!.note).toBe('command_execution: echo asked: waiting for a person');
+
+    run.actor.send({ type: 'HUMAN_ANSWER', id: item!.id, answer: { approved: true, by: 'ann' } });
+    await h.until(() => run.summary() !== null);
+    const decided = h.of('permission.decided').find((e) => e.data.decidedBy === 'human')!;
+    expect(decided).toMatchObject({ subTaskId: 'w-t.1.1', parentId: 'w-t.1', depth: 2, agentType: '@coder', planId: 'plan' });
+    expect(h.of('human.answered')[0]).toMatchObject({ planId: 'plan', subTaskId: 'w-t.1.1', parentId: 'w-t.1', depth: 2 });
+    for (const record of audited(h)) expect(AuditRecord.safeParse(record).error?.issues ?? [], `${record.type} #${record.seq}`).toEqual([]);
+  });
+
+  it('decided by the timeout: the record carries the requester\'s whole context too', async () => {
+    const h = harness({ script: twoLevels('echo too-late'), config: { permissions: { ask_user: ['command_execution'], ask_user_timeout_ms: 2_000 } }, io: true });
+    const run = h.run({ tasks: [{ id: 't', agent: '@agent', prompt: 'do it in layers' }] });
+    await h.until(() => run.summary() !== null);
+    const decided = h.of('permission.decided').find((e) => e.data.decidedBy === 'timeout')!;
+    expect(decided).toMatchObject({ subTaskId: 'w-t.1.1', parentId: 'w-t.1', depth: 2, agentType: '@coder', planId: 'plan', taskId: 't', workerId: 'w-t' });
+    expect(h.of('inbox.accepted').find((e) => e.data.type === 'permission_request')).toMatchObject({ subTaskId: 'w-t.1.1', parentId: 'w-t.1', depth: 2, agentType: '@coder' });
+    for (const record of audited(h)) expect(AuditRecord.safeParse(record).error?.issues ?? [], `${record.type} #${record.seq}`).toEqual([]);
   });
 });
 

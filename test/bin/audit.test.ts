@@ -8,10 +8,17 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { SecretRedactor } from '../../actors/secrets.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import { AuditRecord, type RunEvent } from '../../machines/protocol.js';
+import { renderAuditMarkdown } from '../../actors/audit.js';
 import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
+
+/** Every record carries what it is about in full (AuditRecord: a session's operation its task, worker, sub-task, parent, depth and agent type). */
+function expectFullContext(records: RunEvent[]): void {
+  const problems = records.flatMap((r) => (AuditRecord.safeParse(r).error?.issues ?? []).map((i) => `#${r.seq} ${i.message}`));
+  expect(problems).toEqual([]);
+}
 
 
 describe('a2a audit', () => {
@@ -35,6 +42,28 @@ describe('a2a audit', () => {
     expect(records.map((r) => r.type)).toEqual(expect.arrayContaining(['run.started', 'worker.deployed', 'stuck.detected', 'worker.redirected', 'subtask.result', 'task.completed', 'run.finished']));
     expect(records.every((r) => r.runId === 'stuck-1')).toBe(true);
     expect(records.some((r) => r.type === 'tool.called' || r.type === 'session.state')).toBe(false);
+    expectFullContext(records);
+  });
+
+  it('gives every record of the OAuth example its full context', async () => {
+    const ws = tempDir();
+    expect(await main(['run', join(root, 'examples/oauth'), '--workspace', ws, '--run-id', 'oauth-1', '--no-tree'], capture().io)).toBe(0);
+    const json = capture();
+    expect(await main(['audit', 'oauth-1', '--workspace', ws, '--format', 'json'], json.io)).toBe(0);
+    const records = json.out().trim().split('\n').map((l) => JSON.parse(l) as RunEvent);
+    expect(new Set(records.map((r) => r.type))).toEqual(new Set(['run.started', 'worker.deployed', 'subtask.spawned', 'subtask.result', 'update.queued', 'inbox.accepted', 'inquiry.sent', 'inquiry.answered', 'task.completed', 'run.finished']));
+    expectFullContext(records);
+    // the Markdown export says who sent each update
+    const md = capture();
+    expect(await main(['audit', 'oauth-1', '--workspace', ws, '--format', 'md'], md.io)).toBe(0);
+    expect(md.out()).toMatch(/\| update\.queued \|[^\n]*\| completed from w-design\.1/);
+  });
+
+  it('shows a failed result\'s error in the Markdown export', () => {
+    const md = renderAuditMarkdown('r', [
+      { type: 'subtask.result', runId: 'r', seq: 1, ts: 0, planId: 'p', taskId: 't', workerId: 'w', subTaskId: 'w.1', parentId: 'w', depth: 1, agentType: '@coder', data: { status: 'failed', output: '', error: 'crashed: disk full' } },
+    ]);
+    expect(md).toContain('| failed: crashed: disk full |');
   });
 
   it('never writes a credential, whoever put it in a prompt', async () => {

@@ -15,7 +15,7 @@ import type { Clock, EventSink, HumanDecision, HumanGateEvent, HumanGateReply } 
 import type { HumanAnswer, HumanItem } from '../machines/protocol.js';
 import { correlationOfRequest } from './events.js';
 import { formatElapsed } from './runView.js';
-import { parentOf, relay } from './xstateInternals.js';
+import { parentOf, relay, stopped } from './xstateInternals.js';
 export type { HumanDecision, HumanGateEvent, HumanGateReply };
 
 /** Where items are shown to people; both calls must be cheap and must not throw. */
@@ -119,7 +119,7 @@ export function createHumanGateLogic(deps: { clock: Clock; channel?: HumanChanne
         }
         case 'xstate.stop':
           for (const id of state.pending.keys()) channel?.withdraw(id, 'withdrawn');
-          return snapshot;
+          return stopped(snapshot);
       }
       return snapshot;
     },

@@ -16,7 +16,7 @@ import type { Clock, EventSink, InboxEvent, InboxReply } from '../machines/ports
 
 import type { PermissionRequest, QueueMessage, TaskUpdate } from '../machines/protocol.js';
 import { correlationOfRequest, type Correlated } from './events.js';
-import { parentOf, relay } from './xstateInternals.js';
+import { parentOf, relay, stopped } from './xstateInternals.js';
 export type { InboxEvent, InboxReply };
 
 export interface InboxJournal {
@@ -153,6 +153,7 @@ export function createInboxLogic(deps: { clock: Clock; journal?: InboxJournal; e
     getInitialSnapshot: () => ({ status: 'active', output: undefined, error: undefined, inbox: emptyState() }),
     transition: (snapshot, event, scope) => {
       const state = snapshot.inbox;
+      if ((event as { type: string }).type === 'xstate.stop') return stopped(snapshot);
       if (event.type === 'ENQUEUE') {
         const now = clock.now();
         state.received++;

@@ -22,7 +22,7 @@ import { correlationOf } from './events.js';
 import { walkActors } from './checkpoint.js';
 import { sessionStateName, type SessionContext } from '../machines/session.js';
 import { inlineIssues } from './errors.js';
-import { parentOf, relay } from './xstateInternals.js';
+import { parentOf, relay, stopped } from './xstateInternals.js';
 import { errorText } from '../machines/errorText.js';
 
 /**
@@ -377,7 +377,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
           return { ...snapshot, status: 'error', error: new Error((event as { error: string }).error) };
         case 'xstate.stop':
           end(state);
-          return snapshot;
+          return stopped(snapshot);
         default: {
           // a stand-in of a copy being dropped (detachTree) sends nothing: the copy elsewhere owns the child
           if (state.stopped) return snapshot;
@@ -640,6 +640,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
           detachTree(state.session);
           scope.stopChild(state.session);
         }
+        return stopped(snapshot);
       }
       return snapshot;
     },

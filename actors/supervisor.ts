@@ -32,7 +32,7 @@ import { spawnRefusal, type SpawnBudget } from './limits.js';
 import type { FileLockTable } from './fileLocks.js';
 import type { CostControl } from './agentLoop.js';
 import { correlationOf, correlationOfRequest, forwardSessionEvent } from './events.js';
-import { parentOf, relay } from './xstateInternals.js';
+import { parentOf, relay, stopped } from './xstateInternals.js';
 import { errorText } from '../machines/errorText.js';
 import { Family, type Member, type PersistedFamily } from './family.js';
 
@@ -517,7 +517,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
           break;
         case 'xstate.stop':
           stopAll(family, scope);
-          break;
+          return stopped(snapshot);
         default:
           if (event.type.startsWith('xstate.done.actor.')) {
             const done = event as { actorId: string; output: unknown };

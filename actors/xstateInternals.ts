@@ -11,7 +11,17 @@
  *   persisted with a checkpoint (actors/checkpoint.ts) and kept by the indexed scheduler
  *   (actors/scheduler.ts, which replaces `system.scheduler` on the shape `internalSystem` checks).
  */
-import type { AnyActorRef } from 'xstate';
+import type { AnyActorRef, Snapshot } from 'xstate';
+
+/**
+ * The snapshot a custom actor logic returns for `xstate.stop`. XState marks a machine's snapshot
+ * `stopped` itself, but keeps whatever a custom logic returns: without this, the last snapshot of
+ * a stopped supervisor, inbox, gate or remote link says `active`, and the inspector shows it
+ * running after the run has ended.
+ */
+export function stopped<S extends Snapshot<unknown>>(snapshot: S): S {
+  return { ...snapshot, status: 'stopped' };
+}
 
 export interface ScheduledEvent {
   event: { type: string };

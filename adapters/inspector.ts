@@ -18,7 +18,9 @@ import { redactSecrets } from '../actors/secrets.js';
 
 export interface InspectorConnection {
   inspect: Observer<InspectionEvent>;
-  /** Waits for queued events to go out, then closes the connection. */
+  /** Whether the inspector answered when the run started (if not, it is tried again in the background). */
+  readonly connected: boolean;
+  /** Waits for queued events to go out, then closes the connection and stops reconnecting. */
   close(): Promise<void>;
 }
 
@@ -27,51 +29,145 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Actor snapshots reference their machines (cycles): stringify safely, to a bounded depth. */
 const stringify = configure({ maximumDepth: 10 });
 
+/** Reconnection backoff: from 250 ms, doubling, at most 5 s between attempts. */
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 5_000;
+/**
+ * What is kept for an inspector that is not (or no longer) connected, in bytes: the actors (the
+ * tree, sent again on every connection so that a relay started late or restarted shows it whole)
+ * and the other events since the connection was lost (the oldest dropped first).
+ */
+export const INSPECTOR_BUFFER = { treeBytes: 32 * 1024 * 1024, pendingBytes: 16 * 1024 * 1024 };
+
+/** The inspection event's actor ids, qualified by run: XState numbers actors per process (`x:0`…), and runs share a relay. */
+function qualify(event: Record<string, unknown>, runId: string): Record<string, unknown> {
+  const out = { ...event };
+  for (const key of ['sessionId', 'parentId', 'rootId', 'sourceId'] as const) {
+    if (typeof out[key] === 'string') out[key] = `${runId}/${out[key] as string}`;
+  }
+  return out;
+}
+
 /**
  * The transport for @statelyai/inspect's inspector. The package's own WebSocket adapter keeps
  * reconnecting every 5 s after a failed connection, even after `stop()`, so a run pointed at an
- * inspector that is not there would never exit; this one connects once and closes for good.
+ * inspector that is not there would never exit. This one reconnects with backoff until it is
+ * closed, and sends a new connection the actors it knows and the events it could not send
+ * (bounded: INSPECTOR_BUFFER), so that an inspector started after the run, or restarted during
+ * it, still shows the whole tree.
  */
 class WebSocketTransport {
-  readonly #socket: WebSocket;
-  readonly opened: Promise<boolean>;
+  readonly #url: string;
+  #socket: WebSocket | null = null;
+  #open = false;
+  #closed = false;
+  #attempt = 0;
+  #timer: NodeJS.Timeout | null = null;
+  readonly #tree: string[] = [];
+  #treeBytes = 0;
+  #pending: string[] = [];
+  #pendingHead = 0;
+  #pendingBytes = 0;
+  /** Events not kept because a buffer was full. */
+  dropped = 0;
 
-  constructor(url: string, timeoutMs: number) {
-    this.#socket = new WebSocket(url);
-    this.#socket.on('error', () => {});
-    this.opened = new Promise((resolve) => {
+  constructor(url: string) {
+    this.#url = url;
+  }
+
+  /** Connects; resolves whether it opened within `timeoutMs` (it keeps trying in the background if not). */
+  start(timeoutMs: number): Promise<boolean> {
+    return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.#socket.once('open', () => (clearTimeout(timer), resolve(true)));
-      this.#socket.once('close', () => (clearTimeout(timer), resolve(false)));
+      this.#connect((opened) => {
+        clearTimeout(timer);
+        resolve(opened);
+      });
     });
   }
 
-  send(event: unknown): void {
+  #connect(first?: (opened: boolean) => void): void {
+    if (this.#closed) return;
+    const socket = new WebSocket(this.#url);
+    this.#socket = socket;
+    socket.on('error', () => {});
+    socket.once('open', () => {
+      this.#open = true;
+      this.#attempt = 0;
+      // a new connection (a relay started late, or restarted): the tree first, then what waited
+      for (const message of this.#tree) socket.send(message);
+      for (let i = this.#pendingHead; i < this.#pending.length; i++) socket.send(this.#pending[i]!);
+      this.#pending = [];
+      this.#pendingHead = 0;
+      this.#pendingBytes = 0;
+      first?.(true);
+    });
+    socket.once('close', () => {
+      const wasOpen = this.#open;
+      this.#open = false;
+      if (!wasOpen) first?.(false);
+      if (this.#closed) return;
+      const delay = Math.min(RETRY_MIN_MS * 2 ** this.#attempt++, RETRY_MAX_MS);
+      this.#timer = setTimeout(() => this.#connect(), delay);
+      this.#timer.unref();
+    });
+  }
+
+  send(event: unknown, runId: string): void {
+    if (this.#closed) return;
+    const qualified = event && typeof event === 'object' ? qualify(event as Record<string, unknown>, runId) : event;
     // snapshots hold prompts, tool arguments and results: the process's secrets are redacted
-    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(redactSecrets(stringify(event) ?? 'null'));
+    const message = redactSecrets(stringify(qualified) ?? 'null');
+    const isActor = (event as { type?: unknown } | null)?.type === '@xstate.actor';
+    if (isActor) {
+      if (this.#treeBytes + message.length <= INSPECTOR_BUFFER.treeBytes) {
+        this.#tree.push(message);
+        this.#treeBytes += message.length;
+      } else {
+        this.dropped++;
+      }
+    }
+    if (this.#open && this.#socket?.readyState === WebSocket.OPEN) {
+      this.#socket.send(message);
+      return;
+    }
+    if (isActor) return; // kept with the tree, sent with it
+    this.#pending.push(message);
+    this.#pendingBytes += message.length;
+    while (this.#pendingBytes > INSPECTOR_BUFFER.pendingBytes && this.#pendingHead < this.#pending.length) {
+      this.#pendingBytes -= this.#pending[this.#pendingHead++]!.length;
+      this.dropped++;
+    }
+    if (this.#pendingHead > 1024 && this.#pendingHead * 2 > this.#pending.length) {
+      this.#pending = this.#pending.slice(this.#pendingHead);
+      this.#pendingHead = 0;
+    }
   }
 
   async close(): Promise<void> {
-    for (let i = 0; i < 200 && this.#socket.bufferedAmount > 0; i++) await sleep(10);
-    this.#socket.close();
-    if (this.#socket.readyState !== WebSocket.CLOSED) await new Promise((r) => this.#socket.once('close', r));
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    const socket = this.#socket;
+    if (!socket) return;
+    for (let i = 0; i < 200 && this.#open && socket.bufferedAmount > 0; i++) await sleep(10);
+    socket.close();
+    if (socket.readyState !== WebSocket.CLOSED) await new Promise((r) => socket.once('close', r));
   }
 }
 
 /**
- * Connects to an inspector relay (`a2a inspect`) and waits until the connection is open, so that
- * no early event (the root actor's creation) is lost. Resolves null when nothing answers at `url`
- * within `timeoutMs`.
+ * Connects to an inspector relay (`a2a inspect`), waiting up to `timeoutMs` for it so that no
+ * early event (the root actor's creation) is late. One that does not answer yet is tried again
+ * in the background until the run ends; either way every actor id it is sent is qualified by
+ * `runId`.
  */
-export async function connectInspector(url: string, timeoutMs = 3000): Promise<InspectorConnection | null> {
-  const transport = new WebSocketTransport(url, timeoutMs);
-  if (!(await transport.opened)) {
-    await transport.close();
-    return null;
-  }
-  const inspector = createInspector({ send: (event) => transport.send(event) });
+export async function connectInspector(url: string, options: { runId: string; timeoutMs?: number }): Promise<InspectorConnection> {
+  const transport = new WebSocketTransport(url);
+  const connected = await transport.start(options.timeoutMs ?? 3000);
+  const inspector = createInspector({ send: (event) => transport.send(event, options.runId) });
   return {
     inspect: inspector.inspect,
+    connected,
     async close() {
       // the inspector converts events on a timer: let those run, then let the socket drain
       await sleep(50);

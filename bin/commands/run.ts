@@ -524,9 +524,9 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   let inspector: InspectorConnection | null = null;
   if (effective.inspect) {
     const url = typeof effective.inspect === 'string' ? effective.inspect : DEFAULT_INSPECTOR_URL;
-    inspector = await connectInspector(url);
-    if (inspector) io.stderr.write(`inspector: sending the run to ${url}\n`);
-    else io.stderr.write(`inspector: nothing answers at ${url} (start one with \`a2a inspect\`); running without it\n`);
+    inspector = await connectInspector(url, { runId });
+    if (inspector.connected) io.stderr.write(`inspector: sending the run to ${url}\n`);
+    else io.stderr.write(`inspector: nothing answers at ${url} yet (start one with \`a2a inspect\`); the run goes on, and sends it the whole tree once it answers\n`);
   }
   const inspect = inspector ? { inspect: inspector.inspect } : {};
 

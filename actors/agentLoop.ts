@@ -205,7 +205,7 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
   const fixed = fixedFor(deps, spec);
   const injected: ChatMessage[] = [];
   if (input.messages.length === 0) injected.push({ role: 'user', content: taskMessage(spec) });
-  const text = injectionText(input.inbox, input.updates, input.live);
+  const text = injectionText(input.inbox, input.updates, input.live, input.dropped);
   if (text) injected.push({ role: 'user', content: text, synthetic: true });
   const resolved = deps.resolveModel(spec);
   const { model } = resolved;

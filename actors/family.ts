@@ -9,6 +9,18 @@ import type { SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protoco
 
 export type MemberState = 'pending' | 'running' | 'settled';
 
+/**
+ * The most updates that wait in a family's mailbox (seed 002). Beyond it the oldest status and
+ * progress updates are dropped, and counted for the owner; results, failures, questions, error
+ * reports and idle answers are never dropped, so the mailbox can exceed it with those alone.
+ */
+export const MAILBOX_LIMIT = 100;
+
+/** An update that may be dropped when the mailbox is full: a plain status or progress report. */
+export function droppable(update: TaskUpdate): boolean {
+  return update.type === 'idle' || (update.type === 'progress' && (update.kind === undefined || update.kind === 'status'));
+}
+
 export interface Member {
   spec: SessionSpec;
   /** The session actor, from the moment it starts running until it settles. */
@@ -36,6 +48,13 @@ export class Family implements FamilyView {
   /** Sequence number of each child's completion update, so a delivered result can be withdrawn. */
   readonly completionSeq = new Map<string, number>();
   seq = 0;
+  /** Sequence numbers of droppable updates, oldest first (`droppableHead` is the next to look at). */
+  droppables: number[] = [];
+  droppableHead = 0;
+  /** Updates dropped and not yet told to the owner in a batch it acknowledged. */
+  dropped = 0;
+  /** How many of them the outstanding batch tells. */
+  droppedTold = 0;
   /** A batch was sent and not yet acknowledged (batches are coalesced). */
   outstanding = false;
   watch: { ids: string[]; remaining: Set<string> } | null = null;
@@ -70,29 +89,52 @@ export class Family implements FamilyView {
 
   // -- the mailbox: updates for the owner, sent in coalesced batches until acknowledged ----------
 
-  /** Queues an update for the owner, stamped in place with `at`. */
-  post(update: TaskUpdate, at: number): void {
+  /**
+   * Queues an update for the owner, stamped in place with `at`. When the mailbox is over
+   * MAILBOX_LIMIT, the oldest droppable updates leave it; returns how many did.
+   */
+  post(update: TaskUpdate, at: number): number {
     update.timestamp = at;
     const seq = ++this.seq;
     this.mailbox.set(seq, update);
     if (update.type === 'completed' || update.type === 'failed') this.completionSeq.set(update.subTaskId, seq);
+    if (droppable(update)) this.droppables.push(seq);
+    let dropped = 0;
+    while (this.mailbox.size > MAILBOX_LIMIT && this.droppableHead < this.droppables.length) {
+      // acknowledged ones are gone already: skipped
+      if (this.mailbox.delete(this.droppables[this.droppableHead++]!)) dropped++;
+    }
+    if (this.droppableHead > 1024 && this.droppableHead * 2 > this.droppables.length) {
+      this.droppables = this.droppables.slice(this.droppableHead);
+      this.droppableHead = 0;
+    }
+    this.dropped += dropped;
+    return dropped;
   }
 
   /** The batch to send the owner now: none while one is unacknowledged, the mailbox is empty or the family stops. */
-  batch(): { upTo: number; updates: TaskUpdate[]; live: number } | null {
+  batch(): { upTo: number; updates: TaskUpdate[]; live: number; dropped?: number } | null {
     if (this.outstanding || this.mailbox.size === 0 || this.stopping) return null;
     this.outstanding = true;
-    return { upTo: this.seq, updates: [...this.mailbox.values()], live: this.unsettled };
+    this.droppedTold = this.dropped;
+    return { upTo: this.seq, updates: [...this.mailbox.values()], live: this.unsettled, ...(this.dropped > 0 ? { dropped: this.dropped } : {}) };
   }
 
-  /** The owner has the updates up to `upTo`: they leave the mailbox. */
-  acknowledge(upTo: number): void {
+  /**
+   * The owner has the updates up to `upTo` (all of them, or only those of the children in
+   * `only`): they leave the mailbox; the others are offered again with the next batch.
+   */
+  acknowledge(upTo: number, only?: ReadonlySet<string>): void {
     for (const seq of this.mailbox.keys()) {
       if (seq > upTo) break;
       const update = this.mailbox.get(seq)!;
+      if (only && !only.has(update.subTaskId)) continue;
       this.mailbox.delete(seq);
       if (this.completionSeq.get(update.subTaskId) === seq) this.completionSeq.delete(update.subTaskId);
     }
+    // the owner was told of what was dropped with the batch it acknowledges
+    this.dropped -= this.droppedTold;
+    this.droppedTold = 0;
     this.outstanding = false;
   }
 

@@ -6,6 +6,7 @@
 import type { InboxItem } from '../machines/ports.js';
 import type { SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol.js';
 import type { AgentDefinition, AgentRegistry } from './registry.js';
+import { MAILBOX_LIMIT } from './family.js';
 
 /** Results longer than this are cut in the injected message; the full text stays queryable. */
 const MAX_INJECTED_OUTPUT = 20_000;
@@ -138,9 +139,13 @@ function describeInbox(item: InboxItem): string {
 }
 
 /** One synthetic user message for everything that arrived since the last model call, or null. */
-export function injectionText(inbox: InboxItem[], updates: TaskUpdate[], live = 0): string | null {
+export function injectionText(inbox: InboxItem[], updates: TaskUpdate[], live = 0, dropped = 0): string | null {
   if (inbox.length === 0 && updates.length === 0) return null;
-  const lines = [...updates.map(describeUpdate), ...inbox.map(describeInbox)];
+  const lines = [
+    ...(dropped > 0 ? [`${dropped} older status update(s) from your sub-tasks were dropped: at most ${MAILBOX_LIMIT} wait for you (results, questions and errors are never dropped).`] : []),
+    ...updates.map(describeUpdate),
+    ...inbox.map(describeInbox),
+  ];
   const status =
     updates.length === 0 ? '' : live > 0 ? `\n\n${live} of your sub-tasks are still running; their results will follow.` : '\n\nAll your sub-tasks have finished.';
   return `[a2a] Since your last step:\n\n${lines.map((l) => `- ${l}`).join('\n\n')}${status}`;

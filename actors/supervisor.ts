@@ -34,7 +34,7 @@ import type { CostControl } from './agentLoop.js';
 import { correlationOf, correlationOfRequest, forwardSessionEvent } from './events.js';
 import { parentOf, relay, stopped } from './xstateInternals.js';
 import { errorText } from '../machines/errorText.js';
-import { Family, type Member, type PersistedFamily } from './family.js';
+import { Family, MAILBOX_LIMIT, type Member, type PersistedFamily } from './family.js';
 
 export type SupervisorSnapshot = Snapshot<undefined> & { family: Family };
 
@@ -217,7 +217,15 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
 
   /** Queues an update for the owner; `update` must be a fresh object (it is stamped in place). */
   function pushUpdate(family: Family, scope: Scope, update: TaskUpdate): void {
-    family.post(update, clock.now());
+    const dropped = family.post(update, clock.now());
+    // said once per batch the owner has not read: it learns the count with the batch
+    if (dropped > 0 && family.dropped === dropped) {
+      emit(() => ({
+        type: 'warning',
+        ...(family.owner ? correlationOf(family.owner) : {}),
+        data: { message: `${family.ownerId}'s mailbox is full (${MAILBOX_LIMIT} updates): its oldest status updates are dropped until it reads them (results, questions and errors never are)` },
+      }));
+    }
     emit(() => ({
       type: 'update.queued',
       // the owner's correlation; for the orchestrator's workers, the sending worker's
@@ -481,7 +489,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
           pushUpdate(family, scope, { ...event.update });
           break;
         case 'ACK_UPDATES':
-          family.acknowledge(event.upTo);
+          family.acknowledge(event.upTo, event.subTaskIds ? new Set(event.subTaskIds) : undefined);
           notify(family, scope);
           break;
         case 'WATCH': {

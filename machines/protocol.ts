@@ -722,6 +722,8 @@ export const UpdateBatch = z.object({
   updates: z.array(TaskUpdate),
   /** Children not yet settled, so the owner knows whether more is coming. */
   live: z.number().int().min(0),
+  /** Status and progress updates dropped since the last batch the owner acknowledged (the mailbox holds at most 100). */
+  dropped: z.number().int().min(1).optional(),
 });
 export type UpdateBatch = z.infer<typeof UpdateBatch>;
 
@@ -808,6 +810,8 @@ export const CallModelInput = z.object({
   turn: z.number().int().min(0),
   /** Children not yet settled, so the model knows whether more results are coming. */
   live: z.number().int().min(0),
+  /** Status updates dropped from the mailbox before these (see UpdateBatch.dropped). */
+  dropped: z.number().int().min(1).optional(),
   /** The session's reinitialization count (part of permission request ids). */
   epoch: z.number().int().min(0).optional(),
   /**
@@ -858,7 +862,8 @@ export const ToolEffect = z.discriminatedUnion('kind', [
     error: z.string().optional(),
   }),
   z.object({ kind: z.literal('notify'), notification: NotificationKind, message: z.string() }),
-  z.object({ kind: z.literal('ackUpdates') }),
+  /** The updates shown are acknowledged: all of the batch, or only those of `subTaskIds` (the others stay). */
+  z.object({ kind: z.literal('ackUpdates'), subTaskIds: z.array(z.string()).optional() }),
   z.object({ kind: z.literal('message'), to: z.string(), text: z.string() }),
   z.object({ kind: z.literal('cancel'), ids: z.array(z.string()), reason: z.string() }),
 ]);
@@ -935,7 +940,8 @@ export const SupervisorEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('SPAWN'), requestId: z.string(), specs: z.array(SessionSpec) }),
   z.object({ type: z.literal('WATCH'), ids: z.array(z.string()) }),
   z.object({ type: z.literal('UNWATCH') }),
-  z.object({ type: z.literal('ACK_UPDATES'), upTo: z.number().int() }),
+  /** The owner has the updates up to `upTo`: all of them, or only those of `subTaskIds` (the others are offered again). */
+  z.object({ type: z.literal('ACK_UPDATES'), upTo: z.number().int(), subTaskIds: z.array(z.string()).optional() }),
   z.object({ type: z.literal('CANCEL_CHILDREN'), ids: z.array(z.string()), reason: z.string() }),
   /** Cancels every child still running or waiting; later spawns are accepted again. */
   z.object({ type: z.literal('CANCEL_LIVE'), reason: z.string() }),

@@ -316,11 +316,16 @@ function recordOutcome(context: SessionContext, enqueue: Enqueue, outcome: ToolO
         update: update(next, 'progress', { kind: effect.notification, message: effect.message }),
       });
       break;
-    case 'ackUpdates':
-      if (next.batch) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: next.batch.upTo });
-      enqueue.assign({ batch: null });
-      next = { ...next, batch: null };
+    case 'ackUpdates': {
+      // a filtered check takes those sub-tasks' updates; the others stay for the next step
+      const only = effect.subTaskIds ? new Set(effect.subTaskIds) : null;
+      if (next.batch) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: next.batch.upTo, ...(effect.subTaskIds ? { subTaskIds: effect.subTaskIds } : {}) });
+      const left = only && next.batch ? next.batch.updates.filter((u) => !only.has(u.subTaskId)) : [];
+      const batch = left.length > 0 && next.batch ? { ...next.batch, updates: left } : null;
+      enqueue.assign({ batch });
+      next = { ...next, batch };
       break;
+    }
     case 'message':
       enqueue.sendTo('subtasks', { type: 'SEND_TO_CHILD', to: effect.to, from: next.spec.id, text: effect.text });
       break;
@@ -396,6 +401,7 @@ export const sessionSetup = setup({
           inbox: context.inbox,
           updates: context.batch?.updates ?? [],
           upTo: context.batch?.upTo ?? null,
+          ...(context.batch?.dropped ? { dropped: context.batch.dropped } : {}),
           turn: context.turns,
           live: context.live,
           epoch: context.meta.epoch,
@@ -605,7 +611,7 @@ export const sessionSetup = setup({
     }),
     holdBatch: assign(({ context, event }) =>
       event.type === 'UPDATES_AVAILABLE'
-        ? { batch: { upTo: event.upTo, updates: event.updates, live: event.live }, live: event.live }
+        ? { batch: { upTo: event.upTo, updates: event.updates, live: event.live, ...(event.dropped ? { dropped: event.dropped } : {}) }, live: event.live }
         : { batch: context.batch },
     ),
     // -- Input between steps, and the idle watchdog

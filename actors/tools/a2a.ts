@@ -179,16 +179,28 @@ const awaitSubtasks: ToolDefinition<typeof AwaitArgs> = {
   },
 };
 
-const checkUpdates: ToolDefinition<z.ZodObject<{}>> = {
+const CheckArgs = z.object({
+  subTaskIds: z.array(z.string().min(1)).min(1).optional().describe('Only these sub-tasks\' updates (their ids); all of them when omitted.'),
+});
+const checkUpdates: ToolDefinition<typeof CheckArgs> = {
   name: 'a2a_check_updates',
-  description: 'Return the updates from your sub-tasks that arrived since your last step (results, questions, idle answers), without waiting.',
-  parameters: z.object({}),
-  execute: (_args, ctx) => {
+  description:
+    'Return the updates from your sub-tasks that arrived since your last step (results, questions, idle answers), without waiting. Give subTaskIds to see only those sub-tasks\' updates; the others arrive with a later step.',
+  parameters: CheckArgs,
+  execute: (args, ctx) => {
     const live = ctx.family?.live() ?? 0;
-    if (ctx.updates.length === 0) {
+    const only = args.subTaskIds ? new Set(args.subTaskIds) : null;
+    if (only) {
+      const unknown = [...only].filter((id) => !ctx.family?.has(id));
+      if (unknown.length > 0) {
+        return { isError: true, content: `${unknown.join(', ')} ${unknown.length === 1 ? 'is not one of your sub-tasks' : 'are not your sub-tasks'}; yours: ${ctx.family?.ids().join(', ') || 'none'}` };
+      }
+    }
+    const updates = only ? ctx.updates.filter((u) => only.has(u.subTaskId)) : ctx.updates;
+    if (updates.length === 0) {
       return { isError: false, content: JSON.stringify({ updates: [], stillRunning: live }) };
     }
-    return { isError: false, content: JSON.stringify({ updates: ctx.updates, stillRunning: live }), effect: { kind: 'ackUpdates' } };
+    return { isError: false, content: JSON.stringify({ updates, stillRunning: live }), effect: { kind: 'ackUpdates', ...(only ? { subTaskIds: [...only] } : {}) } };
   },
 };
 

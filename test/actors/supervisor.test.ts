@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import type { Family } from '../../actors/family.js';
+import { Family, MAILBOX_LIMIT } from '../../actors/family.js';
+import { injectionText } from '../../actors/prompts.js';
+import type { TaskUpdate } from '../../machines/protocol.js';
 import { START_SLICE } from '../../actors/supervisor.js';
 import { complete, harness, spawnParallel, type Harness } from '../helpers.js';
 
@@ -396,5 +398,89 @@ describe('tools end to end', () => {
     const check = last.find((m) => m.role === 'tool' && m.name === 'a2a_check_updates')!;
     expect(JSON.parse(check.content)).toMatchObject({ updates: [{ type: 'completed', subTaskId: 'session.1' }], stillRunning: 0 });
     expect(last.filter((m) => m.role === 'user' && m.content.includes('completed (success)'))).toHaveLength(0);
+  });
+
+  it('should hand over only the named sub-tasks\' updates with a2a_check_updates subTaskIds, and keep the others for the next step', async () => {
+    const h = harness({
+      script: {
+        rules: [
+          parentSpawning(
+            [{ prompt: 'fast' }, { prompt: 'second' }],
+            [
+              {
+                delayMs: 500,
+                toolCalls: [
+                  { name: 'a2a_check_updates', arguments: { subTaskIds: ['session.9'] } },
+                  { name: 'a2a_check_updates', arguments: { subTaskIds: ['session.1'] } },
+                ],
+              },
+              { toolCalls: [{ name: 'a2a_list_agents', arguments: {} }] },
+              complete('done'),
+            ],
+          ),
+          { agent: 'agent', depth: 1, prompt: 'fast', turns: [complete('fast result', 100)] },
+          { agent: 'agent', depth: 1, prompt: 'second', turns: [complete('second result', 200)] },
+        ],
+      },
+    });
+    const run = h.standalone('parent');
+    await h.until(() => run.result() !== null);
+    const calls = h.model.calls.filter((c) => c.sessionId === 'session');
+    const toolResults = calls.at(-1)!.request.messages.filter((m) => m.role === 'tool' && m.name === 'a2a_check_updates');
+    expect(toolResults[0]!.content).toBe('session.9 is not one of your sub-tasks; yours: session.1, session.2');
+    const first = JSON.parse(toolResults[1]!.content) as { updates: Array<{ subTaskId: string }> };
+    expect(first.updates.map((u) => u.subTaskId)).toEqual(['session.1']);
+    // the other's result stays, and reaches the next step once (and session.1's not again)
+    // the other's result stays, and reaches a later step once (and session.1's is never injected)
+    const injected = calls.at(-1)!.request.messages.filter((m) => m.role === 'user' && /completed \(success\)/.test(m.content)).map((m) => m.content);
+    expect(injected.filter((c) => c.includes('session.2'))).toHaveLength(1);
+    expect(injected.filter((c) => c.includes('session.1'))).toHaveLength(0);
+    expect(run.result()!.status).toBe('success');
+  });
+});
+
+describe('the update mailbox (seed 002: at most 100 wait)', () => {
+  const update = (n: number, type: TaskUpdate['type'], subTaskId: string, kind?: TaskUpdate['kind']): TaskUpdate => ({
+    id: `u${n}`,
+    type,
+    subTaskId,
+    parentId: 'p',
+    agentType: '@coder',
+    ...(kind ? { kind, message: `${kind} ${n}` } : {}),
+    ...(type === 'completed' || type === 'failed' ? { result: { taskId: subTaskId, status: type === 'completed' ? 'success' : 'failed', output: 'r' } } : {}),
+    timestamp: 0,
+  });
+
+  it('drops the oldest status updates beyond the limit, counts them for the owner, and never drops results, questions or errors', () => {
+    const family = new Family('p', null, 5);
+    family.post(update(0, 'completed', 'p.1'), 1);
+    family.post(update(1, 'progress', 'p.2', 'question'), 1);
+    for (let i = 0; i < 150; i++) family.post(update(10 + i, 'progress', 'p.3', 'status'), 2);
+    family.post(update(500, 'failed', 'p.4'), 3);
+    family.post(update(501, 'progress', 'p.5', 'error'), 3);
+    expect(family.mailbox.size).toBe(MAILBOX_LIMIT);
+    const batch = family.batch()!;
+    expect(batch.dropped).toBe(54); // 154 posted, 100 kept
+    const ids = batch.updates.map((u) => u.id);
+    expect(ids).toEqual(expect.arrayContaining(['u0', 'u1', 'u500', 'u501']));
+    expect(ids).not.toContain('u10'); // the oldest status updates went first
+    expect(ids).toContain('u159'); // the newest stayed
+    // once the owner has the batch, the count starts again
+    family.post(update(600, 'progress', 'p.3', 'status'), 4);
+    family.acknowledge(batch.upTo);
+    expect(family.dropped).toBe(1); // dropped after the batch was sent: told with the next one
+    expect(family.batch()!.dropped).toBe(1);
+  });
+
+  it('keeps every result even past the limit', () => {
+    const family = new Family('p', null, 5);
+    for (let i = 0; i < 130; i++) family.post(update(i, 'completed', `p.${i}`), 1);
+    expect(family.mailbox.size).toBe(130);
+    expect(family.batch()!.dropped).toBeUndefined();
+  });
+
+  it('tells the model how many were dropped', () => {
+    const text = injectionText([], [update(1, 'completed', 'p.1')], 0, 54)!;
+    expect(text).toContain(`- 54 older status update(s) from your sub-tasks were dropped: at most ${MAILBOX_LIMIT} wait for you (results, questions and errors are never dropped).`);
   });
 });

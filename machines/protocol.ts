@@ -101,11 +101,14 @@ export type AgentCapability = z.infer<typeof AgentCapability>;
 // ---------------------------------------------------------------------------------------------
 // Identity and correlation
 
-/** Seed 001 `IOwnerContext`: who receives a session's results and updates. */
+/**
+ * Seed 001 `IOwnerContext`: who receives a session's results and updates. The seed's
+ * `sessionUri` (a link to an editor's chat session, gap G3) is left out: a session here is named
+ * by its id within its run, which every event and record carries, and nothing would read a URI.
+ */
 export const OwnerContext = z.object({
   ownerType: z.enum(['orchestrator', 'worker', 'agent']),
   ownerId: z.string(),
-  sessionUri: z.string().optional(),
 });
 export type OwnerContext = z.infer<typeof OwnerContext>;
 

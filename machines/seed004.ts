@@ -16,6 +16,21 @@ import { errorText } from './errorText.js';
 
 export const PROTOCOL_VERSION = '1.0';
 
+/**
+ * Why an agent's registration `version` is one this orchestrator does not speak, or null. The
+ * spec keeps compatibility for 2 major versions: majors 0 and 1 are accepted; a later major, or
+ * a version that is not `<major>[.<minor>[.<patch>]]`, is refused. No version: accepted.
+ */
+export function unsupportedVersion(version: string | null | undefined): string | null {
+  if (version === null || version === undefined) return null;
+  const match = /^v?(\d+)(\.\d+){0,2}([-+][0-9A-Za-z.-]+)?$/.exec(version.trim());
+  const ours = Number(PROTOCOL_VERSION.split('.')[0]);
+  if (!match) return `payload.version: "${version}" is not a version (expected <major>.<minor>.<patch>, e.g. "1.0.0")`;
+  const major = Number(match[1]);
+  if (major > ours || major < ours - 1) return `payload.version: major version ${major} ("${version}") is not supported: this orchestrator speaks protocol ${PROTOCOL_VERSION}, and accepts majors ${ours - 1} and ${ours}`;
+  return null;
+}
+
 /** Agent ids become NATS subject tokens (`agent.<id>`): letters, digits, `_` and `-`. */
 export const AgentId = z
   .string()

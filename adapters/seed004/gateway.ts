@@ -57,8 +57,10 @@ import {
   AgentId,
   envelopeOf,
   parseEnvelope,
+  PROTOCOL_VERSION,
   taskFromSpec,
   taskTypeOf,
+  unsupportedVersion,
   type MessageOf,
   type MessageType,
   type PayloadOf,
@@ -625,6 +627,12 @@ export class Seed004Gateway {
     const p = message.payload;
     if (p.agent_id !== message.sender_id) {
       this.#reject(message.sender_id, message.message_id, 'E_INVALID_MESSAGE', `invalid message: payload.agent_id: must be the sender_id "${message.sender_id}" (got "${p.agent_id}")`);
+      return;
+    }
+    const version = unsupportedVersion(p.version);
+    if (version) {
+      // not registered: it would misread what is sent to it
+      this.#reject(message.sender_id, message.message_id, 'E_UNSUPPORTED_VERSION', version, `Register with a version of protocol ${PROTOCOL_VERSION} (major ${PROTOCOL_VERSION.split('.')[0]})`);
       return;
     }
     const now = this.#now();

@@ -417,6 +417,29 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     expect(gateway.agents().map((x) => x.id)).toEqual(['agent_a']);
   }, 20_000);
 
+  it('refuses a registration in a protocol version it does not speak, with an error naming it; registers one it does', async () => {
+    const ns = 'seed-v';
+    const { gateway, prefix } = await startGateway(ns);
+    const a = await new SeedAgent('agent_v', prefix, { max: 1 }).start(server.url);
+    const refusalOf = async (message: Wire) => {
+      const error = await a.waitFor(`the error for ${String(message.message_id)}`, 'error', (m) => m.correlation_id === message.message_id);
+      expectValid(error);
+      return error.payload as { error_code: string; error_message: string; suggested_action?: string };
+    };
+    const future = a.send(a.envelope('registration', { ...a.registration().payload, version: '2.1.0' })) as Wire;
+    expect(await refusalOf(future)).toMatchObject({
+      error_code: 'E_UNSUPPORTED_VERSION',
+      error_message: 'payload.version: major version 2 ("2.1.0") is not supported: this orchestrator speaks protocol 1.0, and accepts majors 0 and 1',
+      suggested_action: 'Register with a version of protocol 1.0 (major 1)',
+    });
+    const garbled = a.send(a.envelope('registration', { ...a.registration().payload, version: 'latest' })) as Wire;
+    expect((await refusalOf(garbled)).error_message).toBe('payload.version: "latest" is not a version (expected <major>.<minor>.<patch>, e.g. "1.0.0")');
+    expect(gateway.agents()).toEqual([]);
+    // the seed's own example (0.1.0) and this protocol's version register
+    a.send(a.envelope('registration', { ...a.registration().payload, version: '1.0' }));
+    await registered(gateway, 'agent_v');
+  });
+
   it('refuses an agent that speaks as another on its own subject: an error to it, the other agent\'s task and result untouched', async () => {
     const ns = 'seed-g';
     const { gateway, prefix, out } = await startGateway(ns);

@@ -39,6 +39,10 @@ export const DEFAULT_PRICES: Readonly<Record<string, Price>> = Object.freeze({
   'claude-3-7-sonnet': { inputPerMTok: 3, outputPerMTok: 15 },
   'claude-3-5-sonnet': { inputPerMTok: 3, outputPerMTok: 15 },
   'claude-3-5-haiku': { inputPerMTok: 0.8, outputPerMTok: 4 },
+  'gemini-2.5-pro': { inputPerMTok: 1.25, outputPerMTok: 10 },
+  'gemini-2.5-flash': { inputPerMTok: 0.3, outputPerMTok: 2.5 },
+  'gemini-2.5-flash-lite': { inputPerMTok: 0.1, outputPerMTok: 0.4 },
+  'gemini-2.0-flash': { inputPerMTok: 0.1, outputPerMTok: 0.4 },
 });
 
 function lookup(table: Readonly<Record<string, Price>>, model: string): Price | undefined {

@@ -10,7 +10,8 @@ import type { AgentCapability, ParsedAgentType } from '../machines/protocol.js';
 import { Price, priceOf } from './cost.js';
 import { A2AError, describeIssues } from './errors.js';
 
-export const ProviderKind = z.enum(['openai', 'anthropic', 'scripted']);
+/** `google`: Gemini, through Google's OpenAI-compatible endpoint (the OpenAI SDK; key GEMINI_API_KEY). */
+export const ProviderKind = z.enum(['openai', 'anthropic', 'google', 'scripted']);
 export type ProviderKind = z.infer<typeof ProviderKind>;
 
 /** Cost tiers, cheapest first: switching to a higher one needs `model_switch_expensive`. */

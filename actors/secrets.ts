@@ -22,6 +22,7 @@ const TOKEN_SHAPES: RegExp[] = [
   /\bgithub_pat_[A-Za-z0-9_]{20,}/g,
   /\bxox[abpr]-[A-Za-z0-9-]{10,}/g, // Slack
   /\bAKIA[0-9A-Z]{16}\b/g, // AWS access key id
+  /\bAIza[0-9A-Za-z_-]{35}\b/g, // Google API key (Gemini)
 ];
 
 /** Shapes of credentials that must never reach a log, whoever's they are. */

@@ -1,6 +1,6 @@
 /**
  * Model clients built from provider profiles (actors/profiles.ts): `openai` → OpenAIModel,
- * `anthropic` → AnthropicModel (key from the environment or the secrets file), `scripted` →
+ * `google` → OpenAIModel on Gemini's OpenAI-compatible endpoint, `anthropic` → AnthropicModel (key from the environment or the secrets file), `scripted` →
  * ScriptedModel. The pool keeps one client per profile name, so that every session on a profile
  * shares its HTTP connections, and builds none for profiles the run never uses.
  */
@@ -54,7 +54,7 @@ export function createModelFor(profile: Profile, options: ModelFactoryOptions, n
     throw new A2AError(error.code, `profile "${name}": ${error.message}`, { cause: error, where: error.where });
   }
   const settings = providerOptions(profile, apiKey);
-  return profile.provider === 'openai' ? new OpenAIModel(settings) : new AnthropicModel(settings);
+  return profile.provider === 'anthropic' ? new AnthropicModel(settings) : new OpenAIModel(settings, profile.provider);
 }
 
 /**

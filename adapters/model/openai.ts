@@ -1,7 +1,9 @@
 /**
  * The OpenAI model: one Chat Completions call with function tools per model call, through the
  * official SDK (which also retries; see wire.ts). Works with OpenAI-compatible servers via
- * `baseURL`. Replies are parsed and checked here, so the agent loop trusts them.
+ * `baseURL`, and is the `google` provider too: Gemini through Google's OpenAI-compatible
+ * endpoint (the official Google SDK needs Node 22). Replies are parsed and checked here, so the
+ * agent loop trusts them.
  */
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
@@ -11,7 +13,12 @@ import type { Model, ModelRequest } from '../../machines/ports.js';
 import type { ModelReply } from '../../machines/protocol.js';
 import { abortable, checkReply, fail, failure, parseArguments, parseOptions, tokens, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
 
-const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+/** The providers this adapter speaks to, and where each is when no `baseURL` is given. */
+export type OpenAIFlavour = 'openai' | 'google';
+const DEFAULT_BASE_URL: Record<OpenAIFlavour, string> = {
+  openai: 'https://api.openai.com/v1',
+  google: 'https://generativelanguage.googleapis.com/v1beta/openai/',
+};
 
 /** The part of a chat completion we read; anything else the server sends is ignored. */
 const Completion = z.object({
@@ -56,7 +63,7 @@ export function toOpenAIMessages(request: ModelRequest): ChatCompletionMessagePa
   return messages;
 }
 
-export function toOpenAIRequest(request: ModelRequest, options: ResolvedOptions): ChatCompletionCreateParamsNonStreaming {
+export function toOpenAIRequest(request: ModelRequest, options: ResolvedOptions, flavour: OpenAIFlavour = 'openai'): ChatCompletionCreateParamsNonStreaming {
   return {
     model: request.model ?? options.model,
     messages: toOpenAIMessages(request),
@@ -64,8 +71,9 @@ export function toOpenAIRequest(request: ModelRequest, options: ResolvedOptions)
     ...(request.tools.length
       ? { tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) }
       : {}),
-    // `max_tokens` is deprecated and refused by reasoning models; only sent when configured
-    ...(options.maxTokens === undefined ? {} : { max_completion_tokens: options.maxTokens }),
+    // `max_tokens` is deprecated and refused by OpenAI's reasoning models; Gemini's endpoint
+    // documents `max_tokens`. Only sent when configured.
+    ...(options.maxTokens === undefined ? {} : flavour === 'google' ? { max_tokens: options.maxTokens } : { max_completion_tokens: options.maxTokens }),
     ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
   };
 }
@@ -73,13 +81,18 @@ export function toOpenAIRequest(request: ModelRequest, options: ResolvedOptions)
 export function fromOpenAIReply(raw: unknown, context: CallContext): ModelReply {
   const parsed = Completion.safeParse(raw);
   if (!parsed.success) {
-    throw fail(context, 'MODEL_MISBEHAVIOUR', `openai model ${context.model} returned an unusable completion:\n${describeIssues(parsed.error.issues)}`);
+    throw fail(context, 'MODEL_MISBEHAVIOUR', `${context.provider} model ${context.model} returned an unusable completion:\n${describeIssues(parsed.error.issues)}`);
   }
   const { choices, usage } = parsed.data;
   const { message, finish_reason } = choices[0]!;
-  const toolCalls = (message.tool_calls ?? []).map((c) => {
-    if (!c.function) throw fail(context, 'MODEL_MISBEHAVIOUR', `openai model ${context.model} made a ${c.type} tool call; only function tools are offered`);
-    return { id: c.id, name: c.function.name, arguments: parseArguments(c.function.arguments, c.function.name, context) };
+  const seen = new Set<string>();
+  const toolCalls = (message.tool_calls ?? []).map((c, i) => {
+    if (!c.function) throw fail(context, 'MODEL_MISBEHAVIOUR', `${context.provider} model ${context.model} made a ${c.type} tool call; only function tools are offered`);
+    // a server that leaves ids empty or repeats one (some OpenAI-compatible ones do) gets ids of
+    // ours: each tool result must answer exactly one call
+    const id = c.id && !seen.has(c.id) ? c.id : `call_${i + 1}_${context.model.replace(/[^A-Za-z0-9]/g, '')}`;
+    seen.add(id);
+    return { id, name: c.function.name, arguments: parseArguments(c.function.arguments, c.function.name, context) };
   });
   const stopReason = finish_reason ? STOP_REASONS[finish_reason] : undefined;
   return {
@@ -97,13 +110,15 @@ export class OpenAIModel implements Model {
   readonly validatesReplies = true;
   readonly #options: ResolvedOptions;
   readonly #client: OpenAI;
+  readonly #flavour: OpenAIFlavour;
 
-  constructor(options: ProviderOptions) {
-    this.#options = parseOptions('openai', options);
-    this.id = this.#options.id ?? `openai:${this.#options.model}`;
+  constructor(options: ProviderOptions, flavour: OpenAIFlavour = 'openai') {
+    this.#flavour = flavour;
+    this.#options = parseOptions(flavour, options);
+    this.id = this.#options.id ?? `${flavour}:${this.#options.model}`;
     this.#client = new OpenAI({
       apiKey: this.#options.apiKey,
-      baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,
+      baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL[flavour],
       timeout: this.#options.timeoutMs,
       maxRetries: this.#options.maxRetries,
     });
@@ -112,14 +127,14 @@ export class OpenAIModel implements Model {
   async call(request: ModelRequest, { signal }: { signal: AbortSignal }): Promise<ModelReply> {
     if (signal.aborted) throw signal.reason;
     const context: CallContext = {
-      provider: 'openai',
+      provider: this.#flavour,
       model: request.model ?? this.#options.model,
-      baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,
+      baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL[this.#flavour],
       options: this.#options,
     };
     let raw: unknown;
     try {
-      raw = await abortable(this.#client.chat.completions.create(toOpenAIRequest(request, this.#options), { signal }), signal);
+      raw = await abortable(this.#client.chat.completions.create(toOpenAIRequest(request, this.#options, this.#flavour), { signal }), signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
       throw failure(error, context, OpenAI);

@@ -1,17 +1,18 @@
 /**
  * API keys for the provider adapters: from the environment first, else from a secrets file
- * (JSON `{ "openai": "...", "anthropic": "..." }`). Errors say where we looked, never what we
+ * (JSON `{ "openai": "...", "anthropic": "...", "google": "..." }`). Errors say where we looked, never what we
  * found, and `redact` scrubs keys from any text (and error) that could reach a log or a model.
  */
 import { readFileSync } from 'node:fs';
 import { A2AError } from '../../actors/errors.js';
 
-export type Provider = 'openai' | 'anthropic';
+export type Provider = 'openai' | 'anthropic' | 'google';
 
 /** The environment variable each provider's key is read from. */
 export const API_KEY_ENV: Record<Provider, string> = {
   openai: 'OPENAI_API_KEY',
   anthropic: 'ANTHROPIC_API_KEY',
+  google: 'GEMINI_API_KEY',
 };
 
 /** Where to look for the key, for messages: `OPENAI_API_KEY or "openai" in <file>`. */
@@ -47,7 +48,7 @@ function fromFile(provider: Provider, file: string): string | undefined {
   return value.trim() || undefined;
 }
 
-/** The provider's API key: `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`, else the secrets file. */
+/** The provider's API key: `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` / `GEMINI_API_KEY`, else the secrets file. */
 export function resolveApiKey(provider: Provider, options: { env?: NodeJS.ProcessEnv; secretsFile?: string } = {}): string {
   const variable = API_KEY_ENV[provider];
   const fromEnv = (options.env ?? process.env)[variable]?.trim();

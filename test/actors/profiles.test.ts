@@ -112,7 +112,7 @@ describe('validateModelsConfig', () => {
     const bad = { profiles: { fast: { provider: 'gemini', model: 'x', temperature: 3, tier: 'huge' } } };
     expect(() => validateModelsConfig(bad, '/ws/a2a.config.yaml')).toThrowErrorMatchingInlineSnapshot(`
       [A2AError: /ws/a2a.config.yaml: invalid models configuration:
-        - models.profiles.fast.provider: Invalid option: expected one of "openai"|"anthropic"|"scripted"
+        - models.profiles.fast.provider: Invalid option: expected one of "openai"|"anthropic"|"google"|"scripted"
         - models.profiles.fast.temperature: Too big: expected number to be <=2
         - models.profiles.fast.tier: Invalid option: expected one of "small"|"standard"|"large"]
     `);

@@ -82,6 +82,7 @@ describe('a2a audit', () => {
     const redactor = new SecretRedactor();
     redactor.add('MY_SECRET', 'my-own-secret-value');
     expect(redactor.text('key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA end')).toBe('key [redacted] end');
+    expect(redactor.text('gemini AIzaSyA1234567890abcdefghijklmnopqrstuv end')).toBe('gemini [redacted] end');
     expect(redactor.text('Authorization: Bearer abcdefghijklmnopqrstuvwxyz')).toBe('Authorization: Bearer [redacted]');
     expect(redactor.text('password = "hunter2hunter2"')).toBe('password = "[redacted]"');
     expect(redactor.text('my-own-secret-value here')).toBe('[redacted:MY_SECRET] here');

@@ -204,7 +204,7 @@ describe('a2a config import', () => {
     const bad = await run(['config', 'import', doc({ version: 1, models: { profiles: { x: { provider: 'gemini', model: 'm', key: 'k' } } }, workflow: { roles: { sceptic: { agnt: '@coder' } } } }), '--workspace', ws]);
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('invalid configuration document:');
-    expect(bad.err).toContain('models.profiles.x.provider: Invalid option: expected one of "openai"|"anthropic"|"scripted"');
+    expect(bad.err).toContain('models.profiles.x.provider: Invalid option: expected one of "openai"|"anthropic"|"google"|"scripted"');
     expect(bad.err).toContain('models.profiles.x: Unrecognized key: "key" (allowed: provider, model, baseURL');
     expect(bad.err).toContain('workflow.roles.sceptic: Unrecognized key: "agnt" (allowed: agent, profile, description)');
     expect(readFileSync(join(ws, 'a2a.config.json'), 'utf8')).toBe(before);

@@ -12,11 +12,11 @@ import { realClock } from '../../adapters/clock.js';
 import { ScriptedModel } from '../../adapters/model/scripted.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import { scriptedAnthropic, scriptedOpenAI, startAnthropicStub, startOpenAIStub, type Stub } from '../adapters/providers/stubs.js';
+import { scriptedAnthropic, scriptedOpenAI, startAnthropicStub, startGoogleStub, startOpenAIStub, type Stub } from '../adapters/providers/stubs.js';
 import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
-const KEYS = { OPENAI_API_KEY: 'sk-test-openai-0123456789abcdefghij', ANTHROPIC_API_KEY: 'sk-ant-test-0123456789abcdefghijkl' };
+const KEYS = { OPENAI_API_KEY: 'sk-test-openai-0123456789abcdefghij', ANTHROPIC_API_KEY: 'sk-ant-test-0123456789abcdefghijkl', GEMINI_API_KEY: 'AIzaSyTest-0123456789abcdefghijklmnop' };
 
 
 let stub: Stub | null = null;
@@ -29,6 +29,7 @@ afterEach(async () => {
 describe.each([
   ['openai', startOpenAIStub, scriptedOpenAI, 'gpt-4.1', 'OPENAI_API_KEY'],
   ['anthropic', startAnthropicStub, scriptedAnthropic, 'claude-sonnet-4-20250514', 'ANTHROPIC_API_KEY'],
+  ['google', startGoogleStub, scriptedOpenAI, 'gemini-2.5-flash', 'GEMINI_API_KEY'],
 ] as const)('a2a run on %s', (provider, start, scripted, model, keyEnv) => {
   it('runs examples/oauth end to end through the SDK against the local server, priced per call', async () => {
     stub = await start(scripted(new ScriptedModel(loadScript(join(root, 'examples/oauth/script.json')), realClock)));
@@ -69,7 +70,7 @@ describe('model profiles in the configuration', () => {
     const c = capture();
     expect(await main(['run', join(root, 'examples/oauth'), '--workspace', ws], c.io)).toBe(2);
     expect(c.err()).toContain('models.profiles.fast.provider');
-    expect(c.err()).toContain('"openai"|"anthropic"|"scripted"');
+    expect(c.err()).toContain('"openai"|"anthropic"|"google"|"scripted"');
     writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { fast: { provider: 'openai', model: 'gpt-4.1-mini' } }, default: 'quick' } }));
     const d = capture();
     expect(await main(['run', join(root, 'examples/oauth'), '--workspace', ws], d.io)).toBe(2);

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OpenAIModel } from '../../../adapters/model/openai.js';
 import type { ProviderOptions } from '../../../adapters/model/wire.js';
 import { conversation, KEY, readFileTool, rejection, signal } from './fixtures.js';
-import { inOrder, openAICompletion, startOpenAIStub, type Stub, type StubAnswer, type StubHandler } from './stubs.js';
+import { inOrder, openAICompletion, startGoogleStub, startOpenAIStub, type Stub, type StubAnswer, type StubHandler } from './stubs.js';
 
 let stub: Stub | undefined;
 afterEach(async () => {
@@ -223,5 +223,49 @@ describe('openai model', () => {
       expect((error as Error).message).toContain('baseURL');
       expect((error as Error).message).not.toContain(KEY);
     }
+  });
+});
+
+describe('google model (Gemini through its OpenAI-compatible endpoint, the same SDK)', () => {
+  it('should speak the Chat Completions format on Google\'s path, with max_tokens, and name itself google', async () => {
+    stub = await startGoogleStub(() => completion({ content: 'hello from gemini' }));
+    const model = new OpenAIModel({ apiKey: KEY, baseURL: stub.baseURL, model: 'gemini-2.5-flash', maxTokens: 500 }, 'google');
+    expect(model.id).toBe('google:gemini-2.5-flash');
+    const reply = await model.call(conversation, { signal: signal() });
+    expect(reply.text).toBe('hello from gemini');
+    const [request] = stub.requests;
+    expect(request).toMatchObject({ method: 'POST', path: '/v1beta/openai/chat/completions' });
+    expect(request!.headers.authorization).toBe(`Bearer ${KEY}`);
+    expect(request!.body).toMatchObject({ model: 'gemini-2.5-flash', max_tokens: 500 });
+    expect(request!.body).not.toHaveProperty('max_completion_tokens');
+  });
+
+  it('should give tool calls ids of its own when the server leaves them empty or repeats one', async () => {
+    stub = await startGoogleStub(() =>
+      completion(
+        {
+          content: null,
+          tool_calls: [
+            { id: '', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.ts"}' } },
+            { id: '', type: 'function', function: { name: 'read_file', arguments: '{"path":"b.ts"}' } },
+          ],
+        },
+        'tool_calls',
+      ),
+    );
+    const model = new OpenAIModel({ apiKey: KEY, baseURL: stub.baseURL, model: 'gemini-2.5-flash' }, 'google');
+    const reply = await model.call(conversation, { signal: signal() });
+    const ids = reply.toolCalls.map((c) => c.id);
+    expect(new Set(ids).size).toBe(2);
+    expect(ids.every((id) => id.length > 0)).toBe(true);
+  });
+
+  it('should name the provider in errors and never the key', async () => {
+    stub = await startGoogleStub(() => ({ status: 401, headers: { 'x-should-retry': 'false' }, body: { error: { message: `API key not valid: ${KEY}` } } }));
+    const model = new OpenAIModel({ apiKey: KEY, baseURL: stub.baseURL, model: 'gemini-2.5-flash', maxRetries: 0 }, 'google');
+    const error = (await model.call(conversation, { signal: signal() }).then(() => new Error('it answered'), (e: unknown) => e)) as Error;
+    expect(error.message).toContain('google');
+    expect(error.message).not.toContain(KEY);
+    expect(inspect(error, { depth: 5 })).not.toContain(KEY);
   });
 });

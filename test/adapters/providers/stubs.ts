@@ -126,6 +126,9 @@ async function startStub(route: string, basePath: string, handler: StubHandler):
 /** `POST /v1/chat/completions`; give the SDK `baseURL: stub.baseURL` (ends in `/v1`). */
 export const startOpenAIStub = (handler: StubHandler) => startStub('/v1/chat/completions', '/v1', handler);
 
+/** Gemini's OpenAI-compatible endpoint: `POST /v1beta/openai/chat/completions`; `baseURL: stub.baseURL`. */
+export const startGoogleStub = (handler: StubHandler) => startStub('/v1beta/openai/chat/completions', '/v1beta/openai', handler);
+
 /** `POST /v1/messages`; give the SDK `baseURL: stub.baseURL` (the bare origin). */
 export const startAnthropicStub = (handler: StubHandler) => startStub('/v1/messages', '', handler);
 

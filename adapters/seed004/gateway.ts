@@ -28,7 +28,10 @@
  * - **Routing**: what an agent says about a task (`acknowledgment`, `progress`, `query`,
  *   `task_result`, `error`, `collaboration_request`) goes to that task's session, only if the task
  *   is assigned to that agent; `response`s and `status_response`s settle the request they
- *   correlate to (`requestStatus`, `queryCapabilities`).
+ *   correlate to (`requestStatus`, `queryCapabilities`). A `collaboration_request` is also passed
+ *   to a registered agent of the `target_agent_type` it names (the one with the most room), with
+ *   `requester_id` and correlated to the request; with none connected the requester gets an
+ *   `E_NO_COLLABORATOR` error. Either way the task's owner is told.
  * - **Validation**: every message is parsed with the seed 004 schemas first. An invalid one (not
  *   JSON, a missing field, a wrong enum, an unknown task, a task of another agent, another agent's
  *   identity) changes nothing and is answered with an `error` (`system_error`, a code such as
@@ -572,8 +575,19 @@ export class Seed004Gateway {
       }
       case 'collaboration_request': {
         const p = message.payload;
-        const text = `asks for ${p.collaboration_type}${p.target_agent_type ? ` by a ${p.target_agent_type}` : ''} (collaboration requests are passed on as notes)`;
-        this.#toTask(message, p.task_id, (at) => ({ type: 'AGENT_PROGRESS', agentId: sender, progress: null, message: text, at }));
+        this.#toTask(message, p.task_id, (at) => {
+          const wanted = `${p.collaboration_type}${p.target_agent_type ? ` by a ${p.target_agent_type}` : ''}`;
+          const target = p.target_agent_type ? this.#collaborator(p.target_agent_type, sender) : null;
+          if (target) {
+            // to the agent it names, as from this orchestrator, with who asked and correlated to the request
+            this.#send(target.id, this.#envelope('collaboration_request', target.id, { ...p, requester_id: sender }, { correlationId: message.message_id }));
+            this.#log(`collaboration request from ${sender} about ${p.task_id} (${wanted}) passed to ${target.id}`);
+            return { type: 'AGENT_PROGRESS', agentId: sender, progress: null, message: `asks for ${wanted}: passed to ${target.id}`, at };
+          }
+          const why = p.target_agent_type ? `no ${p.target_agent_type} agent is connected` : 'it names no target_agent_type';
+          this.#reject(sender, message.message_id, 'E_NO_COLLABORATOR', `collaboration request not passed on: ${why}; the task's owner was told`, 'Go on without it, or name a target_agent_type that is registered', p.task_id);
+          return { type: 'AGENT_PROGRESS', agentId: sender, progress: null, message: `asks for ${wanted}: ${why}, so it is passed on as a note`, at };
+        });
         return;
       }
       case 'task_result': {
@@ -705,6 +719,16 @@ export class Seed004Gateway {
 
   #envelope<T extends MessageType>(type: T, recipient: string, payload: PayloadOf<T>, options: { messageId?: string; correlationId?: string | null } = {}): MessageOf<T> {
     return envelopeOf(type, { messageId: options.messageId ?? randomUUID(), senderId: this.id, recipientId: recipient, at: this.#now(), correlationId: options.correlationId ?? null }, payload);
+  }
+
+  /** The registered, responsive agent of `type` (not `requester`) with the most room, for a collaboration request. */
+  #collaborator(type: string, requester: string): AgentRecord | null {
+    let best: AgentRecord | null = null;
+    for (const agent of this.#agents.values()) {
+      if (agent.type !== type || agent.unresponsive || agent.id === requester) continue;
+      if (!best || this.#capacity(agent) > this.#capacity(best)) best = agent;
+    }
+    return best;
   }
 
   #send(agentId: string, message: Seed004Message): void {

@@ -286,6 +286,39 @@ describe('seed 004 agents in a2a runs (a2a gateway over NATS)', () => {
     await waitFor('agent_a to be free', () => gateway.agents().find((x) => x.id === 'agent_a')!.assigned.length === 0);
   }, 20_000);
 
+  it('passes a collaboration request to a connected agent of the type it names, tells the owner, and says so when none is connected', async () => {
+    const ns = 'seed-collab';
+    const { gateway, prefix } = await startGateway(ns);
+    const a = await new SeedAgent('agent_a', prefix, {
+      max: 2,
+      onMessage: (m, self) => {
+        if (m.message_type === 'task') self.ack(m, 'accepted');
+      },
+    }).start(server.url);
+    const reviewer = await new SeedAgent('agent_r', prefix, { max: 1 }).start(server.url);
+    a.register();
+    reviewer.send(reviewer.envelope('registration', { ...reviewer.registration().payload, agent_type: 'review_agent', capabilities: ['code_review'] }));
+    for (const x of [a, reviewer]) x.startHeartbeats();
+    await registered(gateway, 'agent_a', 'agent_r');
+    const owner = await ownerOf(ns, specFor(ns, 'st-c1'));
+    const task = await a.waitFor('the task', 'task');
+    const taskId = task.payload.task_id as string;
+
+    const ask = a.send(a.envelope('collaboration_request', { collaboration_type: 'code_review', task_id: taskId, target_agent_type: 'review_agent', context: { files_to_review: ['api/views.py'], focus_areas: ['security'] } })) as Wire;
+    const passed = await reviewer.waitFor('the collaboration request', 'collaboration_request');
+    expectValid(passed);
+    expect(passed).toMatchObject({ recipient_id: 'agent_r', correlation_id: ask.message_id });
+    expect(passed.payload).toEqual({ collaboration_type: 'code_review', task_id: taskId, target_agent_type: 'review_agent', context: { files_to_review: ['api/views.py'], focus_areas: ['security'] }, requester_id: 'agent_a' });
+    await waitFor('the owner to be told', () => owner.updates().some((u) => u.message === 'agent_a: asks for code_review by a review_agent: passed to agent_r'));
+
+    // a type nobody connected serves: the requester is told, and so is the owner
+    const lonely = a.send(a.envelope('collaboration_request', { collaboration_type: 'security_audit', task_id: taskId, target_agent_type: 'security_agent' })) as Wire;
+    const refusal = await a.waitFor('the refusal', 'error', (m) => m.correlation_id === lonely.message_id);
+    expect(refusal.payload).toMatchObject({ error_code: 'E_NO_COLLABORATOR', task_id: taskId, error_message: "collaboration request not passed on: no security_agent agent is connected; the task's owner was told" });
+    await waitFor('the owner to be told of that too', () => owner.updates().some((u) => u.message === 'agent_a: asks for security_audit by a security_agent: no security_agent agent is connected, so it is passed on as a note'));
+    expect(reviewer.received('collaboration_request')).toHaveLength(1);
+  }, 20_000);
+
   it('answers status and capability requests with the agent\'s own answers, and times out on silence', async () => {
     const ns = 'seed-e';
     const { gateway, prefix } = await startGateway(ns);

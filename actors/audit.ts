@@ -5,7 +5,7 @@
  * plan, task, worker, sub-task, parent, depth, agent type, and the event's data). Secrets are
  * redacted where every record is serialized (actors/secrets.ts).
  */
-import type { RunEvent, RunEventType } from '../machines/protocol.js';
+import { TASK_EVENT_TYPES, type RunEvent, type RunEventType } from '../machines/protocol.js';
 
 export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
   'run.started',
@@ -34,18 +34,7 @@ export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
   'worker.redirected',
   'worker.reinitialized',
   'worker.resumed',
-  'task.skipped',
-  'task.completed',
-  'worktree.created',
-  'worktree.removed',
-  'branch.committed',
-  'branch.merged',
-  'branch.conflict',
-  'branch.pushed',
-  'pr.created',
-  'review.requested',
-  'changes.requested',
-  'branch.done',
+  ...TASK_EVENT_TYPES,
   'budget.reached',
   'model.switched',
 ]);

@@ -523,11 +523,27 @@ export type WorkflowRequest = z.infer<typeof WorkflowRequest>;
 // ---------------------------------------------------------------------------------------------
 // Run events: one JSON object per line for `a2a run --json` and the monitors
 
+/** Run events about a task and its branch, not one session (audited with their plan and task). */
+export const TASK_EVENT_TYPES = [
+  'task.skipped',
+  'task.completed',
+  'worktree.created',
+  'worktree.removed',
+  'branch.committed',
+  'branch.merged',
+  'branch.conflict',
+  'branch.pushed',
+  'pr.created',
+  'review.requested',
+  'changes.requested',
+  'branch.done',
+] as const;
+
 export const RunEventType = z.enum([
   'run.started',
   'run.finished',
   'worker.deployed',
-  'task.skipped',
+  ...TASK_EVENT_TYPES,
   'session.state',
   'subtask.spawned',
   'subtask.queued',
@@ -547,17 +563,6 @@ export const RunEventType = z.enum([
   'human.asked',
   'human.answered',
   'inbox.accepted',
-  'task.completed',
-  'worktree.created',
-  'worktree.removed',
-  'branch.committed',
-  'branch.merged',
-  'branch.conflict',
-  'branch.pushed',
-  'pr.created',
-  'review.requested',
-  'changes.requested',
-  'branch.done',
   'budget.reached',
   'model.switched',
   'subtask.placed',
@@ -608,21 +613,8 @@ export type RunEvent = z.infer<typeof RunEvent>;
 
 /** Audited operations about the run as a whole: they carry the plan. */
 const RUN_SCOPED: ReadonlySet<string> = new Set(['run.started', 'run.finished', 'run.stopped', 'run.resumed']);
-/** Audited operations about a task and its branch (not one session): they carry the plan, the task and its worker. */
-const TASK_SCOPED: ReadonlySet<string> = new Set([
-  'task.skipped',
-  'task.completed',
-  'worktree.created',
-  'worktree.removed',
-  'branch.committed',
-  'branch.merged',
-  'branch.conflict',
-  'branch.pushed',
-  'pr.created',
-  'review.requested',
-  'changes.requested',
-  'branch.done',
-]);
+/** Audited operations about a task and its branch (not one session): they carry the plan and the task. */
+const TASK_SCOPED: ReadonlySet<string> = new Set(TASK_EVENT_TYPES);
 
 /** What each kind of audit record must carry, beyond the run id. */
 export function auditFieldsOf(type: string): Array<keyof RunEvent> {

@@ -421,6 +421,11 @@ export const ToolCall = z.object({
   id: z.string(),
   name: z.string(),
   arguments: JsonObject,
+  /**
+   * The model's arguments could not be read (not valid JSON, not an object): the call is not run,
+   * and its result is this error, so that the model can send it again (see ToolCatalog.run).
+   */
+  argumentsError: z.string().optional(),
 });
 export type ToolCall = z.infer<typeof ToolCall>;
 

@@ -84,6 +84,13 @@ export class ToolCatalog {
           : `"${call.name}" is not one of @${definition.capability.id}'s tools.`;
       return toolError(new A2AError('TOOL_NOT_ALLOWED', `${why} Your tools: ${allowed.join(', ') || 'none'}.`));
     }
+    if (call.argumentsError !== undefined) {
+      // as for arguments that fail the schema: the model reads why and may send the call again
+      // (repeated failures open the session's circuit breaker)
+      return toolError(
+        new A2AError('VALIDATION_ERROR', `Invalid arguments for ${call.name}: ${call.argumentsError}. Send the call again with its arguments as one complete JSON object. Expected parameters: ${JSON.stringify(this.spec(call.name).parameters)}`),
+      );
+    }
     const parsed = tool.parameters.safeParse(call.arguments ?? {});
     if (!parsed.success) {
       return toolError(

@@ -95,7 +95,7 @@ export function fromAnthropicReply(raw: unknown, context: CallContext): ModelRep
     } else if (block.type === 'tool_use') {
       const t = ToolUseBlock.safeParse(block);
       if (!t.success) throw unusable(describeIssues(t.error.issues.map((issue) => ({ ...issue, path: ['content', i, ...issue.path] }))));
-      toolCalls.push({ id: t.data.id, name: t.data.name, arguments: toolArguments(t.data.input, t.data.name, context) });
+      toolCalls.push({ id: t.data.id, name: t.data.name, ...toolArguments(t.data.input) });
     }
   });
   const { stop_reason, usage } = parsed.data;

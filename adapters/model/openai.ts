@@ -92,7 +92,7 @@ export function fromOpenAIReply(raw: unknown, context: CallContext): ModelReply 
     // ours: each tool result must answer exactly one call
     const id = c.id && !seen.has(c.id) ? c.id : `call_${i + 1}_${context.model.replace(/[^A-Za-z0-9]/g, '')}`;
     seen.add(id);
-    return { id, name: c.function.name, arguments: parseArguments(c.function.arguments, c.function.name, context) };
+    return { id, name: c.function.name, ...parseArguments(c.function.arguments) };
   });
   const stopReason = finish_reason ? STOP_REASONS[finish_reason] : undefined;
   return {

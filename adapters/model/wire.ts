@@ -143,25 +143,32 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<
   });
 }
 
-/** Tool arguments, which must be an object. */
-export function toolArguments(value: unknown, tool: string, context: CallContext): Record<string, unknown> {
+/**
+ * A tool call's arguments, which must be an object. Ones that are not are no reason to fail the
+ * session: the call carries `argumentsError`, is not run, and the model reads why (ToolCall).
+ */
+export type ReadArguments = { arguments: Record<string, unknown>; argumentsError?: string };
+
+export function toolArguments(value: unknown): ReadArguments {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw fail(context, 'MODEL_MISBEHAVIOUR', `${context.provider} model ${context.model} called ${tool} with arguments that are not a JSON object`);
+    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+    return { arguments: {}, argumentsError: `the arguments are not a JSON object (got ${got})` };
   }
-  return value as Record<string, unknown>;
+  return { arguments: value as Record<string, unknown> };
 }
 
 /** Tool arguments sent as a JSON string (OpenAI). */
-export function parseArguments(raw: string, tool: string, context: CallContext): Record<string, unknown> {
+export function parseArguments(raw: string): ReadArguments {
   // some compatible servers send "" for a call without arguments
-  if (raw.trim() === '') return {};
+  if (raw.trim() === '') return { arguments: {} };
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch (cause) {
-    throw fail(context, 'MODEL_MISBEHAVIOUR', `${context.provider} model ${context.model} called ${tool} with arguments that are not valid JSON`, cause);
+    const tail = raw.length > 40 ? `…${raw.slice(-40)}` : raw;
+    return { arguments: {}, argumentsError: `the arguments are not valid JSON (${(cause as Error).message}; ${raw.length} characters, ending ${JSON.stringify(tail)})` };
   }
-  return toolArguments(value, tool, context);
+  return toolArguments(value);
 }
 
 /** The reply checked against the protocol, so that the agent loop can skip its own check. */

@@ -12,7 +12,7 @@ import { realClock } from '../../adapters/clock.js';
 import { ScriptedModel } from '../../adapters/model/scripted.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import { scriptedAnthropic, scriptedOpenAI, startAnthropicStub, startGoogleStub, startOpenAIStub, type Stub } from '../adapters/providers/stubs.js';
+import { inOrder, scriptedAnthropic, scriptedOpenAI, startAnthropicStub, startGoogleStub, startOpenAIStub, type Stub, type StubAnswer } from '../adapters/providers/stubs.js';
 import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -75,5 +75,44 @@ describe('model profiles in the configuration', () => {
     const d = capture();
     expect(await main(['run', join(root, 'examples/oauth'), '--workspace', ws], d.io)).toBe(2);
     expect(d.err()).toMatch(/default.*"quick".*profiles: fast/s);
+  });
+});
+
+describe('replies at the edges, on each provider', () => {
+  /** A standalone run of one session on `provider`, against a stub that gives `answers` in order. */
+  async function standalone(provider: 'openai' | 'anthropic', answers: StubAnswer[]) {
+    const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
+    stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(inOrder(...answers));
+    process.env[keyEnv] = KEYS[keyEnv];
+    const ws = tempDir();
+    const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0 } }, default: 'main' } }));
+    const c = capture();
+    const code = await main(['run', 'Report the state of the parser', '--standalone', '--workspace', ws, '--run-id', `edge-${provider}`, '--no-tree'], c.io);
+    return { code, c, ws, events: new FileRunStore(ws).events(`edge-${provider}`), requests: stub.requests };
+  }
+  const completeCall = (provider: 'openai' | 'anthropic', args: string) =>
+    provider === 'openai'
+      ? { body: { id: 'x', object: 'chat.completion', created: 0, model: 'gpt-4.1', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'a2a_subtask_complete', arguments: args } }] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 100, completion_tokens: 20 } } }
+      : { body: { id: 'm', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [{ type: 'tool_use', id: 't1', name: 'a2a_subtask_complete', input: JSON.parse(args) as object }], stop_reason: 'tool_use', usage: { input_tokens: 100, output_tokens: 20 } } };
+
+  it('openai: tool arguments that are not valid JSON are answered as a tool error, and the model calls again', async () => {
+    const { code, c, requests } = await standalone('openai', [completeCall('openai', '{"output":"The parser is fi'), completeCall('openai', '{"output":"The parser is fine."}')]);
+    expect(code, c.err()).toBe(0);
+    expect(requests).toHaveLength(2);
+    const second = requests[1]!.body as { messages: Array<{ role: string; content: string | null }> };
+    const toolResult = second.messages.find((m) => m.role === 'tool')!;
+    expect(toolResult.content).toMatch(/^VALIDATION_ERROR: Invalid arguments for a2a_subtask_complete: the arguments are not valid JSON \(/);
+    expect(c.out()).toContain('The parser is fine.');
+  });
+
+  it('anthropic: a tool_use whose input is not an object is answered as a tool error, and the model calls again', async () => {
+    const bad = completeCall('anthropic', '{}') as { body: { content: Array<{ input: unknown }> } };
+    bad.body.content[0]!.input = 'The parser is fine.';
+    const { code, c, requests } = await standalone('anthropic', [bad as StubAnswer, completeCall('anthropic', '{"output":"The parser is fine."}')]);
+    expect(code, c.err()).toBe(0);
+    expect(requests).toHaveLength(2);
+    expect(JSON.stringify(requests[1]!.body)).toContain('the arguments are not a JSON object (got string)');
+    expect(c.out()).toContain('The parser is fine.');
   });
 });

@@ -182,13 +182,18 @@ describe('anthropic model', () => {
     ['a body that is not a message', { body: 'Bad Gateway', headers: { 'content-type': 'text/plain' } }, 'unusable message'],
     ['a text block without text', message([{ type: 'text' }]), 'content[0].text'],
     ['a tool_use block without an id', message([{ type: 'tool_use', name: 'read_file', input: {} }], 'tool_use'), 'content[0].id'],
-    ['tool input that is not an object', message([{ type: 'tool_use', id: 't', name: 'read_file', input: 'a.ts' }], 'tool_use'), 'called read_file with arguments that are not a JSON object'],
   ])('should fail with MODEL_MISBEHAVIOUR on %s', async (_, answer, text) => {
     const { stub, model } = await setup(() => answer as StubAnswer);
     const error = await rejection(model.call(conversation, { signal: signal() }));
     expect(error.code).toBe('MODEL_MISBEHAVIOUR');
     expect(error.message).toContain(text);
     expect(stub.requests).toHaveLength(1);
+  });
+
+  it('should hand over a tool_use whose input is not an object with argumentsError, for the model to read', async () => {
+    const { model } = await setup(() => message([{ type: 'tool_use', id: 't', name: 'read_file', input: 'a.ts' }], 'tool_use'));
+    const reply = await model.call(conversation, { signal: signal() });
+    expect(reply.toolCalls[0]).toEqual({ id: 't', name: 'read_file', arguments: {}, argumentsError: 'the arguments are not a JSON object (got string)' });
   });
 
   it('should fail with AGENT_TIMEOUT when no attempt answers within timeoutMs', async () => {

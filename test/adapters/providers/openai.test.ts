@@ -132,8 +132,6 @@ describe('openai model', () => {
   it.each([
     ['no choices', { body: { id: 'x', choices: [] } }, 'choices: no choices'],
     ['a body that is not a completion', { body: 'Service Unavailable', headers: { 'content-type': 'text/plain' } }, 'unusable completion'],
-    ['tool arguments that are not JSON', completion({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'read_file', arguments: '{"path":' } }] }, 'tool_calls'), 'called read_file with arguments that are not valid JSON'],
-    ['tool arguments that are not an object', completion({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'read_file', arguments: '["a.ts"]' } }] }, 'tool_calls'), 'called read_file with arguments that are not a JSON object'],
     ['a custom tool call', completion({ content: null, tool_calls: [{ id: 'c', type: 'custom', custom: { name: 'x', input: '' } }] }, 'tool_calls'), 'made a custom tool call'],
   ])('should fail with MODEL_MISBEHAVIOUR on %s', async (_, answer, message) => {
     const { stub, model } = await setup(() => answer as StubAnswer);
@@ -142,6 +140,17 @@ describe('openai model', () => {
     expect(error.fault).toBe('model');
     expect(error.message).toContain(message);
     expect(stub.requests).toHaveLength(1);
+  });
+
+  it.each([
+    ['cut mid-string', '{"path":"src/par', /^the arguments are not valid JSON \(.+; 16 characters, ending "\{\\"path\\":\\"src\/par"\)$/],
+    ['not an object', '["a.ts"]', /^the arguments are not a JSON object \(got an array\)$/],
+  ])('should hand over a tool call whose arguments are %s with argumentsError, for the model to read, not fail the call', async (_, args, why) => {
+    const { model } = await setup(() => completion({ content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'read_file', arguments: args } }] }, 'tool_calls'));
+    const reply = await model.call(conversation, { signal: signal() });
+    expect(reply.toolCalls).toHaveLength(1);
+    expect(reply.toolCalls[0]).toMatchObject({ id: 'c', name: 'read_file', arguments: {} });
+    expect(reply.toolCalls[0]!.argumentsError).toMatch(why);
   });
 
   it('should fail with AGENT_TIMEOUT when no attempt answers within timeoutMs', async () => {

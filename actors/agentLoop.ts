@@ -62,9 +62,14 @@ export interface ResolvedModel {
   profile: string;
   /** Tokens the model accepts: a longer conversation is summarized first. */
   contextWindow?: number;
-  /** Tokens kept free for the reply. */
+  /** Tokens kept free for the reply: the profile's output limit. */
   maxTokens?: number;
+  /** The most output tokens the model can give (see Profile.maxOutputTokens). */
+  maxOutputTokens?: number;
 }
+
+/** Cut replies asked again before the session fails (each one priced, and told as `model.truncated`). */
+export const CUT_REPLY_RETRIES = 2;
 
 export type ModelResolver = (spec: SessionSpec) => ResolvedModel;
 
@@ -258,8 +263,7 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     messages: injected.length ? [...history, ...injected] : history,
     tools: fixed.tools,
   };
-  const reply = await model.call(request, abort);
-  price(reply.usage);
+  const reply = await callUncut(deps, spec, resolved, model, request, injected, abort, price);
   let checked = reply;
   if (!model.validatesReplies) {
     const parsed = ModelReply.safeParse(reply);
@@ -276,6 +280,59 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     ...(compacted ? { compacted } : {}),
     ...(deps.costs ? { costUsd } : {}),
   };
+}
+
+/**
+ * The model's reply, asked again when the output limit cut it (`stopReason: max_tokens`): a cut
+ * reply's text is incomplete and its tool calls may be cut mid-argument (a truncated result
+ * would pass for a finished one), so none of it is used or run. The next request says so, with
+ * twice the limit where the profile's `maxOutputTokens` allows it. After CUT_REPLY_RETRIES the
+ * call fails: MODEL_MISBEHAVIOUR, naming the limit. Each cut is priced (it was billed) and
+ * emitted as `model.truncated`; the notes join the conversation (`injected`), as the model saw them.
+ */
+async function callUncut(
+  deps: AgentLoopDeps,
+  spec: SessionSpec,
+  resolved: ResolvedModel,
+  model: Model,
+  first: ModelRequest,
+  injected: ChatMessage[],
+  abort: { readonly signal: AbortSignal },
+  price: (usage: ModelReply['usage']) => void,
+): Promise<ModelReply> {
+  let request = first;
+  let limit = resolved.maxTokens;
+  // the cut replies' tokens were billed too: the session's usage counts them
+  const billed = { inputTokens: 0, outputTokens: 0 };
+  for (let cut = 0; ; cut++) {
+    const reply = await model.call(request, abort);
+    price(reply.usage);
+    if (reply.stopReason !== 'max_tokens') {
+      return cut === 0 ? reply : { ...reply, usage: { inputTokens: reply.usage.inputTokens + billed.inputTokens, outputTokens: reply.usage.outputTokens + billed.outputTokens } };
+    }
+    billed.inputTokens += reply.usage.inputTokens;
+    billed.outputTokens += reply.usage.outputTokens;
+    const calls = reply.toolCalls.map((c) => c.name);
+    if (deps.events.listening !== false) {
+      deps.events.emit({ type: 'model.truncated', ...correlationOf(spec), data: { attempt: cut + 1, limit: limit ?? null, outputTokens: reply.usage.outputTokens, toolCalls: calls, profile: resolved.profile } });
+    }
+    const limitText = limit ? `${limit} tokens` : "the model's own output limit";
+    if (cut >= CUT_REPLY_RETRIES) {
+      throw new A2AError(
+        'MODEL_MISBEHAVIOUR',
+        `output limit reached: the reply was cut off at ${limitText} ${cut + 1} times in a row${calls.length ? ` (cut tool calls not run: ${calls.join(', ')})` : ''}; raise maxTokens (and maxOutputTokens) of profile ${resolved.profile}, or ask for shorter outputs`,
+      );
+    }
+    const raised = limit && resolved.maxOutputTokens && limit < resolved.maxOutputTokens ? Math.min(limit * 2, resolved.maxOutputTokens) : undefined;
+    const note: ChatMessage = {
+      role: 'user',
+      synthetic: true,
+      content: `[a2a] Your last reply was cut off at ${limitText} and was not used${calls.length ? `: its tool calls (${calls.join(', ')}) were not run` : ''}. ${raised ? `The limit is now ${raised} tokens. ` : ''}Reply again, shorter: put long content in files (write_file) or artifacts, and keep tool arguments and your result brief.`,
+    };
+    injected.push(note);
+    request = { ...request, messages: [...request.messages, note], ...(raised ? { maxTokens: raised } : {}) };
+    if (raised) limit = raised;
+  }
 }
 
 /** The children of a session, as a read-only view (null before its first spawn). */

@@ -29,6 +29,11 @@ export const Profile = z.strictObject({
   /** An OpenAI-compatible server or a proxy; the provider's own API when absent. */
   baseURL: z.url().optional(),
   maxTokens: z.number().int().positive().optional(),
+  /**
+   * The most output tokens the model can give. A reply cut by `maxTokens` is asked again with
+   * twice the limit, up to this; without it the limit stays and the model is asked to be shorter.
+   */
+  maxOutputTokens: z.number().int().positive().optional(),
   temperature: z.number().min(0).max(2).optional(),
   /** Tokens the model accepts, so that long conversations are summarized before they overflow. */
   contextWindow: z.number().int().positive().optional(),

@@ -72,6 +72,8 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
       return `${p.yellow('-')} task ${String(d.taskId ?? event.taskId)} skipped: ${String(d.reason ?? '')}`;
     case 'permission.requested':
       return `${p.yellow('⚑')} ${who} asks permission: ${String(d.action)} (${oneLine(String(d.detail ?? ''), 70)})`;
+    case 'model.truncated':
+      return `${p.yellow('⚠')} ${who}'s reply was cut off at ${d.limit ? `${String(d.limit)} tokens` : 'the output limit'} (cut ${String(d.attempt)} in a row): not used`;
     case 'permission.forwarded':
       return `${p.dim('⚑')} ${String(d.action)} for ${event.subTaskId ?? ''} passed up from ${String(d.from)} to ${String(d.to)}`;
     case 'permission.decided':

@@ -39,6 +39,7 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
         profile: r.name,
         ...(r.profile.contextWindow ? { contextWindow: r.profile.contextWindow } : {}),
         ...(r.profile.maxTokens ? { maxTokens: r.profile.maxTokens } : {}),
+        ...(r.profile.maxOutputTokens ? { maxOutputTokens: r.profile.maxOutputTokens } : {}),
       };
       resolved.set(spec, found);
     }

@@ -47,6 +47,8 @@ export interface ModelRequest {
   depth: number;
   /** Explicit model override (`--model`, the spawn tool's `model`). */
   model?: string;
+  /** This call's output limit, over the profile's (a reply cut by the limit is asked again with more). */
+  maxTokens?: number;
 }
 
 /** One model call with tools. Implementations: scripted (default), openai, anthropic. */

@@ -557,6 +557,7 @@ export const RunEventType = z.enum([
   'inquiry.sent',
   'inquiry.answered',
   'model.called',
+  'model.truncated',
   'tool.called',
   'limit.hit',
   'circuit.open',

@@ -13,7 +13,7 @@ import { abortable, checkReply, fail, failure, parseOptions, tokens, toolArgumen
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** The API requires `max_tokens`. */
-const DEFAULT_MAX_TOKENS = 4096;
+export const DEFAULT_MAX_TOKENS = 4096;
 /** The API refuses empty text blocks and empty turns; an empty reply is sent back as this. */
 export const EMPTY_TURN = '(empty)';
 
@@ -71,7 +71,7 @@ export function toAnthropicMessages(messages: ChatMessage[]): MessageParam[] {
 export function toAnthropicRequest(request: ModelRequest, options: ResolvedOptions): MessageCreateParamsNonStreaming {
   return {
     model: request.model ?? options.model,
-    max_tokens: options.maxTokens ?? DEFAULT_MAX_TOKENS,
+    max_tokens: request.maxTokens ?? options.maxTokens ?? DEFAULT_MAX_TOKENS,
     ...(request.system ? { system: request.system } : {}),
     messages: toAnthropicMessages(request.messages),
     ...(request.tools.length

@@ -63,6 +63,11 @@ export function toOpenAIMessages(request: ModelRequest): ChatCompletionMessagePa
   return messages;
 }
 
+function maxTokensField(limit: number | undefined, flavour: OpenAIFlavour): { max_tokens?: number; max_completion_tokens?: number } {
+  if (limit === undefined) return {};
+  return flavour === 'google' ? { max_tokens: limit } : { max_completion_tokens: limit };
+}
+
 export function toOpenAIRequest(request: ModelRequest, options: ResolvedOptions, flavour: OpenAIFlavour = 'openai'): ChatCompletionCreateParamsNonStreaming {
   return {
     model: request.model ?? options.model,
@@ -73,7 +78,7 @@ export function toOpenAIRequest(request: ModelRequest, options: ResolvedOptions,
       : {}),
     // `max_tokens` is deprecated and refused by OpenAI's reasoning models; Gemini's endpoint
     // documents `max_tokens`. Only sent when configured.
-    ...(options.maxTokens === undefined ? {} : flavour === 'google' ? { max_tokens: options.maxTokens } : { max_completion_tokens: options.maxTokens }),
+    ...maxTokensField(request.maxTokens ?? options.maxTokens, flavour),
     ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
   };
 }

@@ -121,7 +121,7 @@ describe('validateModelsConfig', () => {
   it('should list the allowed fields for an unknown one', () => {
     expect(() => validateModelsConfig({ profiles: { fast: { provider: 'openai', model: 'x', apiKey: 'k' } } }, 'user config')).toThrowErrorMatchingInlineSnapshot(`
       [A2AError: user config: invalid models configuration:
-        - models.profiles.fast: Unrecognized key: "apiKey" (allowed: provider, model, baseURL, maxTokens, temperature, contextWindow, tier, timeoutMs, maxRetries)]
+        - models.profiles.fast: Unrecognized key: "apiKey" (allowed: provider, model, baseURL, maxTokens, maxOutputTokens, temperature, contextWindow, tier, timeoutMs, maxRetries)]
     `);
     expect(() => validateModelsConfig({ assign: { roles: {} } }, 'f')).toThrow('models.assign: Unrecognized key: "roles" (allowed: agents, taskTypes, backends)');
   });

@@ -116,3 +116,50 @@ describe('replies at the edges, on each provider', () => {
     expect(c.out()).toContain('The parser is fine.');
   });
 });
+
+describe('a reply cut by the output limit, on each provider', () => {
+  async function run(provider: 'openai' | 'anthropic', answers: StubAnswer[], profile: object = {}) {
+    const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
+    stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(inOrder(...answers));
+    process.env[keyEnv] = KEYS[keyEnv];
+    const ws = tempDir();
+    const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0, ...profile } }, default: 'main' } }));
+    const c = capture();
+    const code = await main(['run', 'Report the state of the parser', '--standalone', '--workspace', ws, '--run-id', `cut-${provider}`, '--no-tree'], c.io);
+    return { code, c, events: new FileRunStore(ws).events(`cut-${provider}`), requests: stub.requests };
+  }
+  /** A2a_subtask_complete, whole or cut off by the output limit (the spec's shapes: `length` / `max_tokens`). */
+  const reply = (provider: 'openai' | 'anthropic', output: string, cut: boolean) =>
+    provider === 'openai'
+      ? { body: { id: 'x', object: 'chat.completion', created: 0, model: 'gpt-4.1', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'a2a_subtask_complete', arguments: cut ? `{"status":"success","output":"${output}` : JSON.stringify({ output }) } }] }, finish_reason: cut ? 'length' : 'tool_calls' }], usage: { prompt_tokens: 100, completion_tokens: cut ? 1000 : 20 } } }
+      : { body: { id: 'm', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [{ type: 'tool_use', id: 't1', name: 'a2a_subtask_complete', input: { status: 'success', output } }], stop_reason: cut ? 'max_tokens' : 'tool_use', usage: { input_tokens: 100, output_tokens: cut ? 1000 : 20 } } };
+
+  it.each(['openai', 'anthropic'] as const)('%s: is never run; asked again with twice the limit up to maxOutputTokens, with a note; the whole reply completes', async (provider) => {
+    const { code, c, events, requests } = await run(provider, [reply(provider, 'RESULT-2-...: p', true), reply(provider, 'The parser is fine.', false)], { maxTokens: 1000, maxOutputTokens: 4000 });
+    expect(code, c.err()).toBe(0);
+    expect(requests).toHaveLength(2);
+    const limitOf = (r: (typeof requests)[number]) => (r.body as { max_tokens?: number; max_completion_tokens?: number }).max_tokens ?? (r.body as { max_completion_tokens?: number }).max_completion_tokens;
+    expect(limitOf(requests[0]!)).toBe(1000);
+    expect(limitOf(requests[1]!)).toBe(2000);
+    expect(JSON.stringify(requests[1]!.body)).toContain('Your last reply was cut off at 1000 tokens and was not used: its tool calls (a2a_subtask_complete) were not run. The limit is now 2000 tokens.');
+    const truncated = events.filter((e) => e.type === 'model.truncated');
+    expect(truncated.map((e) => e.data)).toEqual([{ attempt: 1, limit: 1000, outputTokens: 1000, toolCalls: ['a2a_subtask_complete'], profile: 'main' }]);
+    const result = events.find((e) => e.type === 'subtask.result')!;
+    expect(result.data).toMatchObject({ status: 'success', output: 'The parser is fine.' });
+    // the cut reply was billed, and is counted
+    expect(events.filter((e) => e.type === 'model.called').reduce((n, e) => n + Number(e.data.outputTokens), 0)).toBe(1020);
+  });
+
+  it.each(['openai', 'anthropic'] as const)('%s: fails clearly when it keeps happening, and runs none of the cut calls', async (provider) => {
+    const cut = reply(provider, 'RESULT-2-...: p', true);
+    const { code, c, events, requests } = await run(provider, [cut, cut, cut, reply(provider, 'never asked for', false)]);
+    expect(code).toBe(1);
+    expect(requests).toHaveLength(3);
+    expect(events.filter((e) => e.type === 'model.truncated')).toHaveLength(3);
+    const result = events.find((e) => e.type === 'subtask.result')!;
+    expect(result.data.status).toBe('failed');
+    expect(String(result.data.error)).toBe("model call failed: output limit reached: the reply was cut off at the model's own output limit 3 times in a row (cut tool calls not run: a2a_subtask_complete); raise maxTokens (and maxOutputTokens) of profile main, or ask for shorter outputs");
+    expect(c.out() + c.err()).not.toContain('RESULT-2');
+  });
+});

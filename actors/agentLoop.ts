@@ -38,7 +38,7 @@ import type {
 import { ModelReply, type ChatMessage, type SessionSpec, type ToolSpec } from '../machines/protocol.js';
 import { CHART_EFFECTS, type LoopCommand } from '../machines/session.js';
 import { errorText } from '../machines/errorText.js';
-import { A2AError, describeIssues } from './errors.js';
+import { A2AError, describeIssues, isA2AError } from './errors.js';
 import { injectionText, taskMessage, type SystemPrompts } from './prompts.js';
 import type { AgentDefinition, AgentRegistry } from './registry.js';
 import type { IdGenerator, ToolCatalog } from './tools/index.js';
@@ -224,15 +224,17 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
   let history = input.messages;
   let compacted: ChatMessage[] | undefined;
   let costUsd = 0;
-  const price = (usage: { inputTokens: number; outputTokens: number }) => {
-    if (!deps.costs) return;
-    costUsd += deps.costs.ledger.record({
+  const price = (usage: ModelReply['usage']): number | undefined => {
+    if (!deps.costs) return undefined;
+    const usd = deps.costs.ledger.record({
       sessionId: spec.id,
       workerId: workerKey(spec),
       ...(spec.role === 'subtask' ? { parentId: spec.owner.ownerId } : {}),
       model: resolved.name,
       usage,
     });
+    costUsd += usd;
+    return usd;
   };
   if (resolved.contextWindow && history.length > 0) {
     // what does not fit the model's window is summarized first (a switch to a smaller model, a long session)
@@ -282,6 +284,13 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
   };
 }
 
+/** Two replies' usage together (cache counts only when there are some). */
+function sumUsage(a: ModelReply['usage'], b: ModelReply['usage']): ModelReply['usage'] {
+  const read = (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0);
+  const write = (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0);
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens, ...(read ? { cacheReadTokens: read } : {}), ...(write ? { cacheWriteTokens: write } : {}) };
+}
+
 /**
  * The model's reply, asked again when the output limit cut it (`stopReason: max_tokens`): a cut
  * reply's text is incomplete and its tool calls may be cut mid-argument (a truncated result
@@ -298,20 +307,36 @@ async function callUncut(
   first: ModelRequest,
   injected: ChatMessage[],
   abort: { readonly signal: AbortSignal },
-  price: (usage: ModelReply['usage']) => void,
+  price: (usage: ModelReply['usage']) => number | undefined,
 ): Promise<ModelReply> {
   let request = first;
   let limit = resolved.maxTokens;
   // the cut replies' tokens were billed too: the session's usage counts them
-  const billed = { inputTokens: 0, outputTokens: 0 };
+  const billed = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   for (let cut = 0; ; cut++) {
-    const reply = await model.call(request, abort);
-    price(reply.usage);
-    if (reply.stopReason !== 'max_tokens') {
-      return cut === 0 ? reply : { ...reply, usage: { inputTokens: reply.usage.inputTokens + billed.inputTokens, outputTokens: reply.usage.outputTokens + billed.outputTokens } };
+    let reply: ModelReply;
+    try {
+      reply = await model.call(request, abort);
+    } catch (error) {
+      // a reply the adapter threw away (unusable) was billed: priced and told, then the call fails
+      if (isA2AError(error) && error.billed) {
+        const usd = price(error.billed);
+        if (deps.events.listening !== false) {
+          deps.events.emit({
+            type: 'model.called',
+            ...correlationOf(spec),
+            data: { discarded: true, reason: error.message.slice(0, 300), toolCalls: [], ...error.billed, ...(usd !== undefined ? { costUsd: usd } : {}) },
+          });
+        }
+      }
+      throw error;
     }
+    price(reply.usage);
+    if (reply.stopReason !== 'max_tokens') return cut === 0 ? reply : { ...reply, usage: sumUsage(reply.usage, billed) };
     billed.inputTokens += reply.usage.inputTokens;
     billed.outputTokens += reply.usage.outputTokens;
+    billed.cacheReadTokens += reply.usage.cacheReadTokens ?? 0;
+    billed.cacheWriteTokens += reply.usage.cacheWriteTokens ?? 0;
     const calls = reply.toolCalls.map((c) => c.name);
     if (deps.events.listening !== false) {
       deps.events.emit({ type: 'model.truncated', ...correlationOf(spec), data: { attempt: cut + 1, limit: limit ?? null, outputTokens: reply.usage.outputTokens, toolCalls: calls, profile: resolved.profile } });

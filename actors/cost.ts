@@ -12,13 +12,21 @@ export const Price = z.strictObject({
   inputPerMTok: z.number().min(0),
   /** USD per million output (completion) tokens. */
   outputPerMTok: z.number().min(0),
+  /** USD per million input tokens read from the prompt cache (absent: the input rate). */
+  cacheReadPerMTok: z.number().min(0).optional(),
+  /** USD per million input tokens written to the prompt cache (absent: the input rate). */
+  cacheWritePerMTok: z.number().min(0).optional(),
 });
 export type Price = z.infer<typeof Price>;
 
 /** Token counts of one or more calls (a `ModelReply`'s `usage`). */
 export interface TokenUsage {
+  /** Every input token, cache reads and writes included. */
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens, those read from the provider's prompt cache and those written to it. */
+  cacheReadTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
 }
 
 /**
@@ -28,21 +36,24 @@ export interface TokenUsage {
  */
 export const DEFAULT_PRICES: Readonly<Record<string, Price>> = Object.freeze({
   scripted: { inputPerMTok: 0, outputPerMTok: 0 },
-  'gpt-4o': { inputPerMTok: 2.5, outputPerMTok: 10 },
-  'gpt-4o-mini': { inputPerMTok: 0.15, outputPerMTok: 0.6 },
-  'gpt-4.1': { inputPerMTok: 2, outputPerMTok: 8 },
-  'gpt-4.1-mini': { inputPerMTok: 0.4, outputPerMTok: 1.6 },
-  'gpt-4.1-nano': { inputPerMTok: 0.1, outputPerMTok: 0.4 },
-  'o4-mini': { inputPerMTok: 1.1, outputPerMTok: 4.4 },
-  'claude-opus-4': { inputPerMTok: 15, outputPerMTok: 75 },
-  'claude-sonnet-4': { inputPerMTok: 3, outputPerMTok: 15 },
-  'claude-3-7-sonnet': { inputPerMTok: 3, outputPerMTok: 15 },
-  'claude-3-5-sonnet': { inputPerMTok: 3, outputPerMTok: 15 },
-  'claude-3-5-haiku': { inputPerMTok: 0.8, outputPerMTok: 4 },
-  'gemini-2.5-pro': { inputPerMTok: 1.25, outputPerMTok: 10 },
-  'gemini-2.5-flash': { inputPerMTok: 0.3, outputPerMTok: 2.5 },
-  'gemini-2.5-flash-lite': { inputPerMTok: 0.1, outputPerMTok: 0.4 },
-  'gemini-2.0-flash': { inputPerMTok: 0.1, outputPerMTok: 0.4 },
+  // OpenAI: cached input at its own rate, no charge for writing the cache
+  'gpt-4o': { inputPerMTok: 2.5, outputPerMTok: 10, cacheReadPerMTok: 1.25 },
+  'gpt-4o-mini': { inputPerMTok: 0.15, outputPerMTok: 0.6, cacheReadPerMTok: 0.075 },
+  'gpt-4.1': { inputPerMTok: 2, outputPerMTok: 8, cacheReadPerMTok: 0.5 },
+  'gpt-4.1-mini': { inputPerMTok: 0.4, outputPerMTok: 1.6, cacheReadPerMTok: 0.1 },
+  'gpt-4.1-nano': { inputPerMTok: 0.1, outputPerMTok: 0.4, cacheReadPerMTok: 0.025 },
+  'o4-mini': { inputPerMTok: 1.1, outputPerMTok: 4.4, cacheReadPerMTok: 0.275 },
+  // Anthropic: a 5-minute cache write at 1.25 times the input rate, a read at 0.1 times
+  'claude-opus-4': { inputPerMTok: 15, outputPerMTok: 75, cacheWritePerMTok: 18.75, cacheReadPerMTok: 1.5 },
+  'claude-sonnet-4': { inputPerMTok: 3, outputPerMTok: 15, cacheWritePerMTok: 3.75, cacheReadPerMTok: 0.3 },
+  'claude-3-7-sonnet': { inputPerMTok: 3, outputPerMTok: 15, cacheWritePerMTok: 3.75, cacheReadPerMTok: 0.3 },
+  'claude-3-5-sonnet': { inputPerMTok: 3, outputPerMTok: 15, cacheWritePerMTok: 3.75, cacheReadPerMTok: 0.3 },
+  'claude-3-5-haiku': { inputPerMTok: 0.8, outputPerMTok: 4, cacheWritePerMTok: 1, cacheReadPerMTok: 0.08 },
+  // Gemini: implicit caching, reads at a quarter of the input rate
+  'gemini-2.5-pro': { inputPerMTok: 1.25, outputPerMTok: 10, cacheReadPerMTok: 0.31 },
+  'gemini-2.5-flash': { inputPerMTok: 0.3, outputPerMTok: 2.5, cacheReadPerMTok: 0.075 },
+  'gemini-2.5-flash-lite': { inputPerMTok: 0.1, outputPerMTok: 0.4, cacheReadPerMTok: 0.025 },
+  'gemini-2.0-flash': { inputPerMTok: 0.1, outputPerMTok: 0.4, cacheReadPerMTok: 0.025 },
 });
 
 function lookup(table: Readonly<Record<string, Price>>, model: string): Price | undefined {
@@ -68,13 +79,25 @@ export function priceOf(prices: Readonly<Record<string, Price>> | undefined, mod
 /** USD for the tokens of `usage` at `price` (0 when the price is unknown). */
 export function costOf(usage: TokenUsage, price: Price | undefined): number {
   if (!price) return 0;
-  return (usage.inputTokens * price.inputPerMTok + usage.outputTokens * price.outputPerMTok) / 1_000_000;
+  const read = usage.cacheReadTokens ?? 0;
+  const write = usage.cacheWriteTokens ?? 0;
+  const plain = Math.max(0, usage.inputTokens - read - write);
+  return (
+    (plain * price.inputPerMTok +
+      read * (price.cacheReadPerMTok ?? price.inputPerMTok) +
+      write * (price.cacheWritePerMTok ?? price.inputPerMTok) +
+      usage.outputTokens * price.outputPerMTok) /
+    1_000_000
+  );
 }
 
 export interface CostTotals {
   usd: number;
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens, read from and written to the prompt cache. */
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
   calls: number;
   /** Calls of models without a known price: their tokens are counted, their cost is not. */
   unpricedCalls: number;
@@ -103,12 +126,14 @@ export interface BudgetExceeded {
   spentUsd: number;
 }
 
-const zero = (): CostTotals => ({ usd: 0, inputTokens: 0, outputTokens: 0, calls: 0, unpricedCalls: 0 });
+const zero = (): CostTotals => ({ usd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, calls: 0, unpricedCalls: 0 });
 
 function add(totals: CostTotals, usage: TokenUsage, usd: number, priced: boolean): void {
   totals.usd += usd;
   totals.inputTokens += usage.inputTokens;
   totals.outputTokens += usage.outputTokens;
+  totals.cacheReadTokens += usage.cacheReadTokens ?? 0;
+  totals.cacheWriteTokens += usage.cacheWriteTokens ?? 0;
   totals.calls += 1;
   if (!priced) totals.unpricedCalls += 1;
 }

@@ -35,6 +35,11 @@ export class A2AError extends Error {
   readonly fault: Fault;
   /** Where the problem is: a file, a field, a tool argument. */
   readonly where: string | undefined;
+  /**
+   * Tokens a provider billed for a reply that this error threw away (unusable, misbehaving): the
+   * agent loop prices them all the same (set by the model adapters).
+   */
+  billed?: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number };
 
   constructor(code: ErrorCode, message: string, options: { cause?: unknown; where?: string } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

@@ -66,6 +66,8 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
             toolCalls: (m.toolCalls ?? []).map((c) => c.name),
             inputTokens: u.inputTokens - (p?.inputTokens ?? 0),
             outputTokens: u.outputTokens - (p?.outputTokens ?? 0),
+            ...(u.cacheReadTokens ? { cacheReadTokens: u.cacheReadTokens - (p?.cacheReadTokens ?? 0) } : {}),
+            ...(u.cacheWriteTokens ? { cacheWriteTokens: u.cacheWriteTokens - (p?.cacheWriteTokens ?? 0) } : {}),
             ...(u.costUsd !== undefined ? { costUsd: u.costUsd - (p?.costUsd ?? 0) } : {}),
           },
         });

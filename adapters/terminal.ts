@@ -4,7 +4,7 @@
  * the log is printed as it happens and the tree once at the end. `--json` uses neither.
  */
 import type { RunSummary } from '../machines/orchestrator.machine.js';
-import type { RunEvent } from '../machines/protocol.js';
+import type { RunEvent, Usage } from '../machines/protocol.js';
 import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/runView.js';
 
 /** Where the display writes: a stream or anything with `write`. */
@@ -321,9 +321,14 @@ export function renderSummary(summary: RunSummary, p: Palette = palette(false)):
   } else if (summary.workflow === null) {
     lines.push(`\n${p.bold('## workflow')} did not end`);
   }
-  const u = summary.usage;
-  lines.push(p.dim(`\nmodel calls: ${u.modelCalls} · tokens in ${u.inputTokens} · out ${u.outputTokens}${u.costUsd ? ` · cost ${formatUsd(u.costUsd)}` : ''}`));
+  lines.push(p.dim(`\n${usageLine(summary.usage)}`));
   return `${lines.join('\n')}\n`;
+}
+
+/** A run's model usage in one line: calls, tokens, the prompt cache's hit rate (the share of input read from it), cost. */
+export function usageLine(u: Usage): string {
+  const cache = u.cacheReadTokens || u.cacheWriteTokens ? ` · cache hits ${u.inputTokens ? Math.round((100 * (u.cacheReadTokens ?? 0)) / u.inputTokens) : 0}% (read ${u.cacheReadTokens ?? 0}, written ${u.cacheWriteTokens ?? 0})` : '';
+  return `model calls: ${u.modelCalls} · tokens in ${u.inputTokens} · out ${u.outputTokens}${cache}${u.costUsd ? ` · cost ${formatUsd(u.costUsd)}` : ''}`;
 }
 
 export { palette };

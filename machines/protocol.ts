@@ -142,8 +142,12 @@ export type Correlation = z.infer<typeof Correlation>;
 // Sub-tasks
 
 export const Usage = z.object({
+  /** Every input token billed, cache reads and writes included. */
   inputTokens: z.number().int().min(0),
   outputTokens: z.number().int().min(0),
+  /** The part of inputTokens read from the provider's prompt cache, and the part written to it. */
+  cacheReadTokens: z.number().int().min(0).optional(),
+  cacheWriteTokens: z.number().int().min(0).optional(),
   modelCalls: z.number().int().min(0),
   /** USD, from the price table (absent: no priced call). */
   costUsd: z.number().min(0).optional(),
@@ -462,7 +466,13 @@ export type ToolSpec = z.infer<typeof ToolSpec>;
 export const ModelReply = z.object({
   text: z.string(),
   toolCalls: z.array(ToolCall),
-  usage: z.object({ inputTokens: z.number().int().min(0), outputTokens: z.number().int().min(0) }),
+  /** What the provider billed: inputTokens counts every input token, of which cacheRead/WriteTokens came from or went to its prompt cache. */
+  usage: z.object({
+    inputTokens: z.number().int().min(0),
+    outputTokens: z.number().int().min(0),
+    cacheReadTokens: z.number().int().min(0).optional(),
+    cacheWriteTokens: z.number().int().min(0).optional(),
+  }),
   stopReason: z.enum(['end_turn', 'tool_use', 'max_tokens']).optional(),
 });
 export type ModelReply = z.infer<typeof ModelReply>;

@@ -438,6 +438,8 @@ export const sessionSetup = setup({
         usage: {
           inputTokens: context.usage.inputTokens + reply.usage.inputTokens,
           outputTokens: context.usage.outputTokens + reply.usage.outputTokens,
+          ...(reply.usage.cacheReadTokens || context.usage.cacheReadTokens ? { cacheReadTokens: (context.usage.cacheReadTokens ?? 0) + (reply.usage.cacheReadTokens ?? 0) } : {}),
+          ...(reply.usage.cacheWriteTokens || context.usage.cacheWriteTokens ? { cacheWriteTokens: (context.usage.cacheWriteTokens ?? 0) + (reply.usage.cacheWriteTokens ?? 0) } : {}),
           modelCalls: context.usage.modelCalls + 1,
           ...(output.costUsd !== undefined || context.usage.costUsd !== undefined ? { costUsd: (context.usage.costUsd ?? 0) + (output.costUsd ?? 0) } : {}),
         },

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { describeIssues } from '../../actors/errors.js';
 import type { Model, ModelRequest } from '../../machines/ports.js';
 import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol.js';
-import { abortable, checkReply, fail, failure, parseOptions, tokens, toolArguments, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
+import { abortable, billedIfThrown, checkReply, fail, failure, parseOptions, tokens, toolArguments, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** The API requires `max_tokens`. */
@@ -21,8 +21,25 @@ export const EMPTY_TURN = '(empty)';
 const Reply = z.object({
   content: z.array(z.looseObject({ type: z.string() })).min(1, 'no content blocks'),
   stop_reason: z.string().nullish(),
-  usage: z.object({ input_tokens: z.unknown(), output_tokens: z.unknown() }).partial().nullish(),
+  usage: z.object({ input_tokens: z.unknown(), output_tokens: z.unknown(), cache_creation_input_tokens: z.unknown(), cache_read_input_tokens: z.unknown() }).partial().nullish(),
 });
+
+/**
+ * What a message billed, read from anything that looks like one (also a message this adapter
+ * throws away): `input_tokens` counts only the uncached input, so every input token is it plus
+ * the cache's reads and writes.
+ */
+export function anthropicUsage(raw: unknown): ModelReply['usage'] {
+  const u = (raw as { usage?: Record<string, unknown> } | null)?.usage ?? {};
+  const read = tokens(u.cache_read_input_tokens);
+  const write = tokens(u.cache_creation_input_tokens);
+  return {
+    inputTokens: tokens(u.input_tokens) + read + write,
+    outputTokens: tokens(u.output_tokens),
+    ...(read ? { cacheReadTokens: read } : {}),
+    ...(write ? { cacheWriteTokens: write } : {}),
+  };
+}
 const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
 const ToolUseBlock = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
 
@@ -68,15 +85,27 @@ export function toAnthropicMessages(messages: ChatMessage[]): MessageParam[] {
   return turns;
 }
 
+/**
+ * Prompt caching: the tools and the system prompt are the same on every call of a session (and
+ * of its siblings), so a breakpoint after each lets the API read them from its cache (a tenth of
+ * the input price) instead of reading them again. The API caches only prefixes of at least
+ * 1,024 tokens (2,048 on Haiku); shorter ones are simply not cached.
+ */
+const CACHED = { cache_control: { type: 'ephemeral' as const } };
+
 export function toAnthropicRequest(request: ModelRequest, options: ResolvedOptions): MessageCreateParamsNonStreaming {
+  const tools = request.tools.map((t, i) => ({
+    name: t.name,
+    description: t.description,
+    input_schema: { type: 'object' as const, ...t.parameters },
+    ...(i === request.tools.length - 1 ? CACHED : {}),
+  }));
   return {
     model: request.model ?? options.model,
     max_tokens: request.maxTokens ?? options.maxTokens ?? DEFAULT_MAX_TOKENS,
-    ...(request.system ? { system: request.system } : {}),
+    ...(request.system ? { system: [{ type: 'text' as const, text: request.system, ...CACHED }] } : {}),
     messages: toAnthropicMessages(request.messages),
-    ...(request.tools.length
-      ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: { type: 'object' as const, ...t.parameters } })) }
-      : {}),
+    ...(tools.length ? { tools } : {}),
     ...(options.temperature === undefined ? {} : { temperature: options.temperature }),
   };
 }
@@ -98,12 +127,12 @@ export function fromAnthropicReply(raw: unknown, context: CallContext): ModelRep
       toolCalls.push({ id: t.data.id, name: t.data.name, ...toolArguments(t.data.input) });
     }
   });
-  const { stop_reason, usage } = parsed.data;
+  const { stop_reason } = parsed.data;
   const stopReason = stop_reason ? STOP_REASONS[stop_reason] : undefined;
   return {
     text: texts.join(''),
     toolCalls,
-    usage: { inputTokens: tokens(usage?.input_tokens), outputTokens: tokens(usage?.output_tokens) },
+    usage: anthropicUsage(parsed.data),
     ...(stopReason ? { stopReason } : {}),
   };
 }
@@ -142,6 +171,7 @@ export class AnthropicModel implements Model {
       if (signal.aborted) throw signal.reason;
       throw failure(error, context, Anthropic);
     }
-    return checkReply(fromAnthropicReply(raw, context), context);
+    // a message thrown away as unusable was billed all the same
+    return billedIfThrown(() => checkReply(fromAnthropicReply(raw, context), context), () => anthropicUsage(raw));
   }
 }

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { describeIssues } from '../../actors/errors.js';
 import type { Model, ModelRequest } from '../../machines/ports.js';
 import type { ModelReply } from '../../machines/protocol.js';
-import { abortable, checkReply, fail, failure, parseArguments, parseOptions, tokens, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
+import { abortable, billedIfThrown, checkReply, fail, failure, parseArguments, parseOptions, tokens, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
 
 /** The providers this adapter speaks to, and where each is when no `baseURL` is given. */
 export type OpenAIFlavour = 'openai' | 'google';
@@ -38,6 +38,13 @@ const Completion = z.object({
     .min(1, 'no choices'),
   usage: z.object({ prompt_tokens: z.unknown(), completion_tokens: z.unknown() }).partial().nullish(),
 });
+
+/** What a completion billed (also one this adapter throws away): `prompt_tokens` includes the cached ones. */
+export function openAIUsage(raw: unknown): ModelReply['usage'] {
+  const u = (raw as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown; prompt_tokens_details?: { cached_tokens?: unknown } | null } | null } | null)?.usage;
+  const read = tokens(u?.prompt_tokens_details?.cached_tokens);
+  return { inputTokens: tokens(u?.prompt_tokens), outputTokens: tokens(u?.completion_tokens), ...(read ? { cacheReadTokens: read } : {}) };
+}
 
 const STOP_REASONS: Record<string, ModelReply['stopReason']> = {
   stop: 'end_turn',
@@ -88,7 +95,7 @@ export function fromOpenAIReply(raw: unknown, context: CallContext): ModelReply 
   if (!parsed.success) {
     throw fail(context, 'MODEL_MISBEHAVIOUR', `${context.provider} model ${context.model} returned an unusable completion:\n${describeIssues(parsed.error.issues)}`);
   }
-  const { choices, usage } = parsed.data;
+  const { choices } = parsed.data;
   const { message, finish_reason } = choices[0]!;
   const seen = new Set<string>();
   const toolCalls = (message.tool_calls ?? []).map((c, i) => {
@@ -104,7 +111,7 @@ export function fromOpenAIReply(raw: unknown, context: CallContext): ModelReply 
     // a refusal is the model's answer too: the agent should see it rather than silence
     text: message.content ?? message.refusal ?? '',
     toolCalls,
-    usage: { inputTokens: tokens(usage?.prompt_tokens), outputTokens: tokens(usage?.completion_tokens) },
+    usage: openAIUsage(raw),
     ...(stopReason ? { stopReason } : {}),
   };
 }
@@ -144,6 +151,7 @@ export class OpenAIModel implements Model {
       if (signal.aborted) throw signal.reason;
       throw failure(error, context, OpenAI);
     }
-    return checkReply(fromOpenAIReply(raw, context), context);
+    // a completion thrown away as unusable was billed all the same
+    return billedIfThrown(() => checkReply(fromOpenAIReply(raw, context), context), () => openAIUsage(raw));
   }
 }

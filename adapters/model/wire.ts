@@ -171,6 +171,19 @@ export function parseArguments(raw: string): ReadArguments {
   return toolArguments(value);
 }
 
+/**
+ * `read()`, with what the provider billed for the reply attached to the A2AError it throws when
+ * the reply is unusable (`billed`): the agent loop prices it, since it was paid for.
+ */
+export function billedIfThrown<T>(read: () => T, usage: () => ModelReply['usage']): T {
+  try {
+    return read();
+  } catch (error) {
+    if (isA2AError(error)) error.billed = usage();
+    throw error;
+  }
+}
+
 /** The reply checked against the protocol, so that the agent loop can skip its own check. */
 export function checkReply(reply: unknown, context: CallContext): ModelReply {
   const parsed = ModelReply.safeParse(reply);

@@ -39,7 +39,7 @@ import { FileRunStore } from '../../adapters/store/file.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
-import { canRedraw, liveDisplay, logDisplay, palette, renderSummary, type RunDisplay } from '../../adapters/terminal.js';
+import { canRedraw, liveDisplay, logDisplay, palette, renderSummary, usageLine, type RunDisplay } from '../../adapters/terminal.js';
 import { connectInspector, type InspectorConnection } from '../../adapters/inspector.js';
 import { errorText } from '../../machines/errorText.js';
 
@@ -471,13 +471,16 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     });
   }
   const log = store.runLog(runId, { audited: isAudited });
-  const usage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0 };
+  const usage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
   bus.subscribe((e) => {
     log.append(e);
     if (e.type === 'model.called') {
-      usage.modelCalls++;
+      // a reply thrown away (discarded) was billed: its tokens and cost count, not as a call made
+      if (e.data.discarded !== true) usage.modelCalls++;
       usage.inputTokens += Number(e.data.inputTokens ?? 0);
       usage.outputTokens += Number(e.data.outputTokens ?? 0);
+      usage.cacheReadTokens += Number(e.data.cacheReadTokens ?? 0);
+      usage.cacheWriteTokens += Number(e.data.cacheWriteTokens ?? 0);
       usage.costUsd += Number(e.data.costUsd ?? 0);
     }
   });
@@ -600,7 +603,7 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     const status = result.status === 'success' || result.status === 'partial' ? 'completed' : result.status === 'cancelled' ? 'cancelled' : 'failed';
     bus.emit({ type: 'run.finished', planId, data: { status, result } });
     display?.finish();
-    if (!effective.json) io.stdout.write(`\n${result.status}: ${result.output}${result.error ? `\nerror: ${result.error}` : ''}\n`);
+    if (!effective.json) io.stdout.write(`\n${result.status}: ${result.output}${result.error ? `\nerror: ${result.error}` : ''}\n${palette(colour).dim(`\n${usageLine(usage)}`)}\n`);
     store.update(runId, { status, finishedAt: Date.now(), summary: result });
     return status === 'completed' ? 0 : status === 'cancelled' ? 130 : 1;
   } finally {

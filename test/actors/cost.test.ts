@@ -3,7 +3,7 @@ import { CostLedger, costOf, DEFAULT_PRICES, priceOf } from '../../actors/cost.j
 
 describe('priceOf', () => {
   it('should price well-known models from the defaults, dated versions as their family', () => {
-    expect(priceOf(undefined, 'gpt-4o')).toEqual({ inputPerMTok: 2.5, outputPerMTok: 10 });
+    expect(priceOf(undefined, 'gpt-4o')).toEqual({ inputPerMTok: 2.5, outputPerMTok: 10, cacheReadPerMTok: 1.25 });
     expect(priceOf(undefined, 'gpt-4o-2024-08-06')).toBe(DEFAULT_PRICES['gpt-4o']);
     // the longest family wins: not priced as gpt-4o
     expect(priceOf(undefined, 'gpt-4o-mini-2024-07-18')).toBe(DEFAULT_PRICES['gpt-4o-mini']);
@@ -58,7 +58,7 @@ describe('CostLedger', () => {
     expect(ledger.parentOf('s1a')).toBe('s1');
     expect(Object.keys(ledger.byModel()).sort()).toEqual(['gpt-4o', 'gpt-4o-mini', 'local-llama', 'mystery']);
     expect(ledger.byModel()['gpt-4o']!.calls).toBe(2);
-    expect(ledger.forWorker('nobody')).toEqual({ usd: 0, inputTokens: 0, outputTokens: 0, calls: 0, unpricedCalls: 0 });
+    expect(ledger.forWorker('nobody')).toEqual({ usd: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, calls: 0, unpricedCalls: 0 });
   });
 
   it('should hand out copies that do not change the ledger', () => {

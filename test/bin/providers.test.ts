@@ -78,19 +78,22 @@ describe('model profiles in the configuration', () => {
   });
 });
 
+
+/** A standalone run of one session on `provider`, against a stub that gives `answers` in order. */
+async function standaloneOn(provider: 'openai' | 'anthropic', answers: StubAnswer[], runId: string, profile: object = {}) {
+  const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
+  stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(inOrder(...answers));
+  process.env[keyEnv] = KEYS[keyEnv];
+  const ws = tempDir();
+  const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
+  writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0, ...profile } }, default: 'main' } }));
+  const c = capture();
+  const code = await main(['run', 'Report the state of the parser', '--standalone', '--workspace', ws, '--run-id', runId, '--no-tree'], c.io);
+  return { code, c, ws, events: new FileRunStore(ws).events(runId), requests: stub.requests };
+}
+
 describe('replies at the edges, on each provider', () => {
-  /** A standalone run of one session on `provider`, against a stub that gives `answers` in order. */
-  async function standalone(provider: 'openai' | 'anthropic', answers: StubAnswer[]) {
-    const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
-    stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(inOrder(...answers));
-    process.env[keyEnv] = KEYS[keyEnv];
-    const ws = tempDir();
-    const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
-    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0 } }, default: 'main' } }));
-    const c = capture();
-    const code = await main(['run', 'Report the state of the parser', '--standalone', '--workspace', ws, '--run-id', `edge-${provider}`, '--no-tree'], c.io);
-    return { code, c, ws, events: new FileRunStore(ws).events(`edge-${provider}`), requests: stub.requests };
-  }
+  const standalone = (provider: 'openai' | 'anthropic', answers: StubAnswer[]) => standaloneOn(provider, answers, `edge-${provider}`);
   const completeCall = (provider: 'openai' | 'anthropic', args: string) =>
     provider === 'openai'
       ? { body: { id: 'x', object: 'chat.completion', created: 0, model: 'gpt-4.1', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'a2a_subtask_complete', arguments: args } }] }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 100, completion_tokens: 20 } } }
@@ -118,17 +121,7 @@ describe('replies at the edges, on each provider', () => {
 });
 
 describe('a reply cut by the output limit, on each provider', () => {
-  async function run(provider: 'openai' | 'anthropic', answers: StubAnswer[], profile: object = {}) {
-    const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
-    stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(inOrder(...answers));
-    process.env[keyEnv] = KEYS[keyEnv];
-    const ws = tempDir();
-    const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
-    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0, ...profile } }, default: 'main' } }));
-    const c = capture();
-    const code = await main(['run', 'Report the state of the parser', '--standalone', '--workspace', ws, '--run-id', `cut-${provider}`, '--no-tree'], c.io);
-    return { code, c, events: new FileRunStore(ws).events(`cut-${provider}`), requests: stub.requests };
-  }
+  const run = (provider: 'openai' | 'anthropic', answers: StubAnswer[], profile: object = {}) => standaloneOn(provider, answers, `cut-${provider}`, profile);
   /** A2a_subtask_complete, whole or cut off by the output limit (the spec's shapes: `length` / `max_tokens`). */
   const reply = (provider: 'openai' | 'anthropic', output: string, cut: boolean) =>
     provider === 'openai'
@@ -161,5 +154,53 @@ describe('a reply cut by the output limit, on each provider', () => {
     expect(result.data.status).toBe('failed');
     expect(String(result.data.error)).toBe("model call failed: output limit reached: the reply was cut off at the model's own output limit 3 times in a row (cut tool calls not run: a2a_subtask_complete); raise maxTokens (and maxOutputTokens) of profile main, or ask for shorter outputs");
     expect(c.out() + c.err()).not.toContain('RESULT-2');
+  });
+});
+
+describe('every billed token priced, on each provider', () => {
+  const usageOf = (provider: 'openai' | 'anthropic', u: { input: number; output: number; read?: number; write?: number }) =>
+    provider === 'openai'
+      ? { prompt_tokens: u.input, completion_tokens: u.output, ...(u.read ? { prompt_tokens_details: { cached_tokens: u.read } } : {}) }
+      : { input_tokens: u.input - (u.read ?? 0) - (u.write ?? 0), output_tokens: u.output, ...(u.read ? { cache_read_input_tokens: u.read } : {}), ...(u.write ? { cache_creation_input_tokens: u.write } : {}) };
+  const complete = (provider: 'openai' | 'anthropic', usage: object) =>
+    provider === 'openai'
+      ? { body: { id: 'x', object: 'chat.completion', created: 0, model: 'gpt-4.1', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'a2a_subtask_complete', arguments: '{"output":"done"}' } }] }, finish_reason: 'tool_calls' }], usage } }
+      : { body: { id: 'm', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [{ type: 'tool_use', id: 't1', name: 'a2a_subtask_complete', input: { output: 'done' } }], stop_reason: 'tool_use', usage } };
+  /** A reply the adapter cannot use (a custom tool call; a text block without text), billed all the same. */
+  const unusable = (provider: 'openai' | 'anthropic', usage: object) =>
+    provider === 'openai'
+      ? { body: { id: 'x', object: 'chat.completion', created: 0, model: 'gpt-4.1', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'custom', custom: { name: 'x', input: '' } }] }, finish_reason: 'tool_calls' }], usage } }
+      : { body: { id: 'm', type: 'message', role: 'assistant', model: 'claude-sonnet-4-20250514', content: [{ type: 'text' }], stop_reason: 'end_turn', usage } };
+
+  it.each(['openai', 'anthropic'] as const)('%s: a reply thrown away as unusable is priced and counted', async (provider) => {
+    const { code, c, events } = await standaloneOn(provider, [unusable(provider, usageOf(provider, { input: 1000, output: 32_768 }))], `discard-${provider}`);
+    expect(code).toBe(1);
+    const discarded = events.filter((e) => e.type === 'model.called' && e.data.discarded === true);
+    expect(discarded).toHaveLength(1);
+    expect(discarded[0]!.data).toMatchObject({ inputTokens: 1000, outputTokens: 32_768 });
+    // gpt-4.1: $2 in, $8 out; claude-sonnet-4: $3 in, $15 out (per million)
+    const expected = provider === 'openai' ? (1000 * 2 + 32_768 * 8) / 1e6 : (1000 * 3 + 32_768 * 15) / 1e6;
+    expect(Number(discarded[0]!.data.costUsd)).toBeCloseTo(expected, 8);
+    expect(c.out()).toContain(`tokens in 1000 · out 32768 · cost $${expected.toFixed(4)}`);
+  });
+
+  it.each(['openai', 'anthropic'] as const)('%s: cache reads and writes are priced at their own rates, and the summary gives the hit rate', async (provider) => {
+    const u = provider === 'openai' ? { input: 2000, output: 100, read: 1500 } : { input: 15_100, output: 50, read: 10_000, write: 5000 };
+    const { code, c, events, requests } = await standaloneOn(provider, [complete(provider, usageOf(provider, u))], `cache-${provider}`);
+    expect(code, c.err()).toBe(0);
+    const called = events.find((e) => e.type === 'model.called')!;
+    expect(called.data).toMatchObject({ inputTokens: u.input, cacheReadTokens: u.read, ...(u.write ? { cacheWriteTokens: u.write } : {}) });
+    // gpt-4.1: cached input $0.50 (of $2); claude-sonnet-4: read $0.30, write $3.75 (of $3)
+    const expected = provider === 'openai' ? (500 * 2 + 1500 * 0.5 + 100 * 8) / 1e6 : (100 * 3 + 10_000 * 0.3 + 5000 * 3.75 + 50 * 15) / 1e6;
+    expect(Number(called.data.costUsd)).toBeCloseTo(expected, 8);
+    const rate = Math.round((100 * u.read) / u.input);
+    expect(c.out()).toContain(`tokens in ${u.input} · out ${u.output} · cache hits ${rate}% (read ${u.read}, written ${u.write ?? 0}) · cost $${expected.toFixed(4)}`);
+    if (provider === 'anthropic') {
+      // the system prompt and the tools are marked for the prompt cache
+      const body = requests[0]!.body as { system: Array<{ cache_control?: unknown }>; tools: Array<{ cache_control?: unknown }> };
+      expect(body.system[0]!.cache_control).toEqual({ type: 'ephemeral' });
+      expect(body.tools.at(-1)!.cache_control).toEqual({ type: 'ephemeral' });
+      expect(body.tools.slice(0, -1).every((t) => t.cache_control === undefined)).toBe(true);
+    }
   });
 });

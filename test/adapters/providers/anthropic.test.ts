@@ -60,7 +60,7 @@ describe('anthropic model', () => {
     expect(request!.body).toEqual({
       model: 'claude-test',
       max_tokens: 4096,
-      system: conversation.system,
+      system: [{ type: 'text', text: conversation.system, cache_control: { type: 'ephemeral' } }],
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'Write the parser' }] },
         {
@@ -83,7 +83,7 @@ describe('anthropic model', () => {
         { role: 'assistant', content: [{ type: 'tool_use', id: 'call_3', name: 'read_file', input: { path: 'c.ts' } }] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_3', content: 'export const c = 3;', is_error: false }] },
       ],
-      tools: [{ name: 'read_file', description: readFileTool.description, input_schema: readFileTool.parameters }],
+      tools: [{ name: 'read_file', description: readFileTool.description, input_schema: readFileTool.parameters, cache_control: { type: 'ephemeral' } }],
     });
   });
 

@@ -68,6 +68,21 @@ export interface ResolvedModel {
   maxOutputTokens?: number;
 }
 
+/** Times a conversation the provider refused as too long is shortened and asked again before the call fails. */
+export const OVERFLOW_RETRIES = 2;
+
+/**
+ * The conversation with every long tool output cut to `share` of its length (head kept, a note
+ * saying how much went): when summarizing cannot shorten it (the bulk is in the latest turns).
+ */
+function clipToolOutputs(messages: ChatMessage[], share: number): ChatMessage[] {
+  return messages.map((m) => {
+    if (m.role !== 'tool' || m.content.length <= 2_000) return m;
+    const keep = Math.max(1_000, Math.floor(m.content.length * share));
+    return { ...m, content: `${m.content.slice(0, keep)}\n[… ${m.content.length - keep} characters dropped to fit the context window]` };
+  });
+}
+
 /** Cut replies asked again before the session fails (each one priced, and told as `model.truncated`). */
 export const CUT_REPLY_RETRIES = 2;
 
@@ -256,7 +271,7 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
   }
   // written out, not `{ ...base, messages, tools }`: V8 gives each object made by a spread followed
   // by new keys a hidden class of its own (slow to build, about 300 bytes of old space each)
-  const request: ModelRequest = {
+  let request: ModelRequest = {
     system: base.system,
     agentType: base.agentType,
     sessionId: base.sessionId,
@@ -265,7 +280,36 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     messages: injected.length ? [...history, ...injected] : history,
     tools: fixed.tools,
   };
-  const reply = await callUncut(deps, spec, resolved, model, request, injected, abort, price);
+  let reply: ModelReply;
+  for (let shortened = 0; ; shortened++) {
+    try {
+      reply = await callUncut(deps, spec, resolved, model, request, injected, abort, price);
+      break;
+    } catch (error) {
+      if (!isA2AError(error, 'CONTEXT_OVERFLOW')) throw error;
+      if (shortened >= OVERFLOW_RETRIES) {
+        throw new A2AError('CONTEXT_OVERFLOW', `${error.message} — still, after shortening the conversation ${shortened} times (${estimateTokens(history, fixed.system)} tokens estimated now)`, { cause: error });
+      }
+      // the provider's window is smaller than the profile said (or none was configured): the
+      // conversation (the system prompt stays as it is) is shortened to 60 % of its size, then
+      // 36 %, and asked again
+      const before = estimateTokens(history, fixed.system);
+      const system = estimateTokens([], fixed.system);
+      const target = system + Math.max(256, Math.floor((before - system) * 0.6));
+      const fitted = await fitConversation({ model, request: base, messages: history, contextWindow: target + 1, reserveTokens: 1, signal: abort.signal });
+      price(fitted.usage);
+      history = fitted.summarized && fitted.after < before ? fitted.messages : clipToolOutputs(history, 0.5);
+      compacted = history;
+      if (deps.events.listening !== false) {
+        deps.events.emit({
+          type: 'warning',
+          ...correlationOf(spec),
+          data: { message: `the provider said the conversation does not fit ${resolved.profile}'s context window: ${fitted.summarized ? 'summarized' : 'long tool outputs cut'} (${before} → ${estimateTokens(history, fixed.system)} tokens estimated), asking again`, summarized: fitted.summarized, overflow: true, before, after: estimateTokens(history, fixed.system) },
+        });
+      }
+      request = { ...request, messages: injected.length ? [...history, ...injected] : history };
+    }
+  }
   let checked = reply;
   if (!model.validatesReplies) {
     const parsed = ModelReply.safeParse(reply);

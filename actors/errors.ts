@@ -27,6 +27,7 @@ const FAULT: Record<ErrorCode, Fault> = {
   NOT_FOUND: 'user',
   BUDGET_EXCEEDED: 'user',
   ARTIFACT_NOT_FOUND: 'user',
+  CONTEXT_OVERFLOW: 'model',
 };
 
 export class A2AError extends Error {

@@ -50,6 +50,8 @@ export const ErrorCode = z.enum([
   'NOT_FOUND',
   'BUDGET_EXCEEDED',
   'ARTIFACT_NOT_FOUND',
+  /** The provider refused the request: the conversation does not fit the model's context window. */
+  'CONTEXT_OVERFLOW',
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 

@@ -20,6 +20,7 @@ import type {
   AgentLoopReply,
   AgentLoopRequest,
   CallModelOutput,
+  FamilyView,
   InboxItem,
   PermissionAsk,
   SupervisorEvent,
@@ -245,6 +246,25 @@ function result(context: SessionContext, status: ResultStatus, extra: Partial<Su
     ...(diffStats ? { diffStats } : {}),
     ...extra,
   };
+}
+
+/**
+ * A failing session's output with its children's finished results appended: what they did is
+ * not lost with it (a model call that failed after two sub-tasks had succeeded). Read from its
+ * `subtasks` supervisor's view; nothing when it has no children or none finished well.
+ */
+function withChildResults(context: SessionContext, self: { getSnapshot(): unknown }): { output?: string } {
+  if (!context.has.subtasks) return {};
+  const supervisor = (self.getSnapshot() as { children?: { subtasks?: { getSnapshot(): unknown } } }).children?.subtasks;
+  const family = (supervisor?.getSnapshot() as { family?: FamilyView } | undefined)?.family;
+  if (!family) return {};
+  const done = family
+    .ids()
+    .map((id) => family.result(id))
+    .filter((r): r is SubTaskResult => r !== undefined && (r.status === 'success' || r.status === 'partial'));
+  if (done.length === 0) return {};
+  const lines = done.map((r) => `- ${r.taskId} (${r.status}): ${r.output}`);
+  return { output: `${context.lastText ? `${context.lastText}\n\n` : ''}Results of its sub-tasks before it failed:\n${lines.join('\n')}` };
 }
 
 function withChanges(changes: SessionContext['changes'], outcome: ToolOutcome): SessionContext['changes'] {
@@ -765,8 +785,8 @@ export const sessionSetup = setup({
         error: `never called a2a_subtask_complete; still idle after ${watchdog.inquiries} answered inquiries, last output kept`,
       }),
     })),
-    finishFailed: assign(({ context }) => ({
-      result: result(context, 'failed', { error: context.meta.failure ?? 'failed', fallback: true }),
+    finishFailed: assign(({ context, self }) => ({
+      result: result(context, 'failed', { error: context.meta.failure ?? 'failed', fallback: true, ...withChildResults(context, self) }),
     })),
     finishCancelled: assign(({ context, event }) => ({
       result: result(context, 'cancelled', {

@@ -79,6 +79,13 @@ function rootCause(error: unknown): string {
   return last;
 }
 
+/**
+ * How the providers say that a request is longer than the model's context window: OpenAI's
+ * `context_length_exceeded` ("This model's maximum context length is …"), Anthropic's "prompt is
+ * too long: … tokens > … maximum", Gemini's "input token count … exceeds the maximum".
+ */
+const OVERFLOW = /context_length_exceeded|maximum context length|prompt is too long|context window|input token count.*exceeds|too many (input )?tokens/i;
+
 /** A thrown SDK error (after the SDK's retries) as an A2AError. Aborts are handled by the caller. */
 export function failure(error: unknown, context: CallContext, sdk: SdkErrors): A2AError {
   if (isA2AError(error)) return error;
@@ -113,6 +120,10 @@ export function failure(error: unknown, context: CallContext, sdk: SdkErrors): A
     }
     if (status === 408 || status === 504) {
       return fail(context, 'AGENT_TIMEOUT', `${who}: the server timed out (HTTP ${status})${retried}: ${detail}`, error);
+    }
+    // the conversation does not fit: the agent loop shortens it and asks again
+    if ((status === 400 || status === 413) && (OVERFLOW.test(detail) || (error as { code?: unknown }).code === 'context_length_exceeded')) {
+      return fail(context, 'CONTEXT_OVERFLOW', `${who}: the conversation does not fit the model's context window (HTTP ${status}): ${detail}`, error);
     }
     const hint = status === 404 ? ` (check the model name and the base URL ${origin(context.baseURL)})` : '';
     return fail(context, 'AGENT_ERROR', `${who}: HTTP ${status}${retried}${hint}: ${detail}`, error);

@@ -12,7 +12,22 @@ import { realClock } from '../../adapters/clock.js';
 import { ScriptedModel } from '../../adapters/model/scripted.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import { inOrder, scriptedAnthropic, scriptedOpenAI, startAnthropicStub, startGoogleStub, startOpenAIStub, type Stub, type StubAnswer } from '../adapters/providers/stubs.js';
+import {
+  anthropicMessage,
+  anthropicToModelRequest,
+  inOrder,
+  openAICompletion,
+  openAIToModelRequest,
+  scriptedAnthropic,
+  scriptedOpenAI,
+  startAnthropicStub,
+  startGoogleStub,
+  startOpenAIStub,
+  type Stub,
+  type StubAnswer,
+  type StubRequest,
+} from '../adapters/providers/stubs.js';
+import type { ModelReply } from '../../machines/protocol.js';
 import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
@@ -204,3 +219,65 @@ describe('every billed token priced, on each provider', () => {
     }
   });
 });
+
+describe('a conversation the provider says is too long, on each provider', () => {
+  const overflow = (provider: 'openai' | 'anthropic'): StubAnswer =>
+    provider === 'openai'
+      ? { status: 400, headers: { 'x-should-retry': 'false' }, body: { error: { message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } } }
+      : { status: 400, headers: { 'x-should-retry': 'false' }, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 250000 tokens > 200000 maximum' } } };
+  const toRequest = (provider: 'openai' | 'anthropic') => (provider === 'openai' ? openAIToModelRequest : anthropicToModelRequest);
+  const wire = (provider: 'openai' | 'anthropic', reply: ModelReply): StubAnswer => ({ body: provider === 'openai' ? openAICompletion(reply, 'gpt-4.1') : anthropicMessage(reply, 'claude-sonnet-4-20250514') });
+  const calls = (...toolCalls: Array<{ name: string; arguments: object }>): ModelReply => ({ text: '', toolCalls: toolCalls.map((c, i) => ({ id: `c${i}`, ...c })) as ModelReply['toolCalls'], usage: { inputTokens: 10, outputTokens: 5 }, stopReason: 'tool_use' });
+  const text = (t: string): ModelReply => ({ text: t, toolCalls: [], usage: { inputTokens: 10, outputTokens: 5 }, stopReason: 'end_turn' });
+
+  it.each(['openai', 'anthropic'] as const)('%s: is summarized and asked again; the long tool output is not sent again', async (provider) => {
+    // 300 lines of 100 characters: about 7,500 tokens of tool output in the conversation
+    const big = Array.from({ length: 300 }, (_, i) => `LINE-${String(i).padStart(4, '0')} ${'x'.repeat(89)}`).join('\n');
+    const handler = (request: StubRequest): StubAnswer => {
+      const r = toRequest(provider)(request);
+      if (r.tools.length === 0) return wire(provider, text('SUMMARY: read notes.txt, 300 lines of x.'));
+      if (r.messages.length === 1) return wire(provider, calls({ name: 'read_file', arguments: { path: 'notes.txt' } }));
+      // the provider's window is smaller than the whole file
+      if (r.messages.some((m) => m.content.includes('LINE-0250'))) return overflow(provider);
+      return wire(provider, calls({ name: 'a2a_subtask_complete', arguments: { output: 'notes.txt is all x' } }));
+    };
+    const run = await standaloneWith(provider, handler, `overflow-${provider}`, (ws) => writeFileSync(join(ws, 'notes.txt'), big));
+    expect(run.code, run.c.out()).toBe(0);
+    const warning = run.events.find((e) => e.type === 'warning' && e.data.overflow === true)!;
+    expect(String(warning.data.message)).toMatch(/the provider said the conversation does not fit main's context window: summarized \(\d+ → \d+ tokens estimated\), asking again/);
+    const final = toRequest(provider)(run.requests.at(-1)!);
+    expect(JSON.stringify(final.messages)).toContain('SUMMARY: read notes.txt');
+    expect(JSON.stringify(final.messages)).not.toContain('LINE-0250');
+    expect(run.events.find((e) => e.type === 'subtask.result')!.data).toMatchObject({ status: 'success', output: 'notes.txt is all x' });
+  });
+
+  it.each(['openai', 'anthropic'] as const)('%s: fails clearly when it never fits, keeping the results its sub-tasks already had', async (provider) => {
+    const handler = (request: StubRequest): StubAnswer => {
+      const r = toRequest(provider)(request);
+      const task = r.messages.find((m) => m.role === 'user')?.content ?? '';
+      if (/^part [AB]/.test(task)) return wire(provider, calls({ name: 'a2a_subtask_complete', arguments: { output: `${task.slice(0, 6)} done` } }));
+      if (r.messages.length === 1) return wire(provider, calls({ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [{ agentType: '@agent', prompt: 'part A', expectedOutput: 'x' }, { agentType: '@agent', prompt: 'part B', expectedOutput: 'x' }] } }));
+      return overflow(provider);
+    };
+    const run = await standaloneWith(provider, handler, `never-fits-${provider}`);
+    expect(run.code).toBe(1);
+    const result = run.events.find((e) => e.type === 'subtask.result' && e.subTaskId === 'session')!;
+    expect(result.data.status).toBe('failed');
+    expect(String(result.data.error)).toContain("does not fit the model's context window");
+    expect(String(result.data.output)).toContain('Results of its sub-tasks before it failed:\n- session.1 (success): part A done\n- session.2 (success): part B done');
+  });
+});
+
+/** A standalone run on `provider` against a stub answering with `handler`; `prepare` may write into the workspace. */
+async function standaloneWith(provider: 'openai' | 'anthropic', handler: (request: StubRequest) => StubAnswer, runId: string, prepare?: (ws: string) => void) {
+  const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
+  stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(handler);
+  process.env[keyEnv] = KEYS[keyEnv];
+  const ws = tempDir();
+  prepare?.(ws);
+  const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
+  writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0 } }, default: 'main' } }));
+  const c = capture();
+  const code = await main(['run', 'Do it in parts', '--standalone', '--workspace', ws, '--run-id', runId, '--no-tree'], c.io);
+  return { code, c, ws, events: new FileRunStore(ws).events(runId), requests: stub.requests };
+}

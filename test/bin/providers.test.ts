@@ -25,6 +25,7 @@ import {
   startOpenAIStub,
   type Stub,
   type StubAnswer,
+  type StubHandler,
   type StubRequest,
 } from '../adapters/providers/stubs.js';
 import type { ModelReply } from '../../machines/protocol.js';
@@ -95,17 +96,7 @@ describe('model profiles in the configuration', () => {
 
 
 /** A standalone run of one session on `provider`, against a stub that gives `answers` in order. */
-async function standaloneOn(provider: 'openai' | 'anthropic', answers: StubAnswer[], runId: string, profile: object = {}) {
-  const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
-  stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(inOrder(...answers));
-  process.env[keyEnv] = KEYS[keyEnv];
-  const ws = tempDir();
-  const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
-  writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0, ...profile } }, default: 'main' } }));
-  const c = capture();
-  const code = await main(['run', 'Report the state of the parser', '--standalone', '--workspace', ws, '--run-id', runId, '--no-tree'], c.io);
-  return { code, c, ws, events: new FileRunStore(ws).events(runId), requests: stub.requests };
-}
+const standaloneOn = (provider: 'openai' | 'anthropic', answers: StubAnswer[], runId: string, profile: object = {}) => standaloneWith(provider, inOrder(...answers), runId, undefined, profile);
 
 describe('replies at the edges, on each provider', () => {
   const standalone = (provider: 'openai' | 'anthropic', answers: StubAnswer[]) => standaloneOn(provider, answers, `edge-${provider}`);
@@ -269,14 +260,14 @@ describe('a conversation the provider says is too long, on each provider', () =>
 });
 
 /** A standalone run on `provider` against a stub answering with `handler`; `prepare` may write into the workspace. */
-async function standaloneWith(provider: 'openai' | 'anthropic', handler: (request: StubRequest) => StubAnswer, runId: string, prepare?: (ws: string) => void) {
+async function standaloneWith(provider: 'openai' | 'anthropic', handler: StubHandler, runId: string, prepare?: (ws: string) => void, profile: object = {}) {
   const keyEnv = provider === 'openai' ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY';
   stub = await (provider === 'openai' ? startOpenAIStub : startAnthropicStub)(handler);
   process.env[keyEnv] = KEYS[keyEnv];
   const ws = tempDir();
   prepare?.(ws);
   const model = provider === 'openai' ? 'gpt-4.1' : 'claude-sonnet-4-20250514';
-  writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0 } }, default: 'main' } }));
+  writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider, model, baseURL: stub.baseURL, maxRetries: 0, ...profile } }, default: 'main' } }));
   const c = capture();
   const code = await main(['run', 'Do it in parts', '--standalone', '--workspace', ws, '--run-id', runId, '--no-tree'], c.io);
   return { code, c, ws, events: new FileRunStore(ws).events(runId), requests: stub.requests };

@@ -328,6 +328,11 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
   };
 }
 
+/** The `model.called` data of billed replies that no recorded reply counts (thrown away, or cut before a failure). */
+function discardedCall(error: unknown, usage: ModelReply['usage'], usd: number | undefined): Record<string, unknown> {
+  return { discarded: true, reason: errorText(error).slice(0, 300), toolCalls: [], ...sumUsage(usage, { inputTokens: 0, outputTokens: 0 }), ...(usd !== undefined ? { costUsd: usd } : {}) };
+}
+
 /** Two replies' usage together (cache counts only when there are some). */
 function sumUsage(a: ModelReply['usage'], b: ModelReply['usage']): ModelReply['usage'] {
   const read = (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0);
@@ -357,40 +362,43 @@ async function callUncut(
   let limit = resolved.maxTokens;
   // the cut replies' tokens were billed too: the session's usage counts them
   const billed = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+  let billedUsd: number | undefined;
   for (let cut = 0; ; cut++) {
     let reply: ModelReply;
     try {
       reply = await model.call(request, abort);
     } catch (error) {
-      // a reply the adapter threw away (unusable) was billed: priced and told, then the call fails
-      if (isA2AError(error) && error.billed) {
-        const usd = price(error.billed);
-        if (deps.events.listening !== false) {
-          deps.events.emit({
-            type: 'model.called',
-            ...correlationOf(spec),
-            data: { discarded: true, reason: error.message.slice(0, 300), toolCalls: [], ...error.billed, ...(usd !== undefined ? { costUsd: usd } : {}) },
-          });
-        }
+      // a reply the adapter threw away (unusable) was billed: priced and told, then the call
+      // fails; so were the cut replies before it, which no recorded reply will count now
+      const thrown = isA2AError(error) && error.billed ? error.billed : null;
+      const usd = thrown ? price(thrown) : undefined;
+      const lost = thrown ? sumUsage(billed, thrown) : billed;
+      const lostUsd = usd !== undefined || billedUsd !== undefined ? (usd ?? 0) + (billedUsd ?? 0) : undefined;
+      if ((thrown || cut > 0) && deps.events.listening !== false) {
+        deps.events.emit({ type: 'model.called', ...correlationOf(spec), data: discardedCall(error, lost, lostUsd) });
       }
       throw error;
     }
-    price(reply.usage);
+    const usd = price(reply.usage);
     if (reply.stopReason !== 'max_tokens') return cut === 0 ? reply : { ...reply, usage: sumUsage(reply.usage, billed) };
     billed.inputTokens += reply.usage.inputTokens;
     billed.outputTokens += reply.usage.outputTokens;
     billed.cacheReadTokens += reply.usage.cacheReadTokens ?? 0;
     billed.cacheWriteTokens += reply.usage.cacheWriteTokens ?? 0;
+    if (usd !== undefined) billedUsd = (billedUsd ?? 0) + usd;
     const calls = reply.toolCalls.map((c) => c.name);
     if (deps.events.listening !== false) {
       deps.events.emit({ type: 'model.truncated', ...correlationOf(spec), data: { attempt: cut + 1, limit: limit ?? null, outputTokens: reply.usage.outputTokens, toolCalls: calls, profile: resolved.profile } });
     }
     const limitText = limit ? `${limit} tokens` : "the model's own output limit";
     if (cut >= CUT_REPLY_RETRIES) {
-      throw new A2AError(
+      const error = new A2AError(
         'MODEL_MISBEHAVIOUR',
         `output limit reached: the reply was cut off at ${limitText} ${cut + 1} times in a row${calls.length ? ` (cut tool calls not run: ${calls.join(', ')})` : ''}; raise maxTokens (and maxOutputTokens) of profile ${resolved.profile}, or ask for shorter outputs`,
       );
+      // the cut replies were billed: priced already, and told here as the calls they were
+      if (deps.events.listening !== false) deps.events.emit({ type: 'model.called', ...correlationOf(spec), data: discardedCall(error, billed, billedUsd) });
+      throw error;
     }
     const raised = limit && resolved.maxOutputTokens && limit < resolved.maxOutputTokens ? Math.min(limit * 2, resolved.maxOutputTokens) : undefined;
     const note: ChatMessage = {
@@ -430,6 +438,7 @@ export function runTool(
     registry: deps.registry,
     family: familyOf(session),
     updates: input.updates,
+    ...(input.dropped ? { dropped: input.dropped } : {}),
     ids: deps.ids,
     clock: deps.clock,
     commands: deps.commands ?? null,

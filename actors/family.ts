@@ -55,6 +55,8 @@ export class Family implements FamilyView {
   dropped = 0;
   /** How many of them the outstanding batch tells. */
   droppedTold = 0;
+  /** The last sequence number of the outstanding batch (the owner has what is at or below it). */
+  outstandingUpTo = 0;
   /** A batch was sent and not yet acknowledged (batches are coalesced). */
   outstanding = false;
   watch: { ids: string[]; remaining: Set<string> } | null = null;
@@ -101,21 +103,29 @@ export class Family implements FamilyView {
     if (droppable(update)) this.droppables.push(seq);
     let dropped = 0;
     while (this.mailbox.size > MAILBOX_LIMIT && this.droppableHead < this.droppables.length) {
-      // acknowledged ones are gone already: skipped
-      if (this.mailbox.delete(this.droppables[this.droppableHead++]!)) dropped++;
+      const old = this.droppables[this.droppableHead++]!;
+      // acknowledged ones are gone already; one in the batch the owner holds is not lost to it
+      if (this.mailbox.delete(old) && !(this.outstanding && old <= this.outstandingUpTo)) dropped++;
     }
+    this.#compactDroppables();
+    this.dropped += dropped;
+    return dropped;
+  }
+
+  /** Moves past droppable seqs no longer in the mailbox, and frees the list's consumed head. */
+  #compactDroppables(): void {
+    while (this.droppableHead < this.droppables.length && !this.mailbox.has(this.droppables[this.droppableHead]!)) this.droppableHead++;
     if (this.droppableHead > 1024 && this.droppableHead * 2 > this.droppables.length) {
       this.droppables = this.droppables.slice(this.droppableHead);
       this.droppableHead = 0;
     }
-    this.dropped += dropped;
-    return dropped;
   }
 
   /** The batch to send the owner now: none while one is unacknowledged, the mailbox is empty or the family stops. */
   batch(): { upTo: number; updates: TaskUpdate[]; live: number; dropped?: number } | null {
     if (this.outstanding || this.mailbox.size === 0 || this.stopping) return null;
     this.outstanding = true;
+    this.outstandingUpTo = this.seq;
     this.droppedTold = this.dropped;
     return { upTo: this.seq, updates: [...this.mailbox.values()], live: this.unsettled, ...(this.dropped > 0 ? { dropped: this.dropped } : {}) };
   }
@@ -136,6 +146,7 @@ export class Family implements FamilyView {
     this.dropped -= this.droppedTold;
     this.droppedTold = 0;
     this.outstanding = false;
+    this.#compactDroppables();
   }
 
   /** Results the owner got another way (a watch answered): their completion updates are not sent again. */
@@ -215,6 +226,7 @@ export class Family implements FamilyView {
       completionSeq: [...this.completionSeq],
       watch: this.watch ? this.watch.ids : null,
       cancelling: this.cancelling,
+      ...(this.dropped > 0 ? { dropped: this.dropped } : {}),
     };
   }
 
@@ -227,7 +239,12 @@ export class Family implements FamilyView {
     family.seq = p.seq;
     family.queue = p.queue;
     family.cancelling = p.cancelling;
-    for (const [seq, u] of p.mailbox) family.mailbox.set(seq, u);
+    for (const [seq, u] of p.mailbox) {
+      family.mailbox.set(seq, u);
+      // in sequence order: the oldest status updates are the first to go when it is full again
+      if (droppable(u)) family.droppables.push(seq);
+    }
+    family.dropped = p.dropped ?? 0;
     for (const [id, seq] of p.completionSeq) family.completionSeq.set(id, seq);
     for (const [id, m] of p.members) {
       const member: Member = { spec: m.spec, state: m.state, result: m.result, ref: null, ...(m.held ? { held: m.held } : {}) };
@@ -288,4 +305,6 @@ export interface PersistedFamily {
   completionSeq: Array<[string, number]>;
   watch: string[] | null;
   cancelling: string | null;
+  /** Status updates dropped and not yet told to the owner (see MAILBOX_LIMIT). */
+  dropped?: number;
 }

@@ -857,6 +857,8 @@ export const RunToolInput = z.object({
   call: ToolCall,
   /** The update batch the session holds (for `a2a_check_updates`). */
   updates: z.array(TaskUpdate),
+  /** Status updates dropped before that batch (UpdateBatch.dropped). */
+  dropped: z.number().int().min(1).optional(),
   /** The session's reinitialization count (part of permission request ids). */
   epoch: z.number().int().min(0).optional(),
 });

@@ -263,7 +263,10 @@ function withChildResults(context: SessionContext, self: { getSnapshot(): unknow
     .map((id) => family.result(id))
     .filter((r): r is SubTaskResult => r !== undefined && (r.status === 'success' || r.status === 'partial'));
   if (done.length === 0) return {};
-  const lines = done.map((r) => `- ${r.taskId} (${r.status}): ${r.output}`);
+  // bounded: a result travels in snapshots and over NATS (a failing parent of a large fan-out)
+  const clip = (text: string) => (text.length > 500 ? `${text.slice(0, 500)}… [${text.length - 500} more characters in its own result]` : text);
+  const lines = done.slice(0, 20).map((r) => `- ${r.taskId} (${r.status}): ${clip(r.output)}`);
+  if (done.length > 20) lines.push(`- … and ${done.length - 20} more: see their own results`);
   return { output: `${context.lastText ? `${context.lastText}\n\n` : ''}Results of its sub-tasks before it failed:\n${lines.join('\n')}` };
 }
 
@@ -336,16 +339,13 @@ function recordOutcome(context: SessionContext, enqueue: Enqueue, outcome: ToolO
         update: update(next, 'progress', { kind: effect.notification, message: effect.message }),
       });
       break;
-    case 'ackUpdates': {
-      // a filtered check takes those sub-tasks' updates; the others stay for the next step
-      const only = effect.subTaskIds ? new Set(effect.subTaskIds) : null;
+    case 'ackUpdates':
+      // a filtered check takes those sub-tasks' updates; the supervisor offers the others again
+      // at once, in a new batch (keeping the old one here could acknowledge that new one unseen)
       if (next.batch) enqueue.sendTo('subtasks', { type: 'ACK_UPDATES', upTo: next.batch.upTo, ...(effect.subTaskIds ? { subTaskIds: effect.subTaskIds } : {}) });
-      const left = only && next.batch ? next.batch.updates.filter((u) => !only.has(u.subTaskId)) : [];
-      const batch = left.length > 0 && next.batch ? { ...next.batch, updates: left } : null;
-      enqueue.assign({ batch });
-      next = { ...next, batch };
+      enqueue.assign({ batch: null });
+      next = { ...next, batch: null };
       break;
-    }
     case 'message':
       enqueue.sendTo('subtasks', { type: 'SEND_TO_CHILD', to: effect.to, from: next.spec.id, text: effect.text });
       break;
@@ -435,7 +435,7 @@ export const sessionSetup = setup({
       const request: LoopCommand = {
         type: 'RUN_TOOL',
         step: stepOf(context),
-        input: { spec: context.spec, call: context.pendingCalls[0]!, updates: context.batch?.updates ?? [], epoch: context.meta.epoch },
+        input: { spec: context.spec, call: context.pendingCalls[0]!, updates: context.batch?.updates ?? [], ...(context.batch?.dropped ? { dropped: context.batch.dropped } : {}), epoch: context.meta.epoch },
       };
       toLoop(enqueue, request);
     }),

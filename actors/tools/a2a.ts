@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { SessionSpec } from '../../machines/protocol.js';
 import { A2AError } from '../errors.js';
 import { childPermissions } from '../permissions.js';
+import { MAILBOX_LIMIT } from '../family.js';
 import type { ToolContext, ToolDefinition } from './types.js';
 import { errorText } from '../../machines/errorText.js';
 
@@ -200,7 +201,9 @@ const checkUpdates: ToolDefinition<typeof CheckArgs> = {
     if (updates.length === 0) {
       return { isError: false, content: JSON.stringify({ updates: [], stillRunning: live }) };
     }
-    return { isError: false, content: JSON.stringify({ updates, stillRunning: live }), effect: { kind: 'ackUpdates', ...(only ? { subTaskIds: [...only] } : {}) } };
+    // acknowledging the batch tells what was dropped before it: said here, or never
+    const dropped = ctx.dropped ? { droppedStatusUpdates: ctx.dropped, note: `${ctx.dropped} older status update(s) were dropped: at most ${MAILBOX_LIMIT} wait for you` } : {};
+    return { isError: false, content: JSON.stringify({ updates, stillRunning: live, ...dropped }), effect: { kind: 'ackUpdates', ...(only ? { subTaskIds: [...only] } : {}) } };
   },
 };
 

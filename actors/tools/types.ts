@@ -40,6 +40,8 @@ export interface ToolContext {
   family: FamilyView | null;
   /** The update batch the session holds. */
   updates: TaskUpdate[];
+  /** Status updates dropped before it (the mailbox holds at most 100). */
+  dropped?: number;
   ids: IdGenerator;
   clock: Clock;
   /** Runs run_command's commands (the sandbox); null: commands are refused. */

@@ -49,7 +49,6 @@ const STOP_REASONS: Record<string, ModelReply['stopReason']> = {
   refusal: 'end_turn',
   tool_use: 'tool_use',
   max_tokens: 'max_tokens',
-  model_context_window_exceeded: 'max_tokens',
 };
 
 const text = (s: string): ContentBlockParam[] => (s ? [{ type: 'text', text: s }] : []);
@@ -128,6 +127,11 @@ export function fromAnthropicReply(raw: unknown, context: CallContext): ModelRep
     }
   });
   const { stop_reason } = parsed.data;
+  // the window filled up while it wrote: not a reply to use, and no output limit to raise — the
+  // conversation is what must shrink (the agent loop shortens it on CONTEXT_OVERFLOW)
+  if (stop_reason === 'model_context_window_exceeded') {
+    throw fail(context, 'CONTEXT_OVERFLOW', `anthropic model ${context.model} stopped: the conversation filled its context window (model_context_window_exceeded)`);
+  }
   const stopReason = stop_reason ? STOP_REASONS[stop_reason] : undefined;
   return {
     text: texts.join(''),

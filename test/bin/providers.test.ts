@@ -160,6 +160,9 @@ describe('a reply cut by the output limit, on each provider', () => {
     expect(result.data.status).toBe('failed');
     expect(String(result.data.error)).toBe("model call failed: output limit reached: the reply was cut off at the model's own output limit 3 times in a row (cut tool calls not run: a2a_subtask_complete); raise maxTokens (and maxOutputTokens) of profile main, or ask for shorter outputs");
     expect(c.out() + c.err()).not.toContain('RESULT-2');
+    // the three cut replies were billed: one discarded call event counts them
+    const discarded = events.filter((e) => e.type === 'model.called' && e.data.discarded === true);
+    expect(discarded.map((e) => [e.data.inputTokens, e.data.outputTokens])).toEqual([[300, 3000]]);
   });
 });
 

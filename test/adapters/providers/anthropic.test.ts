@@ -190,6 +190,14 @@ describe('anthropic model', () => {
     expect(stub.requests).toHaveLength(1);
   });
 
+  it('should fail with CONTEXT_OVERFLOW, billed, when the window filled up while it wrote (model_context_window_exceeded)', async () => {
+    const { model } = await setup(() => ({ body: { ...(message([{ type: 'text', text: 'partial' }], 'model_context_window_exceeded') as { body: object }).body, usage: { input_tokens: 199_000, output_tokens: 1000 } } }));
+    const error = await rejection(model.call(conversation, { signal: signal() }));
+    expect(error.code).toBe('CONTEXT_OVERFLOW');
+    expect(error.message).toContain('filled its context window');
+    expect(error.billed).toEqual({ inputTokens: 199_000, outputTokens: 1000 });
+  });
+
   it('should hand over a tool_use whose input is not an object with argumentsError, for the model to read', async () => {
     const { model } = await setup(() => message([{ type: 'tool_use', id: 't', name: 'read_file', input: 'a.ts' }], 'tool_use'));
     const reply = await model.call(conversation, { signal: signal() });

@@ -79,7 +79,7 @@ function clipToolOutputs(messages: ChatMessage[], share: number): ChatMessage[] 
   return messages.map((m) => {
     if (m.role !== 'tool' || m.content.length <= 2_000) return m;
     const keep = Math.max(1_000, Math.floor(m.content.length * share));
-    return { ...m, content: `${m.content.slice(0, keep)}\n[… ${m.content.length - keep} characters dropped to fit the context window]` };
+    return { ...m, clipped: true, content: `${m.content.slice(0, keep)}\n[… ${m.content.length - keep} characters dropped to fit the context window]` };
   });
 }
 

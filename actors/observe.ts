@@ -71,7 +71,7 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
             ...(u.costUsd !== undefined ? { costUsd: u.costUsd - (p?.costUsd ?? 0) } : {}),
           },
         });
-      } else if (m.role === 'tool') {
+      } else if (m.role === 'tool' && m.clipped !== true) {
         events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content) } });
       }
     }

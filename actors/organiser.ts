@@ -217,8 +217,20 @@ export function createDecide(o: { model: Model | null; modelName?: string; clock
       type: 'model.called',
       subTaskId: 'organiser',
       agentType: ORGANISER_AGENT.raw,
-      data: { turn: input.round, text: reply.text.slice(0, 500), toolCalls: reply.toolCalls.map((c) => c.name), inputTokens: reply.usage.inputTokens, outputTokens: reply.usage.outputTokens, ...(costUsd !== undefined ? { costUsd } : {}) },
+      data: {
+        turn: input.round,
+        text: reply.text.slice(0, 500),
+        toolCalls: reply.toolCalls.map((c) => c.name),
+        inputTokens: reply.usage.inputTokens,
+        outputTokens: reply.usage.outputTokens,
+        ...(reply.usage.cacheReadTokens ? { cacheReadTokens: reply.usage.cacheReadTokens } : {}),
+        ...(reply.usage.cacheWriteTokens ? { cacheWriteTokens: reply.usage.cacheWriteTokens } : {}),
+        ...(costUsd !== undefined ? { costUsd } : {}),
+      },
     });
+    // arguments the adapter could not read: say so, rather than "a field is missing"
+    const unreadable = reply.toolCalls.find((c) => c.argumentsError !== undefined);
+    if (unreadable) throw new A2AError('VALIDATION_ERROR', `the organiser's ${unreadable.name} call could not be read: ${unreadable.argumentsError}`, { where: unreadable.name });
     const decisionCall = reply.toolCalls.find((c) => c.name === 'workflow_decision');
     if (!decisionCall) {
       throw new A2AError('VALIDATION_ERROR', `the organiser answered without a workflow_decision call${reply.text ? ` ("${reply.text.slice(0, 200)}")` : ''}`, { where: 'workflow_decision' });

@@ -453,6 +453,8 @@ export const ChatMessage = z.discriminatedUnion('role', [
     name: z.string(),
     content: z.string(),
     isError: z.boolean().optional(),
+    /** Its content was cut to fit the context window (the call itself was told when it ran). */
+    clipped: z.boolean().optional(),
   }),
 ]);
 export type ChatMessage = z.infer<typeof ChatMessage>;

@@ -281,9 +281,11 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     tools: fixed.tools,
   };
   let reply: ModelReply;
+  // the limit starts at the profile's, else at what the adapter sends when none is configured
+  const cuts: CutState = { limit: resolved.maxTokens ?? model.defaultMaxTokens, raised: false, count: 0 };
   for (let shortened = 0; ; shortened++) {
     try {
-      reply = await callUncut(deps, spec, resolved, model, request, injected, abort, price);
+      reply = await callUncut(deps, spec, resolved, model, request, injected, abort, price, cuts);
       break;
     } catch (error) {
       if (!isA2AError(error, 'CONTEXT_OVERFLOW')) throw error;
@@ -357,13 +359,15 @@ async function callUncut(
   injected: ChatMessage[],
   abort: { readonly signal: AbortSignal },
   price: (usage: ModelReply['usage']) => number | undefined,
+  cuts: CutState,
 ): Promise<ModelReply> {
-  let request = first;
-  let limit = resolved.maxTokens;
+  // a limit raised by an earlier cut of this step still holds (after an overflow's retry too)
+  let request = cuts.raised ? { ...first, maxTokens: cuts.limit! } : first;
   // the cut replies' tokens were billed too: the session's usage counts them
   const billed = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   let billedUsd: number | undefined;
-  for (let cut = 0; ; cut++) {
+  for (let cut = 0; ; cut++, cuts.count++) {
+    const limit = cuts.limit;
     let reply: ModelReply;
     try {
       reply = await model.call(request, abort);
@@ -388,13 +392,13 @@ async function callUncut(
     if (usd !== undefined) billedUsd = (billedUsd ?? 0) + usd;
     const calls = reply.toolCalls.map((c) => c.name);
     if (deps.events.listening !== false) {
-      deps.events.emit({ type: 'model.truncated', ...correlationOf(spec), data: { attempt: cut + 1, limit: limit ?? null, outputTokens: reply.usage.outputTokens, toolCalls: calls, profile: resolved.profile } });
+      deps.events.emit({ type: 'model.truncated', ...correlationOf(spec), data: { attempt: cuts.count + 1, limit: limit ?? null, outputTokens: reply.usage.outputTokens, toolCalls: calls, profile: resolved.profile } });
     }
     const limitText = limit ? `${limit} tokens` : "the model's own output limit";
-    if (cut >= CUT_REPLY_RETRIES) {
+    if (cuts.count >= CUT_REPLY_RETRIES) {
       const error = new A2AError(
         'MODEL_MISBEHAVIOUR',
-        `output limit reached: the reply was cut off at ${limitText} ${cut + 1} times in a row${calls.length ? ` (cut tool calls not run: ${calls.join(', ')})` : ''}; raise maxTokens (and maxOutputTokens) of profile ${resolved.profile}, or ask for shorter outputs`,
+        `output limit reached: the reply was cut off at ${limitText} ${cuts.count + 1} times in a row${calls.length ? ` (cut tool calls not run: ${calls.join(', ')})` : ''}; raise maxTokens (and maxOutputTokens) of profile ${resolved.profile}, or ask for shorter outputs`,
       );
       // the cut replies were billed: priced already, and told here as the calls they were
       if (deps.events.listening !== false) deps.events.emit({ type: 'model.called', ...correlationOf(spec), data: discardedCall(error, billed, billedUsd) });
@@ -408,8 +412,18 @@ async function callUncut(
     };
     injected.push(note);
     request = { ...request, messages: [...request.messages, note], ...(raised ? { maxTokens: raised } : {}) };
-    if (raised) limit = raised;
+    if (raised) {
+      cuts.limit = raised;
+      cuts.raised = true;
+    }
   }
+}
+
+/** The cuts of one step, across its overflow retries: the output limit now, whether a cut raised it, how many cuts so far. */
+interface CutState {
+  limit: number | undefined;
+  raised: boolean;
+  count: number;
 }
 
 /** The children of a session, as a read-only view (null before its first spawn). */

@@ -59,6 +59,8 @@ export interface Model {
    * provider's wire format, or built the reply itself); otherwise the agent loop validates it.
    */
   readonly validatesReplies?: boolean;
+  /** The output limit the adapter sends when the profile sets none (Anthropic requires one); absent: the model's own. */
+  readonly defaultMaxTokens?: number;
   call(request: ModelRequest, options: { signal: AbortSignal }): Promise<ModelReply>;
 }
 

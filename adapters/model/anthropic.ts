@@ -145,12 +145,14 @@ export class AnthropicModel implements Model {
   readonly id: string;
   /** Replies are parsed from the wire and checked against the protocol here. */
   readonly validatesReplies = true;
+  readonly defaultMaxTokens: number;
   readonly #options: ResolvedOptions;
   readonly #client: Anthropic;
 
   constructor(options: ProviderOptions) {
     this.#options = parseOptions('anthropic', options);
     this.id = this.#options.id ?? `anthropic:${this.#options.model}`;
+    this.defaultMaxTokens = this.#options.maxTokens ?? DEFAULT_MAX_TOKENS;
     this.#client = new Anthropic({
       apiKey: this.#options.apiKey,
       baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,

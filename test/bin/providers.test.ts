@@ -150,6 +150,19 @@ describe('a reply cut by the output limit, on each provider', () => {
     expect(events.filter((e) => e.type === 'model.called').reduce((n, e) => n + Number(e.data.outputTokens), 0)).toBe(1020);
   });
 
+  it("anthropic: with no maxTokens, the adapter's 4096 is raised up to maxOutputTokens", async () => {
+    const { code, c, requests } = await run('anthropic', [reply('anthropic', 'RESULT-2-...: p', true), reply('anthropic', 'The parser is fine.', false)], { maxOutputTokens: 8000 });
+    expect(code, c.err()).toBe(0);
+    expect(requests.map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([4096, 8000]);
+  });
+
+  it('anthropic: a limit a cut raised still holds when the next call is retried after an overflow', async () => {
+    const tooLong: StubAnswer = { status: 400, headers: { 'x-should-retry': 'false' }, body: { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 210000 tokens > 200000 maximum' } } };
+    const { code, c, requests } = await run('anthropic', [reply('anthropic', 'RESULT-2-...: p', true), tooLong, reply('anthropic', 'The parser is fine.', false)], { maxTokens: 1000, maxOutputTokens: 4000 });
+    expect(code, c.err()).toBe(0);
+    expect(requests.map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([1000, 2000, 2000]);
+  });
+
   it.each(['openai', 'anthropic'] as const)('%s: fails clearly when it keeps happening, and runs none of the cut calls', async (provider) => {
     const cut = reply(provider, 'RESULT-2-...: p', true);
     const { code, c, events, requests } = await run(provider, [cut, cut, cut, reply(provider, 'never asked for', false)]);
@@ -158,7 +171,9 @@ describe('a reply cut by the output limit, on each provider', () => {
     expect(events.filter((e) => e.type === 'model.truncated')).toHaveLength(3);
     const result = events.find((e) => e.type === 'subtask.result')!;
     expect(result.data.status).toBe('failed');
-    expect(String(result.data.error)).toBe("model call failed: output limit reached: the reply was cut off at the model's own output limit 3 times in a row (cut tool calls not run: a2a_subtask_complete); raise maxTokens (and maxOutputTokens) of profile main, or ask for shorter outputs");
+    // Anthropic's adapter always sends a limit (4096 when the profile sets none); OpenAI's none
+    const limit = provider === 'anthropic' ? '4096 tokens' : "the model's own output limit";
+    expect(String(result.data.error)).toBe(`model call failed: output limit reached: the reply was cut off at ${limit} 3 times in a row (cut tool calls not run: a2a_subtask_complete); raise maxTokens (and maxOutputTokens) of profile main, or ask for shorter outputs`);
     expect(c.out() + c.err()).not.toContain('RESULT-2');
     // the three cut replies were billed: one discarded call event counts them
     const discarded = events.filter((e) => e.type === 'model.called' && e.data.discarded === true);

@@ -419,15 +419,27 @@ export class Host {
     const started = this.#o.clock.now();
     try {
       await this.#heartbeat();
-      // Cut off from the server (the heartbeat waited): others' heartbeats could not get through
-      // either, so their silence says nothing for a while.
-      if (this.#o.clock.now() - started > this.#o.heartbeatMs) this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
+      this.#blindIfSlow(started);
     } catch (error) {
-      this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
+      this.#goBlind();
       this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: ${errorText(error)}` } });
     } finally {
       this.#beating = false;
     }
+  }
+
+  /**
+   * This host was cut off from the server (an operation failed, or waited longer than a
+   * heartbeat): others' heartbeats could not get through either, so for a while their silence
+   * says nothing and nobody is judged dead.
+   */
+  #goBlind(): void {
+    this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
+  }
+
+  /** #goBlind when an operation begun at `since` took longer than a heartbeat. */
+  #blindIfSlow(since: number): void {
+    if (this.#o.clock.now() - since > this.#o.heartbeatMs) this.#goBlind();
   }
 
   async #scan(): Promise<void> {
@@ -457,7 +469,7 @@ export class Host {
     const alive = new Set<string>();
     const keys = await this.#hosts!.keys();
     // as for a heartbeat: an answer this slow means this host was cut off, and saw nobody meanwhile
-    if (this.#o.clock.now() - now > this.#o.heartbeatMs) this.#blindUntil = this.#o.clock.now() + this.#o.deadAfterMs * 2;
+    this.#blindIfSlow(now);
     for (const key of keys) {
       const entry = await this.#hosts!.get(key).catch(() => null);
       if (!entry) continue;

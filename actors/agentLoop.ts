@@ -251,17 +251,23 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     costUsd += usd;
     return usd;
   };
+  /** The history summarized (by the session's own model, priced) to fit `budget` tokens, system prompt included. */
+  const fit = async (budget: number, reserveTokens: number) => {
+    const fitted = await fitConversation({ model, request: base, messages: history, contextWindow: budget, reserveTokens, signal: abort.signal });
+    price(fitted.usage);
+    return fitted;
+  };
+  const warn = (message: string, data: Record<string, unknown>) => {
+    if (deps.events.listening !== false) deps.events.emit({ type: 'warning', ...correlationOf(spec), data: { message, ...data } });
+  };
   if (resolved.contextWindow && history.length > 0) {
     // what does not fit the model's window is summarized first (a switch to a smaller model, a long session)
     const reserve = (resolved.maxTokens ?? 4096) + estimateTokens([], JSON.stringify(fixed.tools)) + estimateTokens(injected, fixed.system);
-    const fitted = await fitConversation({ model, request: base, messages: history, contextWindow: resolved.contextWindow, reserveTokens: reserve, signal: abort.signal });
-    price(fitted.usage);
+    const fitted = await fit(resolved.contextWindow, reserve);
     if (fitted.summarized) {
       history = fitted.messages;
       compacted = fitted.messages;
-      if (deps.events.listening !== false) {
-        deps.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: `conversation summarized to fit ${resolved.profile} (${fitted.before} → ${fitted.after} tokens of ${resolved.contextWindow})`, summarized: true, before: fitted.before, after: fitted.after } });
-      }
+      warn(`conversation summarized to fit ${resolved.profile} (${fitted.before} → ${fitted.after} tokens of ${resolved.contextWindow})`, { summarized: true, before: fitted.before, after: fitted.after });
     }
   }
   // a paused run: the call in progress finished, the next one waits (a cancel still ends it)
@@ -297,18 +303,12 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
       // 36 %, and asked again
       const before = estimateTokens(history, fixed.system);
       const system = estimateTokens([], fixed.system);
-      const target = system + Math.max(256, Math.floor((before - system) * 0.6));
-      const fitted = await fitConversation({ model, request: base, messages: history, contextWindow: target + 1, reserveTokens: 1, signal: abort.signal });
-      price(fitted.usage);
-      history = fitted.summarized && fitted.after < before ? fitted.messages : clipToolOutputs(history, 0.5);
+      const fitted = await fit(system + Math.max(256, Math.floor((before - system) * 0.6)), 0);
+      const summarized = fitted.summarized && fitted.after < before;
+      history = summarized ? fitted.messages : clipToolOutputs(history, 0.5);
       compacted = history;
-      if (deps.events.listening !== false) {
-        deps.events.emit({
-          type: 'warning',
-          ...correlationOf(spec),
-          data: { message: `the provider said the conversation does not fit ${resolved.profile}'s context window: ${fitted.summarized ? 'summarized' : 'long tool outputs cut'} (${before} → ${estimateTokens(history, fixed.system)} tokens estimated), asking again`, summarized: fitted.summarized, overflow: true, before, after: estimateTokens(history, fixed.system) },
-        });
-      }
+      const after = estimateTokens(history, fixed.system);
+      warn(`the provider said the conversation does not fit ${resolved.profile}'s context window: ${summarized ? 'summarized' : 'long tool outputs cut'} (${before} → ${after} tokens estimated), asking again`, { summarized, overflow: true, before, after });
       request = { ...request, messages: injected.length ? [...history, ...injected] : history };
     }
   }

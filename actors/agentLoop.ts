@@ -27,7 +27,6 @@ import type {
   Clock,
   CommandRunner,
   EventSink,
-  FamilyView,
   Model,
   ModelRequest,
   PermissionAnswer,
@@ -36,7 +35,7 @@ import type {
   ToolOutcome,
 } from '../machines/ports.js';
 import { ModelReply, type ChatMessage, type SessionSpec, type ToolSpec } from '../machines/protocol.js';
-import { CHART_EFFECTS, type LoopCommand } from '../machines/session.js';
+import { CHART_EFFECTS, familyOfSession, type LoopCommand } from '../machines/session.js';
 import { errorText } from '../machines/errorText.js';
 import { A2AError, describeIssues, isA2AError } from './errors.js';
 import { injectionText, taskMessage, type SystemPrompts } from './prompts.js';
@@ -426,12 +425,6 @@ interface CutState {
   count: number;
 }
 
-/** The children of a session, as a read-only view (null before its first spawn). */
-function familyOf(session: AnyActorRef | undefined): FamilyView | null {
-  const supervisor = (session?.getSnapshot() as { children?: Record<string, AnyActorRef | undefined> } | undefined)?.children?.subtasks;
-  return (supervisor?.getSnapshot() as { family?: FamilyView } | undefined)?.family ?? null;
-}
-
 /** One tool call against the catalog; `permit` decides or asks the tree. */
 export function runTool(
   deps: AgentLoopDeps,
@@ -450,7 +443,7 @@ export function runTool(
     permit,
     locks: deps.locks,
     registry: deps.registry,
-    family: familyOf(session),
+    family: familyOfSession(session),
     updates: input.updates,
     ...(input.dropped ? { dropped: input.dropped } : {}),
     ids: deps.ids,

@@ -248,15 +248,19 @@ function result(context: SessionContext, status: ResultStatus, extra: Partial<Su
   };
 }
 
+/** A session's children, as its `subtasks` supervisor shows them (null before its first spawn). */
+export function familyOfSession(session: { getSnapshot(): unknown } | undefined): FamilyView | null {
+  const supervisor = (session?.getSnapshot() as { children?: { subtasks?: { getSnapshot(): unknown } } } | undefined)?.children?.subtasks;
+  return (supervisor?.getSnapshot() as { family?: FamilyView } | undefined)?.family ?? null;
+}
+
 /**
  * A failing session's output with its children's finished results appended: what they did is
  * not lost with it (a model call that failed after two sub-tasks had succeeded). Read from its
  * `subtasks` supervisor's view; nothing when it has no children or none finished well.
  */
 function withChildResults(context: SessionContext, self: { getSnapshot(): unknown }): { output?: string } {
-  if (!context.has.subtasks) return {};
-  const supervisor = (self.getSnapshot() as { children?: { subtasks?: { getSnapshot(): unknown } } }).children?.subtasks;
-  const family = (supervisor?.getSnapshot() as { family?: FamilyView } | undefined)?.family;
+  const family = context.has.subtasks ? familyOfSession(self) : null;
   if (!family) return {};
   const done = family
     .ids()

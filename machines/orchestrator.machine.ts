@@ -15,7 +15,8 @@
  * `cancelled` once all have reported and the inbox is drained.
  */
 import { and, assign, enqueueActions, fromPromise, sendTo, setup } from 'xstate';
-import type { ActorLogic, Snapshot } from 'xstate';
+// ActorSystem named here so that the machine's declaration can name it (xstate does not export AnyActorSystem)
+import type { ActorLogic, ActorSystem, Snapshot } from 'xstate';
 import type { HumanGateEvent, HumanGateReply, InboxEvent, InboxReply, ManagementEvent, SupervisorReply } from './ports.js';
 import type { OrchestratorCommand, WorkerManagementEvent } from './protocol.js';
 import type { SupervisorLogic } from './session.js';
@@ -181,7 +182,7 @@ export type OrchestratorEmitted = {
   data: Record<string, unknown>;
 };
 
-interface OrchestratorContext {
+export interface OrchestratorContext {
   runId: string;
   planId: string;
   order: string[];
@@ -425,14 +426,14 @@ export const orchestratorMachine = setup({
         throw new Error('the inbox is not provided: build the machines with createRuntime()');
       },
       getPersistedSnapshot: (s) => s,
-    } as ActorLogic<Snapshot<undefined>, InboxEvent>,
+    } as ActorLogic<Snapshot<undefined>, InboxEvent, unknown, ActorSystem<any>>,
     humanGate: {
       transition: (s) => s,
       getInitialSnapshot: () => {
         throw new Error('the human gate is not provided: build the machines with createRuntime()');
       },
       getPersistedSnapshot: (s) => s,
-    } as ActorLogic<Snapshot<undefined>, HumanGateEvent>,
+    } as ActorLogic<Snapshot<undefined>, HumanGateEvent, unknown, ActorSystem<any>>,
     answerQuestion: fromPromise<string, AnswerQuestionInput>(async () => {
       throw new Error('no orchestrator model is provided: build the machines with createRuntime()');
     }),

@@ -123,7 +123,7 @@ interface Tally {
   open: number;
 }
 
-interface SdlcContext {
+export interface SdlcContext {
   runId: string;
   goal: string;
   settings: SdlcSettings;

@@ -12,7 +12,7 @@
  * the next model call (parent wake-up). Every final state carries exactly one result, which is
  * this actor's output and so reaches the owner as the `xstate.done.actor` event.
  */
-import { assign, emit, enqueueActions, sendTo, setup, type ActorLogic, type Snapshot } from 'xstate';
+import { assign, emit, enqueueActions, sendTo, setup, type ActorLogic, type ActorSystem, type Snapshot } from 'xstate';
 import { errorText } from './errorText.js';
 import { idleInquiryMachine, type IdleInquiryOutput } from './idleInquiry.machine.js';
 import type {
@@ -197,7 +197,7 @@ function healthAfter(context: SessionContext, call: ToolCall, ok: boolean): Sess
 }
 
 /** The supervisor logic type, as the session sees it (implemented in actors/supervisor.ts). */
-export type SupervisorLogic = ActorLogic<Snapshot<unknown>, SupervisorEvent, SupervisorInput>;
+export type SupervisorLogic = ActorLogic<Snapshot<unknown>, SupervisorEvent, SupervisorInput, ActorSystem<any>>;
 /**
  * What the chart asks of its agent loop: a step to start (its reply comes back as an event), an
  * answer for the running tool, or to abort the step in flight. The runtime provides the `loop`

@@ -65,7 +65,7 @@ export type TaskBranchEvent =
   | { type: 'REVIEW_DONE'; approved: boolean; feedback: string; by: string }
   | { type: 'PERMISSION_DECIDED'; decision: PermissionDecision };
 
-interface Context extends TaskBranchInput {
+export interface Context extends TaskBranchInput {
   result: SubTaskResult | null;
   diff: DiffStats | null;
   commit: string | null;

@@ -64,6 +64,27 @@ export function parseAgentFile(text: string, file: string): { frontmatter: Agent
   return { frontmatter: parsed.data, body };
 }
 
+/** An agent defined in code (the library's `defineAgent`): the fields of an agent file, its body as `systemPrompt`. */
+export const AgentInput = AgentFrontmatter.extend({ systemPrompt: z.string().optional() });
+export type AgentInput = z.input<typeof AgentInput>;
+
+/**
+ * Checks an agent defined in code the way an agent file is checked (the same fields and limits;
+ * its tools are checked against the run's tools when the run starts) and returns it frozen.
+ */
+export function defineAgent(input: AgentInput): Readonly<AgentInput> {
+  const parsed = AgentInput.safeParse(input);
+  if (!parsed.success) {
+    const name = typeof (input as { name?: unknown })?.name === 'string' ? ` "${(input as { name: string }).name}"` : '';
+    throw new A2AError(
+      'CONFIGURATION_INVALID',
+      `defineAgent${name}: invalid agent definition:\n${describeIssues(parsed.error.issues)}\nAllowed fields: ${Object.keys(AgentInput.shape).join(', ')}`,
+      { where: 'defineAgent' },
+    );
+  }
+  return Object.freeze(parsed.data);
+}
+
 const BACKEND_ALIASES: Record<string, z.infer<typeof AgentBackend>> = {
   claude: 'claude',
   anthropic: 'claude',
@@ -141,6 +162,14 @@ export class AgentRegistry {
       systemPrompt: patch.systemPrompt?.trim() ? patch.systemPrompt.trim() : (existing?.systemPrompt ?? ''),
       files: [...(existing?.files ?? []), file],
     });
+  }
+
+  /** Adds agents defined in code (checked again here: a plain object may not have gone through defineAgent). */
+  addDefined(agents: ReadonlyArray<AgentInput>): void {
+    for (const input of agents) {
+      const { name, ...patch } = defineAgent(input);
+      this.apply(name, patch, 'user', `defineAgent("${name}")`);
+    }
   }
 
   /** Loads one agent Markdown file (`*.agent.md`). */

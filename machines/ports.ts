@@ -54,6 +54,8 @@ export interface ModelRequest {
 /** One model call with tools. Implementations: scripted (default), openai, anthropic. */
 export interface Model {
   readonly id: string;
+  /** The provider's name of the model (`gpt-4.1`), which calls are priced by; absent: the id. */
+  readonly modelName?: string;
   /**
    * True when the adapter already validated the reply where it entered the process (it parsed the
    * provider's wire format, or built the reply itself); otherwise the agent loop validates it.

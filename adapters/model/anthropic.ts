@@ -143,6 +143,7 @@ export function fromAnthropicReply(raw: unknown, context: CallContext): ModelRep
 
 export class AnthropicModel implements Model {
   readonly id: string;
+  readonly modelName: string;
   /** Replies are parsed from the wire and checked against the protocol here. */
   readonly validatesReplies = true;
   readonly defaultMaxTokens: number;
@@ -152,6 +153,7 @@ export class AnthropicModel implements Model {
   constructor(options: ProviderOptions) {
     this.#options = parseOptions('anthropic', options);
     this.id = this.#options.id ?? `anthropic:${this.#options.model}`;
+    this.modelName = this.#options.model;
     this.defaultMaxTokens = this.#options.maxTokens ?? DEFAULT_MAX_TOKENS;
     this.#client = new Anthropic({
       apiKey: this.#options.apiKey,

@@ -118,6 +118,7 @@ export function fromOpenAIReply(raw: unknown, context: CallContext): ModelReply 
 
 export class OpenAIModel implements Model {
   readonly id: string;
+  readonly modelName: string;
   /** Replies are parsed from the wire and checked against the protocol here. */
   readonly validatesReplies = true;
   readonly #options: ResolvedOptions;
@@ -128,6 +129,7 @@ export class OpenAIModel implements Model {
     this.#flavour = flavour;
     this.#options = parseOptions(flavour, options);
     this.id = this.#options.id ?? `${flavour}:${this.#options.model}`;
+    this.modelName = this.#options.model;
     this.#client = new OpenAI({
       apiKey: this.#options.apiKey,
       baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL[flavour],

@@ -15,7 +15,7 @@ import { locateRun } from './manage.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { natsCredentials } from './host.js';
+import { natsCredentials } from '../../adapters/assembly/nats.js';
 
 export const ARTIFACT_TYPES: readonly string[] = ArtifactType.options;
 

@@ -17,7 +17,8 @@ import { commandRefusal } from '../../actors/remote.js';
 import { Host } from '../../adapters/host.js';
 import { Seed004Gateway } from '../../adapters/seed004/gateway.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { drainOnSignal, natsCredentials, publishingSink, warnIfUnauthenticated, type HostIo } from './host.js';
+import { drainOnSignal, publishingSink, type HostIo } from './host.js';
+import { natsCredentials, warnIfUnauthenticated } from '../../adapters/assembly/nats.js';
 
 export interface GatewayCommandOptions {
   nats: string;
@@ -67,8 +68,8 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
   }
   const hostId = options.id ?? `gateway-${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-gateway-${hostId}`, ...natsCredentials() });
-  warnIfUnauthenticated(transport, options.nats, io.stderr);
-  const bus = publishingSink(transport, ns, hostId, io, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'warning']);
+  warnIfUnauthenticated(transport, options.nats, (line) => io.stderr.write(`${line}\n`));
+  const bus = publishingSink(transport, ns, hostId, { log: (line) => io.stdout.write(`${line}\n`), notify: (line) => io.stderr.write(`${line}\n`) }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'warning']);
   const gateway = new Seed004Gateway({
     transport,
     ns,

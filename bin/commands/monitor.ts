@@ -25,7 +25,7 @@ import { describeHostChange, MonitorState, ReceivedHeartbeat, renderMonitor, typ
 import { describeEvent, palette } from '../../adapters/terminal.js';
 import { formatElapsed } from '../../actors/runView.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { natsCredentials } from './host.js';
+import { natsCredentials } from '../../adapters/assembly/nats.js';
 
 export interface MonitorCommandOptions {
   nats: string;

@@ -3,27 +3,33 @@
  * profiles say otherwise), resolved per session by agent, task type and override, priced per call.
  */
 import { join, resolve } from 'node:path';
-import type { RunConfig } from '../actors/config.js';
-import type { ModelResolver, ResolvedModel } from '../actors/agentLoop.js';
-import { CostLedger } from '../actors/cost.js';
-import { BUILTIN_PROFILE, isMoreExpensive, profileNamed } from '../actors/profiles.js';
-import type { AgentRegistry } from '../actors/registry.js';
-import type { ProfileCatalog } from '../actors/runtime.js';
-import type { Clock, Model } from '../machines/ports.js';
-import type { SessionSpec } from '../machines/protocol.js';
-import { userConfigDir } from '../adapters/config.js';
-import { ORGANISER_AGENT } from '../actors/organiser.js';
-import { ModelPool } from '../adapters/model/factory.js';
-import type { Script } from '../adapters/model/scripted.js';
+import type { RunConfig } from '../../actors/config.js';
+import type { ModelResolver, ResolvedModel } from '../../actors/agentLoop.js';
+import { CostLedger } from '../../actors/cost.js';
+import { BUILTIN_PROFILE, isMoreExpensive, profileNamed } from '../../actors/profiles.js';
+import type { AgentRegistry } from '../../actors/registry.js';
+import type { ProfileCatalog } from '../../actors/runtime.js';
+import type { Clock, Model } from '../../machines/ports.js';
+import type { SessionSpec } from '../../machines/protocol.js';
+import { userConfigDir } from '../config.js';
+import { ORGANISER_AGENT } from '../../actors/organiser.js';
+import { ModelPool } from '../model/factory.js';
+import type { Script } from '../model/scripted.js';
 
-export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Script, clock: Clock, workspace: string) {
+/**
+ * `given`: one model for every session, the orchestrator and the organiser (a program's own
+ * `Model`, from the library API); the profiles then only name it.
+ */
+export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Script, clock: Clock, workspace: string, given?: Model) {
   const pool = new ModelPool(config.models, {
     clock,
     script,
     secretsFile: config.model.secretsFile ? resolve(workspace, config.model.secretsFile) : join(userConfigDir(), 'secrets.json'),
   });
   const resolved = new WeakMap<SessionSpec, ResolvedModel>();
+  const fixed: ResolvedModel | null = given ? { model: given, name: given.modelName ?? given.id, requestModel: given.modelName ?? given.id, profile: 'code' } : null;
   const resolveModel: ModelResolver = (spec) => {
+    if (fixed) return fixed;
     let found = resolved.get(spec);
     if (!found) {
       const { resolved: r, model } = pool.resolve({
@@ -56,12 +62,13 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
   };
   const ledger = new CostLedger(config.models.prices);
   const costs = { ledger, budgets: config.models.budgets ?? {} };
-  const orchestratorModel: Model = pool.resolve({ agent: { raw: '@orchestrator', backend: 'default', agentName: 'orchestrator' } }).model;
+  const orchestratorModel: Model = given ?? pool.resolve({ agent: { raw: '@orchestrator', backend: 'default', agentName: 'orchestrator' } }).model;
   /**
    * The organiser of a workflow run (resolved only for one): its own profile, else `--model`,
    * else what the agent assignment says.
    */
   const organiser = (model?: string): { model: Model; name: string } => {
+    if (given) return { model: given, name: given.modelName ?? given.id };
     const override = config.workflow.organiser.profile ?? model;
     const r = pool.resolve({ agent: ORGANISER_AGENT, ...(override ? { override } : {}) });
     return { model: r.model, name: r.resolved.profile.model };

@@ -2,9 +2,9 @@
  * run_command's command runner for a process (`a2a run`, `a2a host`), chosen from the `sandbox`
  * section: bubblewrap by default, or the unconfined opt-out, which is said out loud.
  */
-import type { SandboxConfig } from '../actors/config.js';
-import type { CommandRunner } from '../machines/ports.js';
-import { bubblewrapRunner, unconfinedRunner } from '../adapters/sandbox/index.js';
+import type { SandboxConfig } from '../../actors/config.js';
+import type { CommandRunner } from '../../machines/ports.js';
+import { bubblewrapRunner, unconfinedRunner } from '../sandbox/index.js';
 
 export const UNCONFINED_WARNING =
   'sandbox.mode is "none": run_command runs commands without a sandbox (the whole file system and the network, with this user\'s rights), ' +

@@ -1,0 +1,180 @@
+/**
+ * A host, assembled: the configuration, agents, tools and models of a process that serves agent
+ * types for every run of a NATS namespace (`a2a host`, and `startHost` in the library). It takes
+ * their spawns from the queues, runs them as local actors, and publishes their events.
+ */
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import type { z } from 'zod';
+import type { EventSink, Model, Transport } from '../../machines/ports.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import { A2AError } from '../../actors/errors.js';
+import { createRuntime } from '../../actors/runtime.js';
+import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
+import type { AgentInput } from '../../actors/registry.js';
+import { ToolCatalog, type ToolDefinition } from '../../actors/tools/index.js';
+import { commandRefusal } from '../../actors/remote.js';
+import { errorText } from '../../machines/errorText.js';
+import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
+import { realClock } from '../clock.js';
+import { loadConfig, loadRegistry, loadScript } from '../config.js';
+import { DeferredAcks, Host, snapshotHolders } from '../host.js';
+import { connectNats } from '../transport/nats.js';
+import { transportSink } from '../transport/events.js';
+import { followPauses } from '../transport/pause.js';
+import type { Script } from '../model/scripted.js';
+import { describeEvent } from '../terminal.js';
+import { modelsFor } from './models.js';
+import { commandRunnerFor } from './sandbox.js';
+import { natsCredentials, warnIfUnauthenticated } from './nats.js';
+import { builtinTools, checkedTools } from './tools.js';
+
+export interface HostOptions {
+  /** The NATS server(s); credentials come from A2A_NATS_USER/PASSWORD/TOKEN, never from here. */
+  nats: string;
+  namespace?: string;
+  /** The agent types it serves (`coder`, `@reviewer`). */
+  agents: string[];
+  /** Sessions it runs at once (default 4). */
+  concurrency?: number;
+  id?: string;
+  workspace?: string;
+  config?: string;
+  script?: string;
+  /** A script for the scripted model, given in code. */
+  scriptData?: Script;
+  /** One model for every session it runs. */
+  model?: Model;
+  /** Agents and tools defined in code (as for a run). */
+  agentDefinitions?: ReadonlyArray<AgentInput>;
+  tools?: ReadonlyArray<ToolDefinition<z.ZodType>>;
+  heartbeat?: number;
+  /** Lines for a person (warnings); default: stderr. */
+  notify?: (line: string) => void;
+  /** The host's own notable events (placements, restorations, results) as lines; default: none. */
+  log?: (line: string) => void;
+}
+
+export interface RunningHost {
+  readonly hostId: string;
+  readonly namespace: string;
+  readonly agents: string[];
+  readonly concurrency: number;
+  readonly host: Host;
+  /** Takes no new work, gives running sessions `drainMs` to finish, hands the rest back. */
+  drain(drainMs: number): Promise<{ finished: number; released: string[] }>;
+  /** Stops the host and closes its connection (drain first to finish work). */
+  close(): Promise<void>;
+}
+
+export async function startHost(options: HostOptions): Promise<RunningHost> {
+  const notify = options.notify ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const workspace = resolve(options.workspace ?? process.cwd());
+  const ns = options.namespace ?? 'default';
+  const loaded = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}) });
+  const { config } = loaded;
+  const catalog = new ToolCatalog([...builtinTools(), ...checkedTools(options.tools ?? [])]);
+  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"' });
+  if (options.agentDefinitions?.length) registry.addDefined(options.agentDefinitions);
+  if (!Array.isArray(options.agents)) throw new A2AError('VALIDATION_ERROR', 'agents: give the agent types the host serves, as a list (["coder", "reviewer"])', { where: 'agents' });
+  const agents = options.agents.map((a) => registry.resolve(a).parsed.agentName);
+  if (agents.length === 0) throw new A2AError('VALIDATION_ERROR', `--agents names no agent type; available: ${registry.list().map((d) => d.capability.id).join(', ')}`, { where: 'agents' });
+  const script: Script =
+    options.scriptData ?? (options.script ? loadScript(resolve(options.script)) : config.model.script ? loadScript(resolve(loaded.scriptBase ?? workspace, config.model.script)) : { rules: [] });
+  const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
+  const concurrency = options.concurrency ?? 4;
+
+  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials() });
+  try {
+    warnIfUnauthenticated(transport, options.nats, notify);
+    // events are published under their own run (for its orchestrator and monitors) and logged here
+    const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning']);
+    const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace, options.model);
+    const deferredAcks = new DeferredAcks();
+    const commands = commandRunnerFor(config.sandbox);
+    if (commands.warning) {
+      notify(`a2a: warning: ${commands.warning}`);
+      bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${commands.warning}`, sandbox: 'none' } });
+    }
+    const runtime = createRuntime({
+      // the runs' artifacts, in the KV bucket the run's process and the other hosts use too
+      artifacts: artifactStores(new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)), realClock, { onChange: (meta, change) => bus.emit(artifactEvent(meta, change)) }),
+      registry,
+      clock: realClock,
+      events: bus,
+      model: resolveModel,
+      orchestratorModel,
+      costs,
+      catalog,
+      commands: commands.runner,
+      remote: {
+        deps: { transport, ns, process: hostId, clock: realClock, events: bus, deferAck: deferredAcks.defer, holderOf: await snapshotHolders(transport, ns) },
+        // children of types this host serves run here; the others go to hosts that serve them
+        placeRemotely: (spec) => !agents.includes(spec.agent.agentName),
+      },
+    });
+    const host = new Host({
+      transport,
+      ns,
+      hostId,
+      agents,
+      concurrency,
+      sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
+      flushEvents: () => bus.flush(),
+      refuse: commandRefusal((name) => registry.has(name)),
+      clock: realClock,
+      events: bus,
+      deferredAcks,
+      ...(options.heartbeat ? { heartbeatMs: options.heartbeat } : {}),
+    });
+    // the pause of each run this host serves sessions of (a2a pause on the run's machine)
+    const unfollow = await followPauses(transport, ns, runtime.pauses, (message) => bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${message}` } }));
+    await host.start();
+    let closed = false;
+    return {
+      hostId,
+      namespace: ns,
+      agents,
+      concurrency,
+      host,
+      drain: (drainMs) => host.drain(drainMs),
+      async close() {
+        if (closed) return;
+        closed = true;
+        await host.stop();
+        await unfollow();
+        await transport.close();
+      },
+    };
+  } catch (error) {
+    await transport.close();
+    throw error;
+  }
+}
+
+/**
+ * The event sink of a host process: every event is published (stamped with its run, for the run's
+ * orchestrator and monitors), and those of the `logged` types are also told as lines.
+ */
+export function publishingSink(
+  transport: Transport,
+  ns: string,
+  hostId: string,
+  lines: { log(line: string): void; notify(line: string): void },
+  logged: RunEvent['type'][],
+): EventSink & { flush(): Promise<void> } {
+  // an event that cannot be stored is said where a person sees it, never dropped without a word
+  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => lines.notify(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${errorText(error)}`));
+  const shown = new Set<string>(logged);
+  let seq = 0;
+  return {
+    listening: true,
+    flush: () => sink.flush(),
+    emit(event) {
+      sink.emit(event);
+      if (!shown.has(event.type)) return;
+      const line = describeEvent({ ...event, data: event.data ?? {}, runId: (event as { runId?: string }).runId ?? hostId, seq: seq++, ts: Date.now() } as RunEvent);
+      if (line) lines.log(line);
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/** NATS for a process of a2a (a run, a host, a monitor): credentials from the environment, and the one warning about a server without them. */
+import { describeServers, type NatsConnectedTransport } from '../transport/nats.js';
+
+/** Credentials come from the environment, never from flags (they would show in process lists). */
+export function natsCredentials(env: NodeJS.ProcessEnv = process.env) {
+  return {
+    ...(env.A2A_NATS_USER ? { user: env.A2A_NATS_USER } : {}),
+    ...(env.A2A_NATS_PASSWORD ? { pass: env.A2A_NATS_PASSWORD } : {}),
+    ...(env.A2A_NATS_TOKEN ? { token: env.A2A_NATS_TOKEN } : {}),
+    // not a secret, but per user like the others: where this user's replies come back (server.conf)
+    ...(env.A2A_NATS_INBOX_PREFIX ? { inboxPrefix: env.A2A_NATS_INBOX_PREFIX } : {}),
+    // the monitor's, in examples/nats/server.conf: its account reaches JetStream through an import
+    ...(env.A2A_NATS_JS_API_PREFIX ? { jsApiPrefix: env.A2A_NATS_JS_API_PREFIX } : {}),
+  };
+}
+
+/**
+ * One warning when the server let this process in without credentials: then nothing on the
+ * server tells one client from another, and any of them can forge what a2a trusts.
+ */
+export function warnIfUnauthenticated(transport: NatsConnectedTransport, servers: string, notify: (line: string) => void): void {
+  if (transport.serverRequiresAuth) return;
+  notify(
+    `a2a: warning: the NATS server at ${describeServers(servers)} does not require authentication: any client that reaches it can forge ` +
+      'session results, run and audit events, cancels and external agents\' messages. Give each role its own user ' +
+      '(examples/nats/server.conf; README, "Security").',
+  );
+}

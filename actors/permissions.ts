@@ -41,6 +41,9 @@ export const DEFAULT_MATRIX: Readonly<Record<PermissionAction, Tier>> = {
   edits_outside_worktree: 'auto_deny',
   delete_main_branch: 'auto_deny',
   force_push: 'auto_deny',
+  // a program's own tools run as its code does; an MCP server's tools are somebody else's code
+  custom_tool: 'auto_approve',
+  mcp_tool: 'ask_user',
 };
 
 /** The `permissions` section of a config file (and what permissions.md parses into). */

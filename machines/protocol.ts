@@ -297,10 +297,14 @@ export const PermissionAction = z.enum([
   'pr_creation',
   /** A command that may reach the network (run_command with `network: true`). */
   'network_access',
+  /** A tool a program added in code (the library's `defineTool`), unless it names an action of its own. */
+  'custom_tool',
+  /** A tool of an MCP server an agent lists (`mcp__<server>__<tool>`); the server's and the tool's own tiers come first. */
+  'mcp_tool',
 ]);
 export type PermissionAction = z.infer<typeof PermissionAction>;
 
-export const PermissionCategory = z.enum(['file_operations', 'spawning', 'model_changes', 'git_operations', 'pr_operations']);
+export const PermissionCategory = z.enum(['file_operations', 'spawning', 'model_changes', 'git_operations', 'pr_operations', 'external_tools']);
 export type PermissionCategory = z.infer<typeof PermissionCategory>;
 
 export const PERMISSION_CATEGORY: Record<PermissionAction, PermissionCategory> = {
@@ -320,6 +324,8 @@ export const PERMISSION_CATEGORY: Record<PermissionAction, PermissionCategory> =
   delete_main_branch: 'git_operations',
   pr_creation: 'pr_operations',
   network_access: 'file_operations',
+  custom_tool: 'external_tools',
+  mcp_tool: 'external_tools',
 };
 
 export const PermissionRequest = z.object({

@@ -1,0 +1,289 @@
+/**
+ * The library API (index.ts) from a program's side: runs started in code, their events, tree,
+ * cost and controls; agents and tools defined in code under the permission matrix; answers from
+ * code; and the errors bad input gets. Every run uses the real runtime on the scripted model (or a
+ * Model written here), in memory unless the file store is the point.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { A2AError, defineAgent, defineTool, scriptedModel, startRun, z, type HumanItem, type Model, type ModelReply, type RunEvent } from '../../index.js';
+import { main } from '../../bin/cli.js';
+import { capture, tempDir } from '../helpers.js';
+
+const complete = (output: string) => ({ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output } }] });
+const call = (name: string, args: object) => ({ toolCalls: [{ name, arguments: args }] });
+
+const echoTool = defineTool({
+  name: 'echo',
+  description: 'Says it back',
+  parameters: z.object({ text: z.string() }),
+  run: ({ text }) => `echo: ${text}`,
+});
+
+const agent = (tools: string[]) => defineAgent({ name: 'helper', description: 'Uses tools', tools: [...tools, 'a2a_subtask_complete'] });
+
+/** Waits for the first event of `type` (the run's own bus, not a sleep). */
+function next(run: { on(l: (e: RunEvent) => void): () => void }, type: string): Promise<RunEvent> {
+  return new Promise((resolve) => {
+    const off = run.on((e) => {
+      if (e.type !== type) return;
+      off();
+      resolve(e);
+    });
+  });
+}
+
+describe('startRun', () => {
+  it('runs a task with a tool and an agent from code; events, tree and usage tell it; memory writes nothing', async () => {
+    const workspace = tempDir();
+    const run = await startRun({
+      task: 'use echo',
+      agent: '@helper',
+      agents: [agent(['echo'])],
+      tools: [echoTool],
+      model: scriptedModel({ rules: [{ prompt: 'echo', turns: [call('echo', { text: 'hi' }), complete('said hi')] }] }),
+      store: 'memory',
+      workspace,
+    });
+    const seen: RunEvent[] = [];
+    for await (const e of run.events()) seen.push(e);
+    const outcome = await run.done;
+    expect(outcome.status).toBe('completed');
+    expect(outcome.exitCode).toBe(0);
+    expect(outcome.summary!.tasks[0]!.result!.output).toBe('said hi');
+    expect(seen[0]!.type).toBe('run.started');
+    expect(seen.at(-1)!.type).toBe('run.finished');
+    const tool = seen.find((e) => e.type === 'tool.called')!;
+    expect(tool.data).toMatchObject({ name: 'echo', isError: false, content: 'echo: hi' });
+    // the tool's permission (custom_tool, auto_approve by default) was decided like any other
+    expect(seen.find((e) => e.type === 'permission.decided')!.data).toMatchObject({ action: 'custom_tool', approved: true });
+    expect(run.usage().modelCalls).toBe(2);
+    const tree = run.tree();
+    expect(tree.status).toBe('completed');
+    expect(tree.roots.map((n) => [n.id, n.agentType, n.status])).toEqual([['w-task', '@helper', 'success']]);
+    expect(existsSync(join(workspace, '.a2a'))).toBe(false);
+  });
+
+  it('asks a person for a tool whose action is ask_user; the handler decides; a denied call is not run', async () => {
+    let ran = 0;
+    const deploy = defineTool({
+      name: 'deploy',
+      description: 'Deploys',
+      parameters: z.object({ service: z.string() }),
+      permission: 'command_execution',
+      describe: ({ service }) => `deploy ${service}`,
+      run: ({ service }) => {
+        ran++;
+        return `${service} deployed`;
+      },
+    });
+    const items: HumanItem[] = [];
+    const run = await startRun({
+      plan: { id: 'ops', tasks: [{ id: 'a', agent: '@helper', prompt: 'deploy api' }, { id: 'b', agent: '@helper', prompt: 'deploy db' }] },
+      agents: [agent(['deploy'])],
+      tools: [deploy],
+      model: scriptedModel({
+        rules: [
+          { prompt: 'deploy api', turns: [call('deploy', { service: 'api' }), complete('api done')] },
+          { prompt: 'deploy db', turns: [call('deploy', { service: 'db' }), complete('db refused')] },
+        ],
+      }),
+      store: 'memory',
+      workspace: tempDir(),
+      human: (item) => {
+        items.push(item);
+        return { approved: item.title.includes('api'), by: 'bot', reason: 'policy' };
+      },
+    });
+    const toolResults: string[] = [];
+    run.on((e) => {
+      if (e.type === 'tool.called') toolResults.push(String(e.data.content));
+    });
+    const outcome = await run.done;
+    expect(outcome.status).toBe('completed');
+    expect(items.map((i) => [i.kind, i.title]).sort()).toEqual([
+      ['permission', 'command_execution: deploy api'],
+      ['permission', 'command_execution: deploy db'],
+    ]);
+    expect(ran).toBe(1);
+    expect(toolResults).toContain('api deployed');
+    expect(toolResults.find((r) => r.includes('deploy db') || r.includes('for deploy'))).toMatch(/^TOOL_NOT_ALLOWED: Permission command_execution for deploy was denied by human: policy\. Nothing was run\./);
+  });
+
+  it('leaves an item pending without a handler; pending() lists it and answer() approves it', async () => {
+    const gated = defineTool({ name: 'gated', description: 'Needs a yes', parameters: z.object({}), permission: 'command_execution', run: () => 'opened' });
+    const run = await startRun({
+      task: 'open the gate',
+      agent: '@helper',
+      agents: [agent(['gated'])],
+      tools: [gated],
+      model: scriptedModel({ rules: [{ prompt: 'gate', turns: [call('gated', {}), complete('gate open')] }] }),
+      store: 'memory',
+      workspace: tempDir(),
+    });
+    await next(run, 'human.asked');
+    const pending = run.pending();
+    expect(pending).toHaveLength(1);
+    expect(pending[0]!.kind).toBe('permission');
+    // a question's answer to a permission is refused with the CLI's own words
+    expect(() => run.answer(pending[0]!.id, { text: 'sure' })).toThrow(/is a permission request .*: approve or deny it/);
+    expect(() => run.answer('nope', { approved: true })).toThrow(/nothing pending with id "nope"; pending: 1\./);
+    expect(run.answer('1', { approved: true, by: 'ann' })).toMatch(/approved/);
+    const outcome = await run.done;
+    expect(outcome.summary!.tasks[0]!.result!.output).toBe('gate open');
+  });
+
+  it('pauses and resumes a run, redirects a worker, and refuses what the run cannot do', async () => {
+    const run = await startRun({
+      plan: { id: 'p', tasks: [{ id: 'slow', agent: '@researcher', prompt: 'research slowly' }] },
+      model: scriptedModel({ rules: [{ prompt: 'slowly', turns: [{ text: 'thinking', hang: true }], reactions: [{ when: 'keep it short', turn: complete('short answer') }] }] }),
+      store: 'memory',
+      workspace: tempDir(),
+    });
+    await next(run, 'worker.deployed');
+    expect(run.pause('me')).toMatch(/paused/);
+    expect(() => run.redirect('nope', 'x')).toThrow(A2AError);
+    expect(() => run.redirect('nope', 'x')).toThrow(/no task "nope" in this run; tasks: slow/);
+    expect(run.resume('me')).toMatch(/resumed|unpaused/);
+    run.stop('enough');
+    const outcome = await run.done;
+    expect(outcome.status).toBe('cancelled');
+    expect(outcome.exitCode).toBe(130);
+    expect(() => run.pause()).toThrow(/already ended/);
+  });
+
+  it('runs a program\'s own Model, and keeps the file store where the CLI sees the run', async () => {
+    const workspace = tempDir();
+    const calls: string[] = [];
+    const own: Model = {
+      id: 'mine',
+      async call(request): Promise<ModelReply> {
+        calls.push(request.agentType.raw);
+        return { text: '', toolCalls: [{ id: 'c1', name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'mine' } }], usage: { inputTokens: 3, outputTokens: 2 } };
+      },
+    };
+    const run = await startRun({ task: 'anything', agent: '@researcher', model: own, workspace, runId: 'lib-1' });
+    const outcome = await run.done;
+    expect(outcome.status).toBe('completed');
+    expect(calls).toEqual(['@researcher']);
+    expect(outcome.usage).toMatchObject({ modelCalls: 1, inputTokens: 3, outputTokens: 2 });
+    const c = capture();
+    expect(await main(['status', 'lib-1', '--workspace', workspace], c.io)).toBe(0);
+    expect(c.out()).toContain('completed');
+  });
+
+  it('gives the tool an AbortSignal that fires when the run is stopped', async () => {
+    let aborted: (() => void) | null = null;
+    const wasAborted = new Promise<void>((resolve) => (aborted = resolve));
+    let started!: () => void;
+    const toolStarted = new Promise<void>((resolve) => (started = resolve));
+    const slow = defineTool({
+      name: 'slow',
+      description: 'Waits until cancelled',
+      parameters: z.object({}),
+      run: (_args, { signal }) =>
+        new Promise<string>((resolve) => {
+          started();
+          signal.addEventListener('abort', () => {
+            aborted!();
+            resolve('stopped');
+          });
+        }),
+    });
+    const run = await startRun({
+      task: 'be slow',
+      agent: '@helper',
+      agents: [agent(['slow'])],
+      tools: [slow],
+      model: scriptedModel({ rules: [{ prompt: 'slow', turns: [call('slow', {})] }] }),
+      store: 'memory',
+      workspace: tempDir(),
+    });
+    await toolStarted;
+    run.stop('no more');
+    await wasAborted;
+    expect((await run.done).status).toBe('cancelled');
+  });
+});
+
+describe('bad input', () => {
+  it('names the field for a bad tool, agent or request, before anything runs', async () => {
+    const bad = (f: () => unknown) => {
+      try {
+        f();
+      } catch (error) {
+        expect(error).toBeInstanceOf(A2AError);
+        return `${(error as A2AError).code}: ${(error as Error).message}`;
+      }
+      throw new Error('did not throw');
+    };
+    expect(bad(() => defineTool({ name: 'get weather', description: 'x', parameters: z.object({}), run: () => '' }))).toMatch(/^CONFIGURATION_INVALID: defineTool "get weather": invalid tool:\n.*name: letters, digits/);
+    expect(bad(() => defineTool({ name: 'a2a_mine', description: 'x', parameters: z.object({}), run: () => '' }))).toMatch(/a2a's own/);
+    expect(bad(() => defineTool({ name: 'list', description: 'x', parameters: z.string() as never, run: () => '' }))).toMatch(/parameters must be a z\.object/);
+    expect(bad(() => defineTool({ name: 'x', description: 'x', parameters: z.object({}), permission: 'launch_missiles' as never, run: () => '' }))).toMatch(/permission/);
+    expect(bad(() => defineAgent({ name: 'Bad Name', description: 'x' }))).toMatch(/^CONFIGURATION_INVALID: defineAgent "Bad Name": invalid agent definition:\n.*name/);
+    expect(bad(() => defineAgent({ name: 'ok', description: 'x', colour: 'red' } as never))).toMatch(/colour/);
+
+    const reject = async (request: object) => {
+      const error = await startRun(request as never).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(A2AError);
+      return (error as Error).message;
+    };
+    const workspace = tempDir();
+    expect(await reject({ task: 'x', store: 'disk', workspace })).toMatch(/store: "disk" is not a store; use "file".*or "memory"/);
+    expect(await reject({ task: 'x', plan: { tasks: [] }, workspace })).toMatch(/give one thing to run: plan and task/);
+    expect(await reject({ plan: { tasks: [] }, workspace, store: 'memory' })).toMatch(/a plan needs at least one task/);
+    expect(await reject({ task: 'x', agent: '@helper', agents: [{ name: 'helper', description: 'x', tools: ['nope'] }], workspace, store: 'memory' })).toMatch(/agent "helper" lists unknown tools: nope/);
+    expect(await reject({ task: 'x', tools: [echoTool, echoTool], workspace, store: 'memory' })).toMatch(/"echo" is given twice/);
+    expect(await reject({ task: 'x', model: { id: 'm' }, workspace, store: 'memory' })).toMatch(/model: a Model has an id/);
+    expect(await reject({ task: 'x', resume: 'r1', store: 'memory', workspace })).toMatch(/resume needs the file store/);
+    expect(readdirSync(workspace)).toEqual([]);
+  });
+
+  it('tells the model, not the program, when a tool returns a non-result or throws', async () => {
+    const broken = defineTool({ name: 'broken', description: 'x', parameters: z.object({}), run: () => ({ nope: 1 }) as never });
+    const thrower = defineTool({ name: 'thrower', description: 'x', parameters: z.object({}), run: () => { throw new Error('disk full'); } });
+    const results: string[] = [];
+    const run = await startRun({
+      task: 'break things',
+      agent: '@helper',
+      agents: [agent(['broken', 'thrower'])],
+      tools: [broken, thrower],
+      model: scriptedModel({ rules: [{ prompt: 'break', turns: [call('broken', {}), call('thrower', {}), complete('survived')] }] }),
+      store: 'memory',
+      workspace: tempDir(),
+      onEvent: (e) => {
+        if (e.type === 'tool.called') results.push(String(e.data.content));
+      },
+    });
+    expect((await run.done).status).toBe('completed');
+    expect(results[0]).toMatch(/^broken returned something that is not a result/);
+    expect(results[1]).toBe('thrower failed: disk full');
+  });
+
+  it('keeps a human handler that throws or answers wrong from losing the item', async () => {
+    const gated = defineTool({ name: 'gated', description: 'x', parameters: z.object({}), permission: 'command_execution', run: () => 'opened' });
+    const lines: string[] = [];
+    const run = await startRun({
+      task: 'open the gate',
+      agent: '@helper',
+      agents: [agent(['gated'])],
+      tools: [gated],
+      model: scriptedModel({ rules: [{ prompt: 'gate', turns: [call('gated', {}), complete('gate open')] }] }),
+      store: 'memory',
+      workspace: tempDir(),
+      notify: (line) => lines.push(line),
+      human: () => ({ text: 'yes', by: 'bot' }),
+    });
+    await next(run, 'human.asked');
+    await new Promise((r) => setImmediate(r));
+    expect(lines.join('\n')).toMatch(/answered .* a permission request, without approved: true or false \(left pending\)/);
+    expect(run.pending()).toHaveLength(1);
+    run.answer('1', { approved: true });
+    expect((await run.done).status).toBe('completed');
+  });
+});

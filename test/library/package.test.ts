@@ -1,0 +1,123 @@
+/**
+ * The package as a user gets it: built from these sources, packed with `npm pack` (so the `files`
+ * list, `exports` and the declarations are what is tested), installed from the tarball into an
+ * empty project, and every "Use it from code" example of the README type-checked with
+ * `tsc --strict` (the package's declarations included: skipLibCheck off) and run with node.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers.js';
+import { startNatsServer, type NatsServer } from '../nats/server.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+/** The README's examples: a `<!-- example: name.ts -->` line, then a ```ts block. */
+export function readmeExamples(readme: string): Array<{ name: string; code: string }> {
+  const found: Array<{ name: string; code: string }> = [];
+  const pattern = /<!-- example: ([\w-]+\.ts) -->\n```ts\n([\s\S]*?)\n```/g;
+  for (let m = pattern.exec(readme); m; m = pattern.exec(readme)) found.push({ name: m[1]!, code: `${m[2]!}\n` });
+  return found;
+}
+
+const examples = readmeExamples(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+let project = '';
+let nats: NatsServer | null = null;
+let tscOutput = '';
+let tarballFiles: string[] = [];
+
+function npm(args: string[], cwd: string): string {
+  const result = spawnSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' } });
+  if (result.status !== 0) throw new Error(`npm ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+beforeAll(async () => {
+  const work = tempDir('a2a-pack-');
+  // built into a staging copy, never into dist/: other tests may be running the CLI from there
+  const stage = join(work, 'stage');
+  mkdirSync(stage);
+  execFileSync(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')], { cwd: ROOT, stdio: 'pipe' });
+  for (const entry of ['package.json', 'README.md']) cpSync(join(ROOT, entry), join(stage, entry));
+  cpSync(join(ROOT, 'actors', 'agents'), join(stage, 'actors', 'agents'), { recursive: true });
+  const packed = JSON.parse(npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], stage)) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  tarballFiles = packed[0]!.files.map((f) => f.path);
+  project = join(work, 'project');
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'uses-a2a', version: '1.0.0', private: true, type: 'module' }));
+  const typesNode = (JSON.parse(readFileSync(join(ROOT, 'node_modules', '@types', 'node', 'package.json'), 'utf8')) as { version: string }).version;
+  // from the npm cache `npm ci` filled: the same versions the lock file holds
+  npm(['install', join(work, packed[0]!.filename), `@types/node@${typesNode}`, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], project);
+  for (const { name, code } of examples) writeFileSync(join(project, name), code);
+  writeFileSync(
+    join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, types: ['node'], outDir: 'out' },
+      files: examples.map((e) => e.name),
+    }),
+  );
+  const tsc = spawnSync(process.execPath, [TSC, '-p', project], { cwd: project, encoding: 'utf8' });
+  tscOutput = `${tsc.stdout}${tsc.stderr}`.trim();
+  nats = await startNatsServer();
+}, 120_000);
+
+afterAll(async () => {
+  await nats?.stop();
+});
+
+function runExample(name: string): string {
+  const result = spawnSync(process.execPath, [join(project, 'out', name.replace(/\.ts$/, '.js'))], {
+    cwd: project,
+    encoding: 'utf8',
+    timeout: 9_000,
+    env: { ...process.env, NATS_URL: nats!.url },
+  });
+  if (result.status !== 0) throw new Error(`${name} exited ${result.status}:\n${result.stdout}\n${result.stderr}`);
+  return result.stdout;
+}
+
+describe('the packed package', () => {
+  it('holds the entry point, its declarations and the built-in agents, and no sources or tests', () => {
+    expect(tarballFiles).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/bin/a2a.js', 'actors/agents/coder.agent.md', 'package.json', 'README.md']));
+    expect(tarballFiles.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
+    expect(tarballFiles.filter((f) => f.startsWith('dist/test/') || f.startsWith('test/'))).toEqual([]);
+  });
+
+  it('type-checks every README example with tsc --strict, the package declarations included', () => {
+    expect(examples.map((e) => e.name)).toEqual(['run-task.ts', 'human.ts', 'own-model.ts', 'hosts.ts']);
+    expect(tscOutput).toBe('');
+  });
+
+  it('exports exactly the documented names', async () => {
+    const script = "import('a2a').then((m) => console.log(JSON.stringify(Object.keys(m).sort())))";
+    const keys = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' })) as string[];
+    expect(keys).toEqual(['A2AError', 'anthropicModel', 'defineAgent', 'defineTool', 'isA2AError', 'openaiModel', 'scriptedModel', 'startHost', 'startRun', 'z']);
+    // deep imports are closed: only the entry point is public
+    const deep = spawnSync(process.execPath, ['--input-type=module', '-e', "import('a2a/dist/actors/run.js')"], { cwd: project, encoding: 'utf8' });
+    expect(deep.stderr).toContain('ERR_PACKAGE_PATH_NOT_EXPORTED');
+  });
+
+  it('runs run-task.ts: a tool and an agent defined in code, the events watched, the tree read', () => {
+    const out = runExample('run-task.ts');
+    expect(out).toContain('w-task called weather');
+    expect(out).toContain('completed Sunny in Paris. 2 model calls');
+    expect(out).toContain('w-task @forecaster success');
+    expect(readdirSync(project)).not.toContain('.a2a'); // the memory store writes nothing
+  });
+
+  it('runs human.ts: the permission reaches the program, which approves it', () => {
+    const out = runExample('human.ts');
+    expect(out).toContain('permission: command_execution: deploy api to production');
+    expect(out).toContain('completed api is live');
+  });
+
+  it('runs own-model.ts: a Model written by the program', () => {
+    expect(runExample('own-model.ts')).toContain('completed echo: Say hello');
+  });
+
+  it('runs hosts.ts: a host in the same process serves the run over a real nats-server', () => {
+    expect(runExample('hosts.ts')).toContain('completed summarised on a host');
+  });
+});

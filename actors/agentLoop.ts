@@ -40,7 +40,7 @@ import { errorText } from '../machines/errorText.js';
 import { A2AError, describeIssues, isA2AError } from './errors.js';
 import { injectionText, taskMessage, type SystemPrompts } from './prompts.js';
 import type { AgentDefinition, AgentRegistry } from './registry.js';
-import type { IdGenerator, ToolCatalog } from './tools/index.js';
+import type { ExternalTools, IdGenerator, ToolCatalog } from './tools/index.js';
 import type { FileLockTable } from './fileLocks.js';
 import { decideLocally } from './permissions.js';
 import { workerKey } from './limits.js';
@@ -109,6 +109,8 @@ export interface AgentLoopDeps {
   artifacts?: (runId: string) => ArtifactStore;
   /** `a2a pause`: a paused run's agents wait at their run's gate before their next model call. */
   pause?: PauseGates;
+  /** Tools from the agents' MCP servers (absent: agents that list servers get none of their tools). */
+  external?: ExternalTools;
 }
 
 /** The step a session has in flight. */
@@ -203,7 +205,7 @@ function permitFor(
  */
 const shared = new WeakMap<SessionSpec['owner'], Map<string, { definition: AgentDefinition; system: string; tools: ToolSpec[] }>>();
 
-function fixedFor(deps: AgentLoopDeps, spec: SessionSpec): { system: string; tools: ToolSpec[] } {
+function fixedFor(deps: AgentLoopDeps, spec: SessionSpec): { definition: AgentDefinition; system: string; tools: ToolSpec[] } {
   const definition = deps.registry.get(spec.agent.agentName);
   let byAgent = shared.get(spec.owner);
   if (!byAgent) shared.set(spec.owner, (byAgent = new Map()));
@@ -219,13 +221,18 @@ function fixedFor(deps: AgentLoopDeps, spec: SessionSpec): { system: string; too
 }
 
 /** One model call: inject, call, check. */
-export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abort: { readonly signal: AbortSignal }): Promise<CallModelOutput> {
+export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abort: { readonly signal: AbortSignal }, session?: AnyActorRef): Promise<CallModelOutput> {
   const { spec } = input;
   const fixed = fixedFor(deps, spec);
   const injected: ChatMessage[] = [];
   if (input.messages.length === 0) injected.push({ role: 'user', content: taskMessage(spec) });
   const text = injectionText(input.inbox, input.updates, input.live, input.dropped);
-  if (text) injected.push({ role: 'user', content: text, synthetic: true });
+  // the agent's MCP servers: their tools (listed on first use), and what could not be reached
+  const definition = fixed.definition;
+  const external = definition.mcpServers && deps.external ? await deps.external.toolsFor(spec, definition, abort.signal, session) : null;
+  const notes = external?.notes.length ? external.notes.join('\n') : '';
+  if (text || notes) injected.push({ role: 'user', content: [text, notes].filter(Boolean).join('\n\n'), synthetic: true });
+  const tools = external?.tools.length ? [...fixed.tools, ...external.tools] : fixed.tools;
   const resolved = deps.resolveModel(spec);
   const { model } = resolved;
   const base: { system: string; agentType: SessionSpec['agent']; sessionId: string; depth: number; model?: string } = {
@@ -283,7 +290,7 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     depth: base.depth,
     ...(base.model ? { model: base.model } : {}),
     messages: injected.length ? [...history, ...injected] : history,
-    tools: fixed.tools,
+    tools,
   };
   let reply: ModelReply;
   // the limit starts at the profile's, else at what the adapter sends when none is configured
@@ -450,6 +457,7 @@ export function runTool(
     clock: deps.clock,
     commands: deps.commands ?? null,
     artifacts: deps.artifacts ?? null,
+    external: deps.external ?? null,
   });
 }
 
@@ -537,7 +545,7 @@ export function createLoop(deps: AgentLoopDeps): (args: { self: AnyActorRef }, c
         }
         const running = begin(self, step);
         if (!running) return;
-        callModel(deps, input, running)
+        callModel(deps, input, running, self)
           .then(async (output) => ({ output, ran: output.reply.toolCalls.length > 0 ? await runInline(deps, input, output, self, running) : [] }))
           .then(
             ({ output, ran }) => reply(self, running, ran.length ? { type: 'MODEL_REPLIED', step, output, ran } : { type: 'MODEL_REPLIED', step, output }),

@@ -37,6 +37,9 @@ export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
   ...TASK_EVENT_TYPES,
   'budget.reached',
   'model.switched',
+  'mcp.connected',
+  'mcp.failed',
+  'mcp.called',
 ]);
 
 /** Records are written through the run log's serializer (secrets.ts), which redacts them. */

@@ -6,7 +6,7 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { AgentBackend, PreferredModels, type AgentCapability, type ParsedAgentType } from '../machines/protocol.js';
+import { AgentBackend, McpServerConfig, McpServerName, PreferredModels, type AgentCapability, type ParsedAgentType } from '../machines/protocol.js';
 import { A2AError, describeIssues } from './errors.js';
 import { errorText } from '../machines/errorText.js';
 
@@ -16,6 +16,8 @@ export interface AgentDefinition {
   systemPrompt: string;
   /** Files that contributed to this definition, for error messages. */
   files: string[];
+  /** The MCP servers whose tools its sessions get (`mcp__<server>__<tool>`). */
+  mcpServers?: Record<string, McpServerConfig>;
 }
 
 /** Frontmatter of an agent file; every field optional so that a later layer can override a few. */
@@ -28,6 +30,16 @@ export const AgentFrontmatter = z.strictObject({
   canSpawnSubTasks: z.boolean().optional(),
   maxSubTaskDepth: z.number().int().min(0).max(8).optional(),
   tools: z.array(z.string()).optional(),
+  /** MCP servers by name: `{ files: { command: "npx", args: [...] }, search: { url: "...", headers: {...} } }`. */
+  mcpServers: z
+    .record(z.string(), McpServerConfig)
+    .superRefine((servers, ctx) => {
+      for (const name of Object.keys(servers)) {
+        const checked = McpServerName.safeParse(name);
+        if (!checked.success) ctx.addIssue({ code: 'custom', path: [name], message: `"${name}" is not a server name: ${checked.error.issues[0]?.message ?? 'invalid'} (at most 32 characters)` });
+      }
+    })
+    .optional(),
 });
 export type AgentFrontmatter = z.infer<typeof AgentFrontmatter>;
 
@@ -72,7 +84,7 @@ export type AgentInput = z.input<typeof AgentInput>;
  * Checks an agent defined in code the way an agent file is checked (the same fields and limits;
  * its tools are checked against the run's tools when the run starts) and returns it frozen.
  */
-export function defineAgent(input: AgentInput): Readonly<AgentInput> {
+export function defineAgent(input: AgentInput): Readonly<z.output<typeof AgentInput>> {
   const parsed = AgentInput.safeParse(input);
   if (!parsed.success) {
     const name = typeof (input as { name?: unknown })?.name === 'string' ? ` "${(input as { name: string }).name}"` : '';
@@ -157,10 +169,12 @@ export class AgentRegistry {
     if (preferredModels) capability.preferredModels = preferredModels;
     const maxSubTaskDepth = patch.maxSubTaskDepth ?? existing?.capability.maxSubTaskDepth;
     if (maxSubTaskDepth !== undefined) capability.maxSubTaskDepth = maxSubTaskDepth;
+    const mcpServers = patch.mcpServers ?? existing?.mcpServers;
     this.#agents.set(name, {
       capability,
       systemPrompt: patch.systemPrompt?.trim() ? patch.systemPrompt.trim() : (existing?.systemPrompt ?? ''),
       files: [...(existing?.files ?? []), file],
+      ...(mcpServers && Object.keys(mcpServers).length ? { mcpServers } : {}),
     });
   }
 

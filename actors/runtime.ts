@@ -25,7 +25,7 @@ import { FileLockTable } from './fileLocks.js';
 import { SystemPrompts } from './prompts.js';
 import type { AgentRegistry } from './registry.js';
 import { createSupervisorLogic } from './supervisor.js';
-import { childIds, ToolCatalog, type IdGenerator } from './tools/index.js';
+import { childIds, ToolCatalog, type ExternalTools, type IdGenerator } from './tools/index.js';
 
 export interface RuntimeDeps {
   registry: AgentRegistry;
@@ -57,6 +57,8 @@ export interface RuntimeDeps {
   commands?: CommandRunner;
   /** The artifact store of each run (seed 003): files of the run, or the NATS KV hosts share. */
   artifacts?: (runId: string) => ArtifactStore;
+  /** Tools from the agents' MCP servers (adapters/mcp). */
+  external?: ExternalTools;
   /** Sessions on other hosts (NATS): which children are placed remotely, and how to reach them. */
   remote?: { deps: RemoteDeps; placeRemotely(spec: SessionSpec): boolean };
 }
@@ -181,6 +183,7 @@ export function createRuntime(deps: RuntimeDeps) {
     ...(deps.costs ? { costs: deps.costs } : {}),
     ...(deps.commands ? { commands: deps.commands } : {}),
     ...(deps.artifacts ? { artifacts: deps.artifacts } : {}),
+    ...(deps.external ? { external: deps.external } : {}),
     pause: pauses,
   });
 

@@ -148,6 +148,10 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
       return `${p.bold('▶')} run resumed by ${String(d.by ?? '?')}`;
     case 'warning':
       return `${p.yellow('⚠')} ${who ? `${who} ` : ''}${String(d.message ?? '')}`;
+    case 'mcp.connected':
+      return `${p.dim('⇄')} ${who} MCP server ${String(d.server)}: ${String(d.tools)} tool(s)${d.restart ? ` (restart ${String(d.restart)})` : ''}`;
+    case 'mcp.failed':
+      return `${p.yellow('⚠')} ${who} MCP server ${String(d.server)} ${d.phase === 'start' ? 'did not start' : d.phase === 'timeout' ? 'did not answer' : 'stopped'}: ${String(d.error ?? '')}`;
     case 'run.finished':
       return `${p.bold('■')} run ${event.runId} ${statusColour(p, String(d.status))}`;
     default:

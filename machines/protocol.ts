@@ -363,6 +363,60 @@ export type PermissionDecision = z.infer<typeof PermissionDecision>;
 export const PermissionTier = z.enum(['auto_approve', 'ask_user', 'auto_deny']);
 export type PermissionTier = z.infer<typeof PermissionTier>;
 
+/**
+ * A value a2a reads from the environment or the secrets file where it runs, never written in a
+ * file in clear: `{ env: "GITHUB_TOKEN" }`, `{ secret: "search" }` (a key of secrets.json), with
+ * an optional `prefix` ("Bearer ").
+ */
+export const SecretRef = z.union([
+  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'), prefix: z.string().optional() }),
+  z.strictObject({ secret: z.string().min(1), prefix: z.string().optional() }),
+]);
+export type SecretRef = z.infer<typeof SecretRef>;
+
+/** An MCP server's name, the middle of its tools' names (`mcp__<server>__<tool>`). */
+export const McpServerName = z
+  .string()
+  .regex(/^[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*$/, 'letters, digits, "-" and single "_" (no "__": it separates the parts of a tool name)')
+  .max(32);
+
+/**
+ * An MCP server an agent uses: a command it starts (stdio, in the session's worktree) or a URL
+ * (Streamable HTTP). Its tools reach the model as `mcp__<server>__<tool>`; each call asks the
+ * `mcp_tool` permission unless the server (`permission`) or the tool (`tools`) has a tier of its own.
+ */
+export const McpServerConfig = z
+  .strictObject({
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+    /** The server's environment beyond PATH, HOME and the like (the process's own is not passed on). */
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'), z.union([z.string(), SecretRef])).optional(),
+    /** Relative to the session's worktree (default: the worktree). */
+    cwd: z.string().min(1).optional(),
+    url: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).optional(),
+    /** Only from the environment or the secrets file: `{ "Authorization": { "env": "TOKEN", "prefix": "Bearer " } }`. */
+    headers: z.record(z.string().regex(/^[A-Za-z0-9-]+$/, 'a header name'), SecretRef).optional(),
+    /** The tier of every tool of this server (over the matrix's mcp_tool). */
+    permission: PermissionTier.optional(),
+    /** Tiers of single tools (over the server's): `{ "delete_file": "auto_deny" }`; an auto_deny tool is not offered. */
+    tools: z.record(z.string().min(1), PermissionTier).optional(),
+    /** How long one call may take. */
+    timeoutMs: z.number().int().min(100).max(3_600_000).default(60_000),
+    /** How long starting (or reaching) the server and listing its tools may take. */
+    startupTimeoutMs: z.number().int().min(100).max(300_000).default(15_000),
+  })
+  .superRefine((server, ctx) => {
+    if ((server.command === undefined) === (server.url === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'give either command (a stdio server) or url (a Streamable HTTP server)', path: [server.command === undefined ? 'command' : 'url'] });
+    }
+    if (server.url !== undefined) {
+      for (const key of ['args', 'env', 'cwd'] as const) if (server[key] !== undefined) ctx.addIssue({ code: 'custom', message: `${key} is for a command's server, not a URL's`, path: [key] });
+    }
+    if (server.command !== undefined && server.headers !== undefined) ctx.addIssue({ code: 'custom', message: "headers are for a URL's server; a command's server gets env", path: ['headers'] });
+  });
+export type McpServerConfig = z.output<typeof McpServerConfig>;
+
+
 // ---------------------------------------------------------------------------------------------
 // The orchestrator's policy and its human channel
 
@@ -611,6 +665,10 @@ export const RunEventType = z.enum([
   'artifact.updated',
   'run.paused',
   'run.unpaused',
+  /** An agent's MCP server: connected (its tools listed), failed (to start, died, timed out), a tool called. */
+  'mcp.connected',
+  'mcp.failed',
+  'mcp.called',
   'warning',
 ]);
 export type RunEventType = z.infer<typeof RunEventType>;

@@ -14,8 +14,11 @@ import { codingTools } from './coding.js';
 import { artifactTools } from './artifacts.js';
 import type { ToolContext, ToolDefinition } from './types.js';
 
-export type { IdGenerator, ToolContext, ToolDefinition } from './types.js';
+export type { ExternalTools, IdGenerator, ToolContext, ToolDefinition } from './types.js';
 export { childIds } from './types.js';
+
+/** The names of tools from MCP servers: `mcp__<server>__<tool>`. */
+export const EXTERNAL_PREFIX = 'mcp__';
 
 export class ToolCatalog {
   readonly #tools = new Map<string, ToolDefinition<z.ZodType>>();
@@ -65,6 +68,8 @@ export class ToolCatalog {
 
   /** A call run in the model's step (see ToolDefinition.inline); an unknown tool only gets an error. */
   isInline(name: string): boolean {
+    // an MCP server's tool asks a permission and waits on another process: a step of its own
+    if (name.startsWith(EXTERNAL_PREFIX)) return false;
     const tool = this.#tools.get(name);
     return !tool || tool.inline === true;
   }
@@ -74,6 +79,14 @@ export class ToolCatalog {
   }
 
   async run(call: ToolCall, definition: AgentDefinition, ctx: ToolContext): Promise<ToolOutcome> {
+    if (ctx.external?.handles(call.name)) {
+      if (call.argumentsError !== undefined) {
+        return toolError(new A2AError('VALIDATION_ERROR', `Invalid arguments for ${call.name}: ${call.argumentsError}. Send the call again with its arguments as one complete JSON object.`));
+      }
+      const outcome = await ctx.external.run(call, definition, ctx);
+      const content = redactSecrets(outcome.content);
+      return content === outcome.content ? outcome : { ...outcome, content };
+    }
     const allowed = this.toolsFor(definition, ctx.spec);
     const tool = this.#tools.get(call.name);
     if (!tool || !allowed.includes(call.name)) {

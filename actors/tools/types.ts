@@ -1,8 +1,8 @@
 /** What a tool is, and what it may use while it runs. */
 import type { z } from 'zod';
 import type { Clock, CommandRunner, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
-import type { SessionSpec, TaskUpdate } from '../../machines/protocol.js';
-import type { AgentRegistry } from '../registry.js';
+import type { SessionSpec, TaskUpdate, ToolCall, ToolSpec } from '../../machines/protocol.js';
+import type { AgentDefinition, AgentRegistry } from '../registry.js';
 import type { ArtifactStore } from '../artifacts.js';
 
 /**
@@ -24,6 +24,25 @@ export type { PermissionAnswer, PermissionAsk } from '../../machines/ports.js';
 export interface FileLocks {
   /** The session holding `file` in `worktree`, if another than `sessionId`. */
   heldBy(worktree: string, file: string, sessionId: string): string | null;
+}
+
+/**
+ * Tools that come from outside the catalog, per session: an agent's MCP servers
+ * (adapters/mcp/client.ts). Their names start with `mcp__`; they are listed when a session first
+ * calls its model and run like any tool (permission, signal, tool errors).
+ */
+export interface ExternalTools {
+  /** True for a name this provider runs (`mcp__…`), known or not. */
+  handles(name: string): boolean;
+  /**
+   * The tools the session has from its agent's servers (connecting on first use, then from the
+   * cache), and notes for the model about servers that could not be reached (each told once).
+   * `session`, when given, is watched: its end closes its connections.
+   */
+  toolsFor(spec: SessionSpec, definition: AgentDefinition, signal: AbortSignal, session?: { subscribe(observer: { complete?(): void; error?(e: unknown): void }): { unsubscribe(): void } }): Promise<{ tools: ToolSpec[]; notes: string[] }>;
+  run(call: ToolCall, definition: AgentDefinition, ctx: ToolContext): Promise<ToolOutcome>;
+  /** Closes every connection (the run or the host ends). */
+  closeAll(): Promise<void>;
 }
 
 export interface ToolContext {
@@ -48,6 +67,8 @@ export interface ToolContext {
   commands: CommandRunner | null;
   /** The artifact store of a run (seed 003); absent or null: the artifact tools say there is none. */
   artifacts?: ((runId: string) => ArtifactStore) | null;
+  /** Tools from the agent's MCP servers (absent: an `mcp__` call is an unknown tool). */
+  external?: ExternalTools | null;
 }
 
 export interface ToolDefinition<S extends z.ZodType> {

@@ -24,7 +24,8 @@ import { transportSink } from '../transport/events.js';
 import { followPauses } from '../transport/pause.js';
 import type { Script } from '../model/scripted.js';
 import { describeEvent } from '../terminal.js';
-import { modelsFor } from './models.js';
+import { modelsFor, secretsFileOf } from './models.js';
+import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
 import { natsCredentials, warnIfUnauthenticated } from './nats.js';
 import { builtinTools, checkedTools } from './tools.js';
@@ -96,7 +97,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       notify(`a2a: warning: ${commands.warning}`);
       bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${commands.warning}`, sandbox: 'none' } });
     }
+    const mcp = new McpTools({ events: bus, secretsFile: secretsFileOf(config, workspace), workspace });
     const runtime = createRuntime({
+      external: mcp,
       // the runs' artifacts, in the KV bucket the run's process and the other hosts use too
       artifacts: artifactStores(new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)), realClock, { onChange: (meta, change) => bus.emit(artifactEvent(meta, change)) }),
       registry,
@@ -142,6 +145,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         if (closed) return;
         closed = true;
         await host.stop();
+        await mcp.closeAll();
         await unfollow();
         await transport.close();
       },

@@ -16,6 +16,11 @@ import { ORGANISER_AGENT } from '../../actors/organiser.js';
 import { ModelPool } from '../model/factory.js';
 import type { Script } from '../model/scripted.js';
 
+/** Where a process reads keys and other secrets that are not in its environment. */
+export function secretsFileOf(config: RunConfig, workspace: string): string {
+  return config.model.secretsFile ? resolve(workspace, config.model.secretsFile) : join(userConfigDir(), 'secrets.json');
+}
+
 /**
  * `given`: one model for every session, the orchestrator and the organiser (a program's own
  * `Model`, from the library API); the profiles then only name it.
@@ -24,7 +29,7 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
   const pool = new ModelPool(config.models, {
     clock,
     script,
-    secretsFile: config.model.secretsFile ? resolve(workspace, config.model.secretsFile) : join(userConfigDir(), 'secrets.json'),
+    secretsFile: secretsFileOf(config, workspace),
   });
   const resolved = new WeakMap<SessionSpec, ResolvedModel>();
   const fixed: ResolvedModel | null = given ? { model: given, name: given.modelName ?? given.id, requestModel: given.modelName ?? given.id, profile: 'code' } : null;

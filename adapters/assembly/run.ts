@@ -45,7 +45,8 @@ import { FileArtifactBackend } from '../store/artifactFiles.js';
 import { MemoryArtifactBackend } from '../store/artifactMemory.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
 import { connectInspector, type InspectorConnection } from '../inspector.js';
-import { modelsFor } from './models.js';
+import { modelsFor, secretsFileOf } from './models.js';
+import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
 import { builtinTools, checkedTools } from './tools.js';
 
@@ -504,8 +505,11 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   // the artifact store (seed 003): the run's files, memory, or with --nats the KV bucket the hosts share
   const backend = transport ? new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)) : store ? new FileArtifactBackend(store.root) : new MemoryArtifactBackend();
   const artifacts = artifactStores(backend, clock, { onChange: (meta, change) => bus.emit(artifactEvent(meta, change)) });
+  // the agents' MCP servers: connected per session when first used, all closed when the run ends
+  const mcp = new McpTools({ events: bus, secretsFile: secretsFileOf(p.config, p.workspace), workspace: p.workspace });
   const runtime = createRuntime({
     artifacts,
+    external: mcp,
     registry: p.registry,
     clock,
     events: bus,
@@ -528,6 +532,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const workflowRequest = p.target.workflow ?? null;
   const orchestratedRun = !!plan || !!workflowRequest || effective.standalone !== true;
   const cleanup = async () => {
+    await mcp.closeAll();
     await transport?.close();
   };
   try {
@@ -659,24 +664,29 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     let orchestrator: { getSnapshot(): unknown; send(event: unknown): void } | null = null;
     let finished = false;
 
+    /** Runs the run, closes what it opened, and only then settles `done`: whoever awaits it finds the log complete. */
     const finish = async (work: () => Promise<RunOutcome>) => {
       // The run may wait on nothing Node can see (a model call that never answers, sessions
       // waiting for each other, a person): the process is held open until the run ends.
       const keepAlive = setInterval(() => {}, 1 << 30);
+      let ended: { outcome: RunOutcome } | { error: unknown };
       try {
-        const outcome = await work();
-        finished = true;
-        settle(outcome);
+        ended = { outcome: await work() };
       } catch (error) {
-        finished = true;
-        fail(error);
-      } finally {
-        await inspector?.close();
-        clearInterval(keepAlive);
-        await relay?.stop();
-        log?.close();
-        await cleanup();
+        ended = { error };
       }
+      finished = true;
+      const closing: Array<() => Promise<unknown> | unknown> = [() => inspector?.close(), () => relay?.stop(), () => log?.close(), cleanup];
+      for (const close of closing) {
+        try {
+          await close();
+        } catch (error) {
+          warn(`closing the run: ${errorText(error)}`);
+        }
+      }
+      clearInterval(keepAlive);
+      if ('outcome' in ended) settle(ended.outcome);
+      else fail(ended.error);
     };
 
     const runOrchestrated = async (): Promise<RunOutcome> => {

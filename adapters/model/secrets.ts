@@ -20,7 +20,8 @@ export function keySources(provider: Provider, secretsFile?: string): string {
   return secretsFile ? `${API_KEY_ENV[provider]} or "${provider}" in ${secretsFile}` : API_KEY_ENV[provider];
 }
 
-function fromFile(provider: Provider, file: string): string | undefined {
+/** The string under `provider` (any key) in the secrets file; undefined when the file or the key is absent. */
+export function fromFile(provider: string, file: string): string | undefined {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -12,6 +12,7 @@ import { hostCommand } from './commands/host.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { monitorCommand } from './commands/monitor.js';
 import { inspectCommand } from './commands/inspect.js';
+import { mcpCommand } from './commands/mcp.js';
 import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
 import { ARTIFACT_TYPES, artifactsCommand } from './commands/artifacts.js';
 import { configExportCommand, configImportCommand, configValidateCommand } from './commands/config.js';
@@ -66,6 +67,7 @@ const EXAMPLES: Record<string, string[]> = {
   config: ['a2a config validate', 'a2a config export --out team.yaml', 'a2a config import team.yaml --dry-run'],
   graph: ['a2a graph worker', 'a2a graph orchestrator --format json', 'a2a graph idleInquiry --format paths'],
   inspect: ['a2a inspect', 'a2a inspect --port 0'],
+  mcp: ['a2a mcp', 'a2a mcp --http --port 7410', 'claude mcp add a2a -- npx a2a mcp   (Claude Code: a2a as its MCP server)'],
   stop: ['a2a stop', 'a2a stop <runId>'],
 };
 
@@ -354,6 +356,16 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--host <host>', 'interface to listen on (the events carry whole conversations: loopback unless you mean it)', '127.0.0.1')
     .action(async (options) => {
       code = await inspectCommand(options, io.stdout);
+    });
+
+  program
+    .command('mcp')
+    .description('Serve a2a over MCP, for an editor\'s agent (Claude Code, Cursor, VS Code): start runs, watch them, answer what they ask, read results')
+    .option('--http', 'serve Streamable HTTP on 127.0.0.1 with a token (A2A_MCP_TOKEN, else one written to ~/.config/a2a/mcp-token) instead of stdio')
+    .addOption(new Option('--port <n>', 'HTTP port (default: any free port)').argParser(int('--port')))
+    .option('--workspace <dir>', 'workspace directory (default: the current directory)')
+    .action(async (options) => {
+      code = await mcpCommand(options, { stderr: io.stderr }, packageVersion());
     });
 
   program

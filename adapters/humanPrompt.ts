@@ -2,11 +2,17 @@
  * The human channel of `a2a run` on a terminal: each item the orchestrator asks a person (an
  * `ask_user` permission, a worker's question) is prompted for in turn; an item answered elsewhere
  * (`a2a inbox` in another shell) or expired is taken off the prompt. Without a terminal the run
- * prints where to answer instead, and `a2a inbox` is the channel.
+ * prints where to answer instead, and `a2a inbox` is the channel. A program answers with a
+ * handler of its own (the library's `human` option).
  */
 import { createInterface, type Interface } from 'node:readline';
-import type { HumanAnswer, HumanItem } from '../machines/protocol.js';
+import { HumanAnswer as HumanAnswerShape, type HumanAnswer, type HumanItem } from '../machines/protocol.js';
 import type { HumanChannel } from '../actors/humanGate.js';
+import { describeIssues } from '../actors/errors.js';
+import { errorText } from '../machines/errorText.js';
+
+/** What answers a person's items from code: an answer, or undefined to leave the item pending. */
+export type HumanHandler = (item: HumanItem, signal: AbortSignal) => HumanAnswer | undefined | Promise<HumanAnswer | undefined>;
 
 export interface PromptIo {
   input: NodeJS.ReadableStream;
@@ -107,3 +113,48 @@ export class PrintedNotice implements HumanChannel {
 
   withdraw(): void {}
 }
+
+/**
+ * The human channel of a program: each item goes to its handler; an answer it returns is sent
+ * like a person's, and an item answered elsewhere or expired aborts the handler's signal.
+ */
+export function codeChannel(handler: HumanHandler, answer: (id: string, answer: HumanAnswer) => void, warn: (message: string) => void): HumanChannel {
+  const open = new Map<string, AbortController>();
+  return {
+    present(item) {
+      if (open.has(item.id)) return;
+      const abort = new AbortController();
+      open.set(item.id, abort);
+      void (async () => {
+        try {
+          const given = await handler(item, abort.signal);
+          if (given === undefined || abort.signal.aborted) return;
+          const checked = HumanAnswerShape.safeParse(given);
+          if (!checked.success) {
+            warn(`the human handler's answer to ${item.id} is not an answer (left pending):\n${describeIssues(checked.error.issues)}`);
+            return;
+          }
+          if (item.kind === 'permission' && checked.data.approved === undefined) {
+            warn(`the human handler answered ${item.id}, a permission request, without approved: true or false (left pending)`);
+            return;
+          }
+          if (item.kind === 'question' && !checked.data.text?.trim()) {
+            warn(`the human handler answered ${item.id}, a question, without text (left pending)`);
+            return;
+          }
+          answer(item.id, checked.data);
+        } catch (error) {
+          warn(`the human handler threw on ${item.id} (left pending: answer it with run.answer or a2a inbox): ${errorText(error)}`);
+        } finally {
+          open.delete(item.id);
+        }
+      })();
+    },
+    withdraw(id) {
+      open.get(id)?.abort();
+      open.delete(id);
+    },
+  };
+}
+
+

@@ -376,7 +376,8 @@ export class ControlServer {
   }
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this pid runs (a run's record names the process that runs it). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

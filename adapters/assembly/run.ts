@@ -5,14 +5,13 @@
  * is only how it is shown (a terminal tree or typed events) and who answers (a prompt or code).
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { z } from 'zod';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Clock, Model, PullRequests } from '../../machines/ports.js';
-import { ControlRequest as ControlRequestSchema, HumanAnswer as HumanAnswerShape, RunId as RunIdSchema, WorkflowRequest, type ControlRequest, type HumanAnswer, type HumanItem, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
+import { ControlRequest as ControlRequestSchema, RunId as RunIdSchema, type ControlRequest, type HumanAnswer, type HumanItem, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
 import { secrets } from '../../actors/secrets.js';
-import { A2AError, describeIssues, nearest } from '../../actors/errors.js';
+import { A2AError, describeIssues } from '../../actors/errors.js';
 import { checkWorkflow, layerSource } from '../../actors/workflowRoles.js';
 import type { AgentInput, AgentRegistry } from '../../actors/registry.js';
 import type { ConfigLayer, RunConfig } from '../../actors/config.js';
@@ -28,9 +27,9 @@ import { ToolCatalog, type ToolDefinition } from '../../actors/tools/index.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { errorText } from '../../machines/errorText.js';
 import { realClock } from '../clock.js';
-import { loadConfig, loadRegistry, loadScript, readStructured } from '../config.js';
+import { loadConfig, loadRegistry, loadScript } from '../config.js';
 import type { Script } from '../model/scripted.js';
-import { Checkpointer, ControlServer, handleControl, planResume, type ControlReply, type ResumePlan } from '../runHost.js';
+import { alive, Checkpointer, ControlServer, handleControl, planResume, type ControlReply, type ResumePlan } from '../runHost.js';
 import { createGit, planGit, seedRepository } from '../git.js';
 import { indexRun } from '../store/runIndex.js';
 import { createPullRequest } from '../github.js';
@@ -45,6 +44,10 @@ import { FileArtifactBackend } from '../store/artifactFiles.js';
 import { MemoryArtifactBackend } from '../store/artifactMemory.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
 import { connectInspector, type InspectorConnection } from '../inspector.js';
+import { codeChannel, type HumanHandler } from '../humanPrompt.js';
+import { targetOf, templateDir, type Target } from './target.js';
+
+export type { HumanHandler };
 import { modelsFor, secretsFileOf } from './models.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
@@ -95,8 +98,6 @@ export interface RunOptions {
   workflow?: string;
 }
 
-/** What answers a person's items from code: an answer, or undefined to leave the item pending. */
-export type HumanHandler = (item: HumanItem, signal: AbortSignal) => HumanAnswer | undefined | Promise<HumanAnswer | undefined>;
 
 /** A run to start: what to run, its settings, and what a program adds in code. */
 export interface RunRequest extends Omit<RunOptions, 'model'> {
@@ -208,104 +209,6 @@ function flagLayer(o: Omit<RunOptions, 'model'>): ConfigLayer {
   };
 }
 
-interface Target {
-  kind: 'plan' | 'task' | 'workflow';
-  plan?: Plan;
-  /** A workflow run: what to build, and the workflow file's script and config if any. */
-  workflow?: WorkflowRequest;
-  source: string;
-  baseDir: string;
-  task?: string;
-}
-
-const WORKFLOWS = ['sdlc'];
-
-function parseWorkflow(data: unknown, source: string): WorkflowRequest {
-  const parsed = WorkflowRequest.safeParse(data);
-  if (!parsed.success) {
-    throw new A2AError('VALIDATION_ERROR', `${source}: invalid workflow:\n${describeIssues(parsed.error.issues)}\nA workflow file is {"workflow": "sdlc", "goal": "...", "script"?: "script.json", "config"?: {...}}.`, { where: source });
-  }
-  return parsed.data;
-}
-
-/**
- * The existing path nearest to `target`, segment by segment (`exmaples/oauht` → `examples/oauth`),
- * or null when a segment has no near match or nothing changes.
- */
-function nearestPath(target: string): string | null {
-  const absolute = isAbsolute(target);
-  const segments = target.split('/').filter((part, i) => part !== '' || (i === 0 && absolute));
-  let at = absolute ? '/' : process.cwd();
-  const fixed: string[] = [];
-  for (const segment of segments) {
-    if (segment === '' || segment === '.' || segment === '..') {
-      fixed.push(segment);
-      at = resolve(at, segment || '/');
-      continue;
-    }
-    const exact = join(at, segment);
-    if (existsSync(exact)) {
-      fixed.push(segment);
-      at = exact;
-      continue;
-    }
-    let entries: string[];
-    try {
-      entries = readdirSync(at);
-    } catch {
-      return null;
-    }
-    const near = nearest(segment, entries);
-    if (!near) return null;
-    fixed.push(near);
-    at = join(at, near);
-  }
-  const suggestion = fixed.join('/') || '/';
-  return suggestion === target ? null : suggestion;
-}
-
-function resolveTarget(target: string, workspace: string, workflow: string | undefined): Target {
-  if (workflow !== undefined && !WORKFLOWS.includes(workflow)) {
-    throw new A2AError('VALIDATION_ERROR', `--workflow ${workflow}: unknown workflow; known: ${WORKFLOWS.join(', ')}`, { where: '--workflow' });
-  }
-  const path = isAbsolute(target) ? target : resolve(process.cwd(), target);
-  if (existsSync(path)) {
-    const dir = statSync(path).isDirectory();
-    const file = dir ? [join(path, 'plan.json'), join(path, 'workflow.json')].find((f) => existsSync(f)) : path;
-    if (!file) throw new A2AError('VALIDATION_ERROR', `${path} is a directory without a plan.json or a workflow.json`);
-    const data = readStructured(file);
-    if (workflow !== undefined || (typeof data === 'object' && data !== null && 'workflow' in data)) {
-      return { kind: 'workflow', workflow: parseWorkflow(data, file), source: file, baseDir: dirname(file) };
-    }
-    return { kind: 'plan', plan: parsePlan(data, file), source: file, baseDir: dirname(file) };
-  }
-  // a word that looks like a path (or nearly names something here) is a typo, not a task
-  const suggestion = nearestPath(target);
-  if (!/\s/.test(target) && (target.includes('/') || /\.[A-Za-z0-9]{1,5}$/.test(target) || suggestion !== null)) {
-    throw new A2AError(
-      'VALIDATION_ERROR',
-      `${target}: no such file or directory${suggestion ? ` (did you mean ${suggestion}?)` : ''}. Pass a plan file, a directory with plan.json or workflow.json, or a task in quotes ("fix the login form").`,
-      { where: target },
-    );
-  }
-  if (workflow !== undefined) return { kind: 'workflow', workflow: parseWorkflow({ workflow, goal: target }, 'the goal'), source: 'command line', baseDir: workspace };
-  return { kind: 'task', task: target, source: 'command line', baseDir: workspace };
-}
-
-/** What the request names to run: exactly one of target, plan and task (or a resume). */
-function targetOf(request: RunRequest, target: string | undefined, workspace: string): Target {
-  const given = [target !== undefined && 'target', request.plan !== undefined && 'plan', request.task !== undefined && 'task'].filter(Boolean);
-  if (given.length > 1) throw new A2AError('VALIDATION_ERROR', `give one thing to run: ${given.join(' and ')} were both given`, { where: String(given[1]) });
-  if (request.plan !== undefined) return { kind: 'plan', plan: parsePlan(request.plan, 'the plan'), source: 'the plan', baseDir: workspace };
-  if (request.task !== undefined) {
-    if (typeof request.task !== 'string' || !request.task.trim()) throw new A2AError('VALIDATION_ERROR', 'task: say what to do (a non-empty string)', { where: 'task' });
-    if (request.workflow !== undefined) return resolveTarget(request.task, workspace, request.workflow);
-    return { kind: 'task', task: request.task, source: 'the task', baseDir: workspace };
-  }
-  if (target === undefined) throw new A2AError('VALIDATION_ERROR', 'nothing to run: give a plan file, a directory with plan.json, a task in quotes, or --resume <runId>');
-  return resolveTarget(target, workspace, request.workflow);
-}
-
 /** Everything a run needs, built from the target and options (the same way again on resume). */
 function prepare(target: Target, request: RunRequest, runId: string) {
   const workspace = resolve(request.workspace ?? process.cwd());
@@ -330,23 +233,6 @@ function prepare(target: Target, request: RunRequest, runId: string) {
   // a workflow's roles: every agent in the registry, every profile configured
   const roles = target.workflow ? workflowRoles(config, registry, loaded.layers) : null;
   return { workspace, target, config, policy, catalog, registry, script, runId, roles };
-}
-
-/** A workflow file's template workspace: a directory beside or below the file, nothing else. */
-function templateDir(baseDir: string, given: string, source: string): string {
-  const dir = resolve(baseDir, given);
-  const inside = relative(baseDir, dir);
-  if (isAbsolute(given) || inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
-    throw new A2AError('VALIDATION_ERROR', `${source}: workspace: "${given}" must name a directory inside ${baseDir} (relative, no ".."): the run works on a copy of it`, { where: 'workspace' });
-  }
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new A2AError('VALIDATION_ERROR', `${source}: workspace: ${dir} is not a directory`, { where: 'workspace' });
-  // a symlink may not lead out either
-  const real = realpathSync(dir);
-  const realInside = relative(realpathSync(baseDir), real);
-  if (realInside === '' || realInside.startsWith('..') || isAbsolute(realInside)) {
-    throw new A2AError('VALIDATION_ERROR', `${source}: workspace: "${given}" leads to ${real}, outside ${baseDir}`, { where: 'workspace' });
-  }
-  return real;
 }
 
 /** Every role of the workflow with its agent and profile; errors name the file and field. */
@@ -380,14 +266,6 @@ function resumable(store: FileRunStore, runId: string) {
   return { record, checkpoint };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** What is kept of the options for a resume (the run id, display and code-only fields are not). */
 const KEPT_OPTIONS: ReadonlyArray<keyof RunOptions> = [
@@ -816,48 +694,3 @@ async function drained(relay: { pending(): Promise<number> }, log: { flush(): vo
   }
   return false;
 }
-
-/**
- * The human channel of a program: each item goes to its handler; an answer it returns is sent
- * like a person's, and an item answered elsewhere or expired aborts the handler's signal.
- */
-function codeChannel(handler: HumanHandler, answer: (id: string, answer: HumanAnswer) => void, warn: (message: string) => void): HumanChannel {
-  const open = new Map<string, AbortController>();
-  return {
-    present(item) {
-      if (open.has(item.id)) return;
-      const abort = new AbortController();
-      open.set(item.id, abort);
-      void (async () => {
-        try {
-          const given = await handler(item, abort.signal);
-          if (given === undefined || abort.signal.aborted) return;
-          const checked = HumanAnswerShape.safeParse(given);
-          if (!checked.success) {
-            warn(`the human handler's answer to ${item.id} is not an answer (left pending):\n${describeIssues(checked.error.issues)}`);
-            return;
-          }
-          if (item.kind === 'permission' && checked.data.approved === undefined) {
-            warn(`the human handler answered ${item.id}, a permission request, without approved: true or false (left pending)`);
-            return;
-          }
-          if (item.kind === 'question' && !checked.data.text?.trim()) {
-            warn(`the human handler answered ${item.id}, a question, without text (left pending)`);
-            return;
-          }
-          answer(item.id, checked.data);
-        } catch (error) {
-          warn(`the human handler threw on ${item.id} (left pending: answer it with run.answer or a2a inbox): ${errorText(error)}`);
-        } finally {
-          open.delete(item.id);
-        }
-      })();
-    },
-    withdraw(id) {
-      open.get(id)?.abort();
-      open.delete(id);
-    },
-  };
-}
-
-

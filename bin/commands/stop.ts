@@ -6,15 +6,8 @@
 import { resolve } from 'node:path';
 import { A2AError } from '../../actors/errors.js';
 import { locateRun } from './manage.js';
+import { alive } from '../../adapters/runHost.js';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export function stopCommand(runId: string | undefined, options: { workspace?: string }, out: NodeJS.WritableStream): number {
   const { store, record } = locateRun(options, runId);

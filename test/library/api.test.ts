@@ -7,7 +7,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { A2AError, defineAgent, defineTool, scriptedModel, startRun, z, type HumanItem, type Model, type ModelReply, type RunEvent } from '../../index.js';
+import { A2AError, defineAgent, defineTool, scriptedModel, startRun, z, type HumanItem, type Model, type ModelReply, type RunEvent, type RunRequest } from '../../index.js';
 import { main } from '../../bin/cli.js';
 import { capture, tempDir } from '../helpers.js';
 
@@ -22,6 +22,21 @@ const echoTool = defineTool({
 });
 
 const agent = (tools: string[]) => defineAgent({ name: 'helper', description: 'Uses tools', tools: [...tools, 'a2a_subtask_complete'] });
+
+/** A run whose one tool asks command_execution (ask_user): it waits for a person. */
+function gatedRun(extra: Partial<RunRequest> = {}) {
+  const gated = defineTool({ name: 'gated', description: 'Needs a yes', parameters: z.object({}), permission: 'command_execution', run: () => 'opened' });
+  return startRun({
+    task: 'open the gate',
+    agent: '@helper',
+    agents: [agent(['gated'])],
+    tools: [gated],
+    model: scriptedModel({ rules: [{ prompt: 'gate', turns: [call('gated', {}), complete('gate open')] }] }),
+    store: 'memory',
+    workspace: tempDir(),
+    ...extra,
+  });
+}
 
 /** Waits for the first event of `type` (the run's own bus, not a sleep). */
 function next(run: { on(l: (e: RunEvent) => void): () => void }, type: string): Promise<RunEvent> {
@@ -112,16 +127,7 @@ describe('startRun', () => {
   });
 
   it('leaves an item pending without a handler; pending() lists it and answer() approves it', async () => {
-    const gated = defineTool({ name: 'gated', description: 'Needs a yes', parameters: z.object({}), permission: 'command_execution', run: () => 'opened' });
-    const run = await startRun({
-      task: 'open the gate',
-      agent: '@helper',
-      agents: [agent(['gated'])],
-      tools: [gated],
-      model: scriptedModel({ rules: [{ prompt: 'gate', turns: [call('gated', {}), complete('gate open')] }] }),
-      store: 'memory',
-      workspace: tempDir(),
-    });
+    const run = await gatedRun();
     await next(run, 'human.asked');
     const pending = run.pending();
     expect(pending).toHaveLength(1);
@@ -266,19 +272,8 @@ describe('bad input', () => {
   });
 
   it('keeps a human handler that throws or answers wrong from losing the item', async () => {
-    const gated = defineTool({ name: 'gated', description: 'x', parameters: z.object({}), permission: 'command_execution', run: () => 'opened' });
     const lines: string[] = [];
-    const run = await startRun({
-      task: 'open the gate',
-      agent: '@helper',
-      agents: [agent(['gated'])],
-      tools: [gated],
-      model: scriptedModel({ rules: [{ prompt: 'gate', turns: [call('gated', {}), complete('gate open')] }] }),
-      store: 'memory',
-      workspace: tempDir(),
-      notify: (line) => lines.push(line),
-      human: () => ({ text: 'yes', by: 'bot' }),
-    });
+    const run = await gatedRun({ notify: (line) => lines.push(line), human: () => ({ text: 'yes', by: 'bot' }) });
     await next(run, 'human.asked');
     await new Promise((r) => setImmediate(r));
     expect(lines.join('\n')).toMatch(/answered .* a permission request, without approved: true or false \(left pending\)/);

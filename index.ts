@@ -8,6 +8,7 @@
 export { startRun } from './adapters/assembly/library.js';
 export type { Run, RunTree, TreeNode, Answer } from './adapters/assembly/library.js';
 export type { RunRequest, RunOptions, RunOutcome, RunUsage, HumanHandler } from './adapters/assembly/run.js';
+export type { HandlerAnswer } from './adapters/humanPrompt.js';
 export { startHost } from './adapters/assembly/host.js';
 export type { HostOptions, RunningHost } from './adapters/assembly/host.js';
 
@@ -16,6 +17,7 @@ export { defineAgent } from './actors/registry.js';
 export type { AgentInput } from './actors/registry.js';
 export { defineTool } from './actors/tools/custom.js';
 export type { CustomTool, CustomToolContext } from './actors/tools/custom.js';
+export type { ToolDefinition } from './actors/tools/types.js';
 
 // Models: the port, and the three adapters
 export { scriptedModel, openaiModel, anthropicModel } from './adapters/assembly/library.js';

@@ -18,6 +18,12 @@ export interface AgentDefinition {
   files: string[];
   /** The MCP servers whose tools its sessions get (`mcp__<server>__<tool>`). */
   mcpServers?: Record<string, McpServerConfig>;
+  /**
+   * Where its MCP servers were declared, and whether that place may start commands outside the
+   * sandbox and send secrets: the user's own config and code may; a repository's files (its agent
+   * files, its config, a plan's config) may not, since cloning one and running a2a would run them.
+   */
+  mcpDeclaredIn?: { where: string; trusted: boolean };
 }
 
 /** Frontmatter of an agent file; every field optional so that a later layer can override a few. */
@@ -170,11 +176,12 @@ export class AgentRegistry {
     const maxSubTaskDepth = patch.maxSubTaskDepth ?? existing?.capability.maxSubTaskDepth;
     if (maxSubTaskDepth !== undefined) capability.maxSubTaskDepth = maxSubTaskDepth;
     const mcpServers = patch.mcpServers ?? existing?.mcpServers;
+    const mcpDeclaredIn = patch.mcpServers !== undefined ? { where: file, trusted: source !== 'workspace' } : existing?.mcpDeclaredIn;
     this.#agents.set(name, {
       capability,
       systemPrompt: patch.systemPrompt?.trim() ? patch.systemPrompt.trim() : (existing?.systemPrompt ?? ''),
       files: [...(existing?.files ?? []), file],
-      ...(mcpServers && Object.keys(mcpServers).length ? { mcpServers } : {}),
+      ...(mcpServers && Object.keys(mcpServers).length ? { mcpServers, ...(mcpDeclaredIn ? { mcpDeclaredIn } : {}) } : {}),
     });
   }
 
@@ -206,6 +213,12 @@ export class AgentRegistry {
       });
     }
     for (const [name, patch] of Object.entries(parsed.data)) this.apply(name, patch, source, file);
+  }
+
+  /** Marks an agent's MCP servers as declared in `where`, a place that may not start them (see AgentDefinition.mcpDeclaredIn). */
+  distrustMcp(name: string, where: string): void {
+    const found = this.#agents.get(name);
+    if (found?.mcpServers) found.mcpDeclaredIn = { where, trusted: false };
   }
 
   has(name: string): boolean {

@@ -150,7 +150,14 @@ export function loadConfig(options: {
  * The agent registry: built-in agents → workspace `.github/agents/*.agent.md` and
  * `registry-overrides.md` → user `agents/*.agent.md` and the user config's `agents` section.
  */
-export function loadRegistry(options: { workspace: string; knownTools: Iterable<string>; userAgents?: unknown; userAgentsSource?: string }): AgentRegistry {
+export function loadRegistry(options: {
+  workspace: string;
+  knownTools: Iterable<string>;
+  userAgents?: unknown;
+  userAgentsSource?: string;
+  /** The config layers `userAgents` was merged from: the last one that sets an agent's MCP servers says whether they may start. */
+  layers?: Array<{ source: string; data: ConfigLayer }>;
+}): AgentRegistry {
   const registry = new AgentRegistry(options.knownTools);
   const addDir = (dir: string, source: 'builtin' | 'workspace' | 'user') => {
     if (!existsSync(dir)) return;
@@ -169,7 +176,23 @@ export function loadRegistry(options: { workspace: string; knownTools: Iterable<
   }
   addDir(join(userConfigDir(), 'agents'), 'user');
   if (options.userAgents !== undefined) registry.addOverrides(options.userAgents, options.userAgentsSource ?? 'user config', 'user');
+  // MCP servers from a config layer the user does not own (the workspace's file, a plan's config)
+  const declared = new Map<string, string>();
+  for (const layer of options.layers ?? []) {
+    const agents = layer.data.agents;
+    if (!agents || typeof agents !== 'object') continue;
+    for (const [name, patch] of Object.entries(agents as Record<string, unknown>)) {
+      if (patch && typeof patch === 'object' && 'mcpServers' in patch) declared.set(name, layer.source);
+    }
+  }
+  for (const [name, source] of declared) if (!trustedSource(source)) registry.distrustMcp(name, source);
   return registry;
+}
+
+/** The layers the user owns: their config directory, and settings given in code. */
+export const CODE_SETTINGS = 'settings (code)';
+function trustedSource(source: string): boolean {
+  return source === CODE_SETTINGS || source.startsWith(`${userConfigDir()}/`);
 }
 
 export function loadScript(file: string): Script {

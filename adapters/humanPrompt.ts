@@ -12,7 +12,10 @@ import { describeIssues } from '../actors/errors.js';
 import { errorText } from '../machines/errorText.js';
 
 /** What answers a person's items from code: an answer, or undefined to leave the item pending. */
-export type HumanHandler = (item: HumanItem, signal: AbortSignal) => HumanAnswer | undefined | Promise<HumanAnswer | undefined>;
+export type HumanHandler = (item: HumanItem, signal: AbortSignal) => HandlerAnswer | undefined | Promise<HandlerAnswer | undefined>;
+
+/** A program's answer: `by` defaults to "code". */
+export type HandlerAnswer = Omit<HumanAnswer, 'by'> & { by?: string };
 
 export interface PromptIo {
   input: NodeJS.ReadableStream;
@@ -129,7 +132,8 @@ export function codeChannel(handler: HumanHandler, answer: (id: string, answer: 
         try {
           const given = await handler(item, abort.signal);
           if (given === undefined || abort.signal.aborted) return;
-          const checked = HumanAnswerShape.safeParse(given);
+          // `by` may be left out: the program answered
+          const checked = HumanAnswerShape.safeParse(typeof given === 'object' && given !== null && !('by' in given) ? { ...(given as object), by: 'code' } : given);
           if (!checked.success) {
             warn(`the human handler's answer to ${item.id} is not an answer (left pending):\n${describeIssues(checked.error.issues)}`);
             return;

@@ -75,7 +75,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const loaded = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}) });
   const { config } = loaded;
   const catalog = new ToolCatalog([...builtinTools(), ...checkedTools(options.tools ?? [])]);
-  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"' });
+  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
   if (options.agentDefinitions?.length) registry.addDefined(options.agentDefinitions);
   if (!Array.isArray(options.agents)) throw new A2AError('VALIDATION_ERROR', 'agents: give the agent types the host serves, as a list (["coder", "reviewer"])', { where: 'agents' });
   const agents = options.agents.map((a) => registry.resolve(a).parsed.agentName);

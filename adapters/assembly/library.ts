@@ -136,38 +136,47 @@ function runHandle(launched: LaunchedRun): Run {
 /** The events from now on, as an async iterator that ends after `run.finished` (or with the run). */
 function eventStream(launched: LaunchedRun, ended: () => boolean): AsyncIterableIterator<RunEvent> {
   const queue: RunEvent[] = [];
-  let wake: (() => void) | null = null;
+  // every next() waiting, in order (a caller may ask for several at once)
+  const waiting: Array<(result: IteratorResult<RunEvent>) => void> = [];
   let finished = ended();
   let failure: unknown = null;
+  const settleWaiting = () => {
+    while (waiting.length > 0 && queue.length > 0) waiting.shift()!({ value: queue.shift()!, done: false });
+    if (finished && queue.length === 0) {
+      unsubscribe();
+      for (const resolve of waiting.splice(0)) resolve({ value: undefined, done: true });
+    }
+  };
   const unsubscribe = launched.subscribe((e) => {
+    if (finished) return;
     queue.push(e);
     if (e.type === 'run.finished') finished = true;
-    wake?.();
+    settleWaiting();
   });
   launched.done.then(
     () => {
       finished = true;
-      wake?.();
+      settleWaiting();
     },
     (error: unknown) => {
       failure = error;
       finished = true;
-      wake?.();
+      settleWaiting();
     },
   );
   const iterator: AsyncIterableIterator<RunEvent> = {
-    async next(): Promise<IteratorResult<RunEvent>> {
-      while (queue.length === 0 && !finished) await new Promise<void>((r) => (wake = r));
-      wake = null;
-      if (queue.length > 0) return { value: queue.shift()!, done: false };
-      unsubscribe();
-      if (failure) throw failure;
-      return { value: undefined, done: true };
+    next(): Promise<IteratorResult<RunEvent>> {
+      if (queue.length > 0) return Promise.resolve({ value: queue.shift()!, done: false });
+      if (finished) {
+        unsubscribe();
+        return failure ? Promise.reject(failure) : Promise.resolve({ value: undefined, done: true });
+      }
+      return new Promise((resolve) => waiting.push(resolve));
     },
     async return(): Promise<IteratorResult<RunEvent>> {
-      unsubscribe();
       finished = true;
       queue.length = 0;
+      settleWaiting();
       return { value: undefined, done: true };
     },
     [Symbol.asyncIterator]() {

@@ -56,7 +56,8 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
     }
     return found;
   };
-  const profiles: ProfileCatalog = {
+  // one model given in code: there is nothing to switch to
+  const profiles: ProfileCatalog = fixed ? { names: () => ['code'], current: () => 'code', moreExpensive: () => false } : {
     names: () => [...new Set([...Object.keys(config.models.profiles), BUILTIN_PROFILE])],
     current: (spec) => resolveModel(spec).profile,
     moreExpensive: (spec, to) => {

@@ -27,7 +27,7 @@ import { ToolCatalog, type ToolDefinition } from '../../actors/tools/index.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { errorText } from '../../machines/errorText.js';
 import { realClock } from '../clock.js';
-import { loadConfig, loadRegistry, loadScript } from '../config.js';
+import { CODE_SETTINGS, loadConfig, loadRegistry, loadScript } from '../config.js';
 import type { Script } from '../model/scripted.js';
 import { alive, Checkpointer, ControlServer, handleControl, planResume, type ControlReply, type ResumePlan } from '../runHost.js';
 import { createGit, planGit, seedRepository } from '../git.js';
@@ -215,12 +215,16 @@ function prepare(target: Target, request: RunRequest, runId: string) {
   const extra: Array<{ source: string; data: ConfigLayer; base?: string }> = [];
   const targetConfig = target.plan?.config ?? target.workflow?.config;
   if (targetConfig) extra.push({ source: `${target.source} (config)`, data: targetConfig, base: target.baseDir });
-  if (request.settings) extra.push({ source: 'settings (code)', data: request.settings, base: workspace });
+  if (request.settings) extra.push({ source: CODE_SETTINGS, data: request.settings, base: workspace });
+  // a run kept in memory leaves the repository as it found it: no worktrees, branches or merges
+  // unless the program asks for them (settings.git.worktrees, or the worktrees option)
+  const settingsGit = (request.settings as { git?: { worktrees?: unknown } } | undefined)?.git;
+  if (request.store === 'memory' && request.worktrees === undefined && settingsGit?.worktrees === undefined) extra.push({ source: 'store: memory', data: { git: { worktrees: 'off' } } });
   extra.push({ source: 'command-line flags', data: flagLayer(request) });
   const loaded = loadConfig({ workspace, ...(request.config ? { explicitFile: request.config } : {}), extra });
   const { config, policy } = loaded;
   const catalog = new ToolCatalog([...builtinTools(), ...checkedTools(request.tools ?? [])]);
-  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"' });
+  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
   if (request.agents?.length) registry.addDefined(request.agents);
   const scriptFile = request.script
     ? resolve(request.script)
@@ -273,6 +277,11 @@ const KEPT_OPTIONS: ReadonlyArray<keyof RunOptions> = [
   'idleThreshold', 'inquiryDelay', 'inquiryTimeout', 'questions', 'onComplete', 'worktrees', 'model', 'nats', 'namespace', 'workflow',
 ];
 
+/** Whether the request holds what only a program has, and a resume from the command line would lack. */
+function codeOnly(request: RunRequest): boolean {
+  return !!(request.agents?.length || request.tools?.length || typeof request.model === 'object' || request.scriptData || request.settings || request.human);
+}
+
 function invocationOptions(options: RunRequest): Record<string, unknown> {
   const kept = options as Record<string, unknown>;
   return Object.fromEntries(KEPT_OPTIONS.filter((k) => kept[k] !== undefined && (k !== 'model' || typeof kept[k] === 'string')).map((k) => [k, kept[k]]));
@@ -302,7 +311,9 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     resuming = resumable(store0, request.resume);
     const inv = resuming.record.invocation!;
     target = inv.target;
-    effective = { ...request, ...(inv.options as RunOptions), workspace: inv.workspace, resume: request.resume };
+    // what the run was started with, not flags given now (display and code-side fields stay)
+    const notOptions = Object.fromEntries(Object.entries(request).filter(([key]) => !(KEPT_OPTIONS as readonly string[]).includes(key)));
+    effective = { ...notOptions, ...(inv.options as RunOptions), workspace: inv.workspace, resume: request.resume };
   }
 
   const runId = resuming?.record.runId ?? request.runId ?? newRunId();
@@ -467,7 +478,9 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         startedAt: Date.now(),
         planId,
         source: p.target.source,
-        ...(target !== undefined ? { invocation: { target, options: invocationOptions(effective), workspace: p.workspace } } : {}),
+        // a run started with what only the program has (its agents, tools, model, settings) cannot
+        // be resumed by the CLI, which would resume it without them: no invocation is recorded
+        ...(target !== undefined && !codeOnly(request) ? { invocation: { target, options: invocationOptions(effective), workspace: p.workspace } } : {}),
       });
     }
     const log = store?.runLog(runId, { audited: isAudited }) ?? null;
@@ -503,8 +516,6 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         }
       });
     }
-    // in the run's log and display too, not only on stderr
-    if (commands.warning) bus.emit({ type: 'warning', planId, data: { message: commands.warning, sandbox: 'none' } });
 
     const announcePause = (paused: { by: string; at: number } | null, by: string) => {
       publishPause(transport!, ns, { runId, paused: paused !== null, by, at: paused?.at ?? Date.now() }).catch((error: unknown) =>
@@ -644,6 +655,8 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     const start = () => {
       if (started) return;
       started = true;
+      // in the run's log and display too, not only on stderr (here, so that every listener hears it)
+      if (commands.warning) bus.emit({ type: 'warning', planId, data: { message: commands.warning, sandbox: 'none' } });
       void finish(orchestrated ? runOrchestrated : runStandalone);
     };
     return {
@@ -655,7 +668,15 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
       usage,
       done,
       start,
-      subscribe: (listener) => bus.subscribe(listener),
+      subscribe: (listener) =>
+        bus.subscribe((e) => {
+          try {
+            listener(e);
+          } catch (error) {
+            // a listener's bug must not fail the session that emitted the event
+            warn(`an event listener threw on ${e.type}: ${errorText(error)}`);
+          }
+        }),
       pending: () => (orchestrator ? pendingHumanItems(orchestrator as never) : []),
       control(controlRequest) {
         const parsed = ControlRequestSchema.safeParse(controlRequest);

@@ -27,6 +27,8 @@ const MAX_NAME = 64;
 const MAX_RESULT_CHARS = 100_000;
 /** Restarts of a server that died, per session, before its tools stay unavailable. */
 const MAX_RESTARTS = 2;
+/** The SDK's McpError code for a request that got no answer in time (ErrorCode.RequestTimeout). */
+const REQUEST_TIMEOUT = -32001;
 /** The last lines a server wrote to stderr, for the message when it fails. */
 const STDERR_KEEP = 2_000;
 
@@ -57,6 +59,8 @@ class Connection {
   ready: Promise<void> | null = null;
   /** Closing on purpose: the transport's close is not a death. */
   closing = false;
+  /** Its start was abandoned (the step aborted): started again on the next call. */
+  aborted = false;
   told = false;
 
   constructor(
@@ -93,10 +97,10 @@ function loadSdk(): Promise<Sdk> {
 }
 
 /** `mcp__<server>__<tool>`, made of the characters providers accept, at most 64 long. */
-export function exposedName(server: string, tool: string): string {
+export function exposedName(server: string, tool: string, hashed = false): string {
   const clean = tool.replace(/[^A-Za-z0-9_-]/g, '_');
   const name = `${EXTERNAL_PREFIX}${server}__${clean}`;
-  if (name.length <= MAX_NAME) return name;
+  if (name.length <= MAX_NAME && !hashed) return name;
   // long names keep their start and a hash of the whole, so that two never collide
   let hash = 0;
   for (const c of tool) hash = (hash * 31 + c.charCodeAt(0)) | 0;
@@ -131,7 +135,19 @@ export class McpTools implements ExternalTools {
     const held = this.#session(spec, session);
     const tools: ToolSpec[] = [];
     const notes: string[] = [];
-    await Promise.all(Object.keys(servers).map((name) => this.#ready(spec, held, name, servers[name]!, signal)));
+    // another agent now (a reassignment): the connections it does not list are closed
+    for (const [name, connection] of held.connections) {
+      if (servers[name] !== connection.config) {
+        held.connections.delete(name);
+        void close(connection);
+      }
+    }
+    const declared = definition.mcpDeclaredIn;
+    if (declared && !declared.trusted) {
+      for (const name of Object.keys(servers)) this.#refuse(spec, held, name, servers[name]!, declared.where);
+    } else {
+      await Promise.all(Object.keys(servers).map((name) => this.#ready(spec, held, name, servers[name]!, signal)));
+    }
     for (const name of Object.keys(servers)) {
       const connection = held.connections.get(name)!;
       if (connection.status === 'ready') {
@@ -178,8 +194,9 @@ export class McpTools implements ExternalTools {
         return { isError: true, content: `${call.name} was cancelled: the session ended while it ran` };
       }
       const text = errorText(error);
-      const timedOut = /timed out|-32001/i.test(text);
-      const died = connection.status !== 'ready' || /connection closed|-32000/i.test(text);
+      // the transport's close marks the connection failed before the pending call is rejected
+      const died = connection.status !== 'ready';
+      const timedOut = !died && (error as { code?: unknown }).code === REQUEST_TIMEOUT;
       if (died) this.#died(ctx.spec, connection, `it stopped during ${listed.tool}: ${text}`);
       else if (timedOut) this.#emit(ctx.spec, 'mcp.failed', { ...base, phase: 'timeout', error: `no answer within ${server.timeoutMs} ms` });
       this.#emit(ctx.spec, 'mcp.called', { ...base, isError: true, ms, error: clip(text, 300) });
@@ -240,11 +257,27 @@ export class McpTools implements ExternalTools {
     return { error: `TOOL_NOT_ALLOWED: Unknown tool "${name}": the MCP server "${named}" has ${[...connection.tools.keys()].join(', ') || 'no tools'}.` };
   }
 
+  /**
+   * A server declared where the user does not own the file (a repository's agent file or config,
+   * a plan's config): not started, since it would run a command outside the sandbox, or send the
+   * environment's secrets to a URL the repository chose. Said once to the model and the run.
+   */
+  #refuse(spec: SessionSpec, held: SessionConnections, name: string, config: McpServerConfig, where: string): void {
+    if (held.connections.has(name)) return;
+    const connection = new Connection(name, config);
+    connection.status = 'failed';
+    connection.restarts = MAX_RESTARTS;
+    connection.failure = `declared in ${where}, which a2a does not let start MCP servers: a server runs a command outside the sandbox or gets secrets, so it must come from your own config (~/.config/a2a: agents/*.agent.md or config.json) or from code (defineAgent)`;
+    held.connections.set(name, connection);
+    this.#emit(spec, 'mcp.failed', { server: name, phase: 'refused', error: connection.failure });
+  }
+
   /** Connects (or reconnects after a death) and lists the tools; never rejects. */
   async #ready(spec: SessionSpec, held: SessionConnections, name: string, config: McpServerConfig, signal: AbortSignal): Promise<void> {
     let connection = held.connections.get(name);
     if (connection?.status === 'ready' || (connection?.status === 'failed' && connection.restarts >= MAX_RESTARTS) || connection?.status === 'closed') return;
     if (connection?.ready) return connection.ready;
+    if (connection?.aborted) connection.aborted = false;
     if (connection?.status === 'failed') {
       connection.restarts++;
       connection.status = 'connecting';
@@ -289,9 +322,11 @@ export class McpTools implements ExternalTools {
       for (let cursor: string | undefined, pages = 0; pages < 20; pages++) {
         const page = await client.listTools(cursor ? { cursor } : {}, { timeout: config.startupTimeoutMs, signal });
         for (const tool of page.tools) {
-          if (config.tools?.[tool.name] === 'auto_deny') continue; // never offered
+          if ((config.tools?.[tool.name] ?? config.permission) === 'auto_deny') continue; // never offered
           const { $schema: _ignored, ...parameters } = (tool.inputSchema ?? { type: 'object' }) as Record<string, unknown>;
-          const exposed = exposedName(server, tool.name);
+          // two names that read the same once cleaned (`a.b`, `a_b`) each keep a name of their own
+          let exposed = exposedName(server, tool.name);
+          if (tools.some((t) => t.spec.name === exposed)) exposed = exposedName(server, tool.name, true);
           tools.push({ tool: tool.name, spec: { name: exposed, description: clip(tool.description ?? `${tool.name} (MCP server ${server})`, 2_000), parameters } });
         }
         cursor = page.nextCursor;
@@ -302,14 +337,24 @@ export class McpTools implements ExternalTools {
       connection.failure = null;
       this.#emit(spec, 'mcp.connected', { server, tools: tools.length, ms: Date.now() - started, ...(connection.restarts ? { restart: connection.restarts } : {}) });
     } catch (error) {
-      const reason = signal.aborted ? 'the session ended while it started' : describeStartFailure(error, connection, config);
+      if (signal.aborted) {
+        // the step was replaced or the session ended while the server started: not its failure,
+        // so the next model call starts it afresh (and uses up none of its restarts)
+        connection.status = 'failed';
+        await close(connection);
+        connection.status = 'connecting';
+        connection.closing = false;
+        connection.aborted = true;
+        return;
+      }
+      const reason = describeStartFailure(error, connection, config);
       connection.status = 'failed';
       connection.failure = reason;
       // a server that did not start is not tried again in this session (each try would cost its startup timeout)
       connection.restarts = MAX_RESTARTS;
       await close(connection);
       connection.closing = false;
-      if (!signal.aborted) this.#emit(spec, 'mcp.failed', { server, phase: 'start', error: reason });
+      this.#emit(spec, 'mcp.failed', { server, phase: 'start', error: reason });
     }
   }
 
@@ -361,7 +406,7 @@ function describeStartFailure(error: unknown, connection: Connection, config: Mc
   const text = errorText(error);
   const tail = connection.stderr.trim().split('\n').slice(-3).join(' | ');
   const what = config.command !== undefined ? `"${[config.command, ...(config.args ?? [])].join(' ')}"` : config.url!;
-  const why = /timed out|-32001/i.test(text) ? `no answer within ${config.startupTimeoutMs} ms` : text;
+  const why = (error as { code?: unknown }).code === REQUEST_TIMEOUT ? `no answer within ${config.startupTimeoutMs} ms` : text;
   return clip(`${what} could not be started or reached: ${why}${tail ? ` (stderr: ${tail})` : ''}`, 600);
 }
 

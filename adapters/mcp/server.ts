@@ -6,16 +6,16 @@
  * their control channel, as `a2a inbox` does. The same checks apply either way.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import type { ControlRequest, HumanItem } from '../../machines/protocol.js';
 import type { RunStatus } from '../../actors/runStatus.js';
 import { ArtifactStore } from '../../actors/artifacts.js';
-import { isA2AError } from '../../actors/errors.js';
+import { A2AError, isA2AError } from '../../actors/errors.js';
 import { redactText } from '../../actors/secrets.js';
 import { errorText } from '../../machines/errorText.js';
 import { realClock } from '../clock.js';
@@ -115,6 +115,15 @@ function controlOf(run: Run, request: ControlRequest): string {
   }
 }
 
+/** A path the client named, as long as it stays inside the workspace (symbolic links followed). */
+function insideWorkspace(workspace: string, given: string): string {
+  const path = resolve(workspace, given);
+  const real = existsSync(path) ? realpathSync(path) : path;
+  const inside = relative(realpathSync(workspace), real);
+  if (isAbsolute(given) || inside.startsWith('..') || isAbsolute(inside)) throw new Error(`planFile: "${given}" is outside the workspace ${workspace}; name a plan inside it`);
+  return real;
+}
+
 function treeLines(nodes: TreeNode[], indent = ''): string[] {
   return nodes.flatMap((n) => [
     `${indent}${n.id} ${n.agentType} ${n.status} depth ${n.depth}${n.costUsd > 0 ? ` $${n.costUsd.toFixed(4)}` : ''}${n.note ? ` (${n.note.slice(0, 120)})` : ''}`,
@@ -182,11 +191,15 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
           ...(args.questions ? { questions: args.questions } : {}),
           ...(args.onComplete ? { onComplete: args.onComplete } : {}),
         };
+        // a client may be an agent that read something hostile: it names work, never configuration
+        if (args.plan !== undefined && ('config' in args.plan || 'script' in args.plan)) {
+          return failure(new Error('plan: "config" and "script" are not taken over MCP (they would change permissions, the sandbox or the model): put them in the workspace\'s a2a.config.json'));
+        }
         const run = await runs.start(
           args.plan !== undefined
             ? { ...base, plan: args.plan }
             : args.planFile !== undefined
-              ? { ...base, target: resolve(runs.workspace, args.planFile) }
+              ? { ...base, target: insideWorkspace(runs.workspace, args.planFile) }
               : args.workflow
                 ? { ...base, target: args.task!, workflow: args.workflow }
                 : { ...base, task: args.task! },
@@ -336,11 +349,17 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
         const local = runs.local(id);
         if (local) {
           if (!local.outcome && !local.error && waitSeconds) {
+            let timer: NodeJS.Timeout | undefined;
+            let onAbort: (() => void) | undefined;
             await Promise.race([
               local.run.done.catch(() => undefined),
-              new Promise((r) => setTimeout(r, waitSeconds * 1000)),
-              new Promise((r) => extra.signal.addEventListener('abort', r, { once: true })),
+              new Promise((r) => (timer = setTimeout(r, waitSeconds * 1000))),
+              new Promise<void>((r) => extra.signal.addEventListener('abort', (onAbort = () => r()), { once: true })),
             ]);
+            clearTimeout(timer);
+            if (onAbort) extra.signal.removeEventListener('abort', onAbort);
+            // the run's own bookkeeping settles on the same turn: let it
+            await new Promise((r) => setImmediate(r));
           }
           if (local.error) return failure(new Error(`run ${id} failed inside a2a: ${local.error}`));
           if (!local.outcome) return text(`run ${id} is still running (run_status shows where it is)`, { runId: id, status: 'running' });
@@ -423,6 +442,14 @@ export async function serveHttp(runs: McpRuns, options: McpServeOptions & { port
     return given.length === expected.length && timingSafeEqual(given, expected);
   };
   const http = createServer((req: IncomingMessage, res: ServerResponse) => {
+    try {
+      handle(req, res);
+    } catch (error) {
+      // a malformed request is that request's problem, never the server's (its runs go on)
+      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `bad request: ${errorText(error)}` }));
+    }
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     if (!authorized(req)) {
       res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end(JSON.stringify({ error: 'unauthorized: send Authorization: Bearer <token> (a2a mcp printed where it is)' }));
       return;
@@ -441,11 +468,29 @@ export async function serveHttp(runs: McpRuns, options: McpServeOptions & { port
       .catch((error: unknown) => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: errorText(error) }));
       });
-  });
+  };
+  http.on('clientError', (_error, socket) => socket.destroy());
   await new Promise<void>((ok, fail) => {
-    http.once('error', fail);
+    http.once('error', (error: NodeJS.ErrnoException) =>
+      fail(
+        error.code === 'EADDRINUSE' || error.code === 'EACCES'
+          ? new A2AError('VALIDATION_ERROR', `--port ${options.port ?? 0}: ${error.code === 'EADDRINUSE' ? 'another process listens there' : 'not allowed to listen there'}; choose another port, or leave --port out for a free one`, { where: '--port' })
+          : error,
+      ),
+    );
     http.listen(options.port ?? 0, '127.0.0.1', () => ok());
   });
+  // after listening, an error of the server is told, not thrown into the process
+  http.on('error', (error) => options.notify?.(`a2a: the MCP HTTP server: ${errorText(error)}`));
   const url = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
-  return { server: http, url, close: () => new Promise<void>((done) => http.close(() => done())) };
+  return {
+    server: http,
+    url,
+    // clients keep connections open (keep-alive, event streams): closing does not wait for them
+    close: () =>
+      new Promise<void>((done) => {
+        http.close(() => done());
+        http.closeAllConnections();
+      }),
+  };
 }

@@ -6,8 +6,8 @@
  * this user can read (never printed).
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { userConfigDir } from '../../adapters/config.js';
 import { McpRuns, serveHttp, serveStdio } from '../../adapters/mcp/server.js';
 import { secrets } from '../../actors/secrets.js';
@@ -26,34 +26,55 @@ export interface McpIo {
   onListening?: (url: string) => void;
 }
 
+/**
+ * The token in `file` when only this user can read it (so a client configured once keeps
+ * working, and two servers share it); else a new one, written to a new file with mode 600 and
+ * moved into place, so that no other user can read it at any moment.
+ */
+function storedToken(file: string): string {
+  try {
+    const found = statSync(file);
+    const text = readFileSync(file, 'utf8').trim();
+    if ((found.mode & 0o077) === 0 && found.uid === process.getuid?.() && text.length >= 16) return text;
+  } catch {
+    // none yet
+  }
+  const token = randomBytes(24).toString('base64url');
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(tmp, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  renameSync(tmp, file);
+  return token;
+}
+
 export async function mcpCommand(options: McpCommandOptions, io: McpIo, version: string): Promise<number> {
   const notify = (line: string) => void io.stderr.write(`${line}\n`);
   const runs = new McpRuns({ ...(options.workspace ? { workspace: options.workspace } : {}), notify, version });
   if (!options.http) {
     const { closed } = await serveStdio(runs, { notify, version });
-    await closed;
+    // an editor stops its servers with SIGTERM: the runs are cancelled and recorded as such
+    const signalled = new Promise<void>((done) => {
+      process.once('SIGTERM', done);
+      process.once('SIGINT', done);
+    });
+    await Promise.race([closed, signalled, ...(io.until ? [io.until] : [])]);
     await runs.stopAll();
     return 0;
   }
   const given = process.env.A2A_MCP_TOKEN?.trim();
-  const token = given || randomBytes(24).toString('base64url');
   if (given && given.length < 16) {
     notify('a2a: A2A_MCP_TOKEN is shorter than 16 characters: use a longer, random token');
     return 2;
   }
+  const tokenFile = join(userConfigDir(), 'mcp-token');
+  const token = given || storedToken(tokenFile);
   const served = await serveHttp(runs, { notify, version, token, ...(options.port !== undefined ? { port: options.port } : {}) });
   secrets.add('A2A_MCP_TOKEN', token);
   notify(`a2a MCP server on ${served.url} for ${runs.workspace} (Streamable HTTP; Ctrl-C stops it)`);
   if (given) {
     notify('requests need Authorization: Bearer $A2A_MCP_TOKEN');
   } else {
-    // made here: kept in a file only this user can read, never printed (logs keep what is printed)
-    const dir = userConfigDir();
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const file = join(dir, 'mcp-token');
-    writeFileSync(file, `${token}\n`, { mode: 0o600 });
-    chmodSync(file, 0o600);
-    notify(`requests need Authorization: Bearer <the token in ${file}> (set A2A_MCP_TOKEN to choose it)`);
+    notify(`requests need Authorization: Bearer <the token in ${tokenFile} (mode 600)> (set A2A_MCP_TOKEN to choose it)`);
   }
   io.onListening?.(served.url);
   await (io.until ??

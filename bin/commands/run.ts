@@ -31,28 +31,19 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
   // the human channel: a prompt on a terminal, else a notice saying how to answer with `a2a inbox`
   const interactive = io.stdin?.isTTY === true && io.stdout.isTTY === true && !json;
   const colour = io.stdout.isTTY === true && !process.env.NO_COLOR;
-  // a terminal that cannot redraw (TERM=dumb, narrower than 60 columns) gets plain lines
-  const display: RunDisplay | null = json ? null : canRedraw(io.stdout) && tree !== false ? liveDisplay(io.stdout, { colour }) : logDisplay(io.stdout, { colour });
+  // the tree is drawn once the run is set up: a redrawn tree would wipe what setting it up printed
+  // (the workspace it made, warnings); the events of the setup wait for it
+  let display: RunDisplay | null = null;
+  const early: RunEvent[] = [];
   let prompt: TerminalPrompt | null = null;
-  const run: LaunchedRun = await launchRun({
-    ...engine,
-    ...(targetArg !== undefined ? { target: targetArg } : {}),
-    notify: (line) => io.stderr.write(`${line}\n`),
-    onEvent: json ? (e: RunEvent) => io.stdout.write(`${JSON.stringify(e)}\n`) : (e: RunEvent) => display!.onEvent(e),
-    humanChannel: (answer, runId) => {
-      if (interactive) {
-        prompt = new TerminalPrompt({ input: io.stdin!, output: io.stdout, pause: () => display?.pause?.(), resume: () => display?.resume?.() }, answer);
-        return prompt;
-      }
-      return new PrintedNotice(json ? io.stderr : io.stdout, runId);
-    },
-  });
+  let run: LaunchedRun | null = null;
   const interrupt = io.onInterrupt ?? defaultInterrupt;
   let stopping = false;
   const release = interrupt(() => {
-    if (stopping) {
-      io.stderr.write('\nforced exit\n');
-      run.abandon();
+    if (stopping || !run) {
+      // twice, or before anything runs: nothing to cancel and wait for
+      io.stderr.write(stopping ? '\nforced exit\n' : '\nstopped before the run started\n');
+      run?.abandon();
       process.exit(130);
     }
     stopping = true;
@@ -60,9 +51,31 @@ export async function runCommand(targetArg: string | undefined, options: RunOpti
     run.stop('stopped by the user');
   });
   try {
+    run = await launchRun({
+      ...engine,
+      ...(targetArg !== undefined ? { target: targetArg } : {}),
+      notify: (line) => io.stderr.write(`${line}\n`),
+      onEvent: json ? (e: RunEvent) => io.stdout.write(`${JSON.stringify(e)}\n`) : (e: RunEvent) => (display ? display.onEvent(e) : early.push(e)),
+      humanChannel: (answer, runId) => {
+        if (interactive) {
+          prompt = new TerminalPrompt({ input: io.stdin!, output: io.stdout, pause: () => display?.pause?.(), resume: () => display?.resume?.() }, answer);
+          return prompt;
+        }
+        return new PrintedNotice(json ? io.stderr : io.stdout, runId);
+      },
+    });
+    if (!json) {
+      // a terminal that cannot redraw (TERM=dumb, narrower than 60 columns) gets plain lines
+      display = canRedraw(io.stdout) && tree !== false ? liveDisplay(io.stdout, { colour }) : logDisplay(io.stdout, { colour });
+      for (const e of early.splice(0)) display.onEvent(e);
+    }
     run.start();
-    const outcome = await run.done;
-    display?.finish();
+    let outcome;
+    try {
+      outcome = await run.done;
+    } finally {
+      display?.finish();
+    }
     if (!json) {
       if (outcome.summary) io.stdout.write(renderSummary(outcome.summary, palette(colour)));
       else if (outcome.result) {

@@ -4,7 +4,8 @@
  * code; and the errors bad input gets. Every run uses the real runtime on the scripted model (or a
  * Model written here), in memory unless the file store is the point.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { A2AError, defineAgent, defineTool, scriptedModel, startRun, z, type HumanItem, type Model, type ModelReply, type RunEvent, type RunRequest } from '../../index.js';
@@ -280,5 +281,65 @@ describe('bad input', () => {
     expect(run.pending()).toHaveLength(1);
     run.answer('1', { approved: true });
     expect((await run.done).status).toBe('completed');
+  });
+});
+
+describe('what a program may get wrong, and the run survives', () => {
+  it('keeps a listener that throws from failing the run, and lets two next() wait at once', async () => {
+    const lines: string[] = [];
+    const run = await startRun({
+      task: 'use echo',
+      agent: '@helper',
+      agents: [agent(['echo'])],
+      tools: [echoTool],
+      model: scriptedModel({ rules: [{ prompt: 'echo', turns: [call('echo', { text: 'hi' }), complete('said hi')] }] }),
+      store: 'memory',
+      workspace: tempDir(),
+      notify: (line) => lines.push(line),
+    });
+    run.on((e) => {
+      if (e.type === 'model.called') throw new Error('bug in my listener');
+    });
+    const events = run.events();
+    const [first, second] = await Promise.all([events.next(), events.next()]);
+    expect([first.value?.type, second.value?.type]).toEqual(['run.started', 'worker.deployed']);
+    const outcome = await run.done;
+    expect(outcome.status).toBe('completed');
+    expect(outcome.summary!.tasks[0]!.result!.output).toBe('said hi');
+    expect(lines.filter((l) => l.includes('an event listener threw on model.called: bug in my listener'))).toHaveLength(2);
+  });
+
+  it('takes a handler\'s answer without "by", as the program\'s', async () => {
+    const run = await gatedRun({ human: () => ({ approved: true }) });
+    const decided: RunEvent[] = [];
+    run.on((e) => {
+      if (e.type === 'human.answered') decided.push(e);
+    });
+    expect((await run.done).summary!.tasks[0]!.result!.output).toBe('gate open');
+    expect(decided[0]!.data).toMatchObject({ by: 'code' });
+  });
+
+  it('leaves a git repository as it was with the memory store: no worktree, no branch', async () => {
+    const repo = tempDir();
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-q', '--allow-empty', '-m', 'init'], { cwd: repo });
+    writeFileSync(join(repo, 'dirty.txt'), 'uncommitted');
+    const run = await startRun({ task: 'use echo', agent: '@helper', agents: [agent(['echo'])], tools: [echoTool], model: scriptedModel({ rules: [{ prompt: '', turns: [complete('ok')] }] }), store: 'memory', workspace: repo });
+    expect((await run.done).status).toBe('completed');
+    expect(execFileSync('git', ['branch', '--list'], { cwd: repo, encoding: 'utf8' }).trim()).toBe('* main');
+    expect(existsSync(join(repo, '.a2a'))).toBe(false);
+  });
+
+  it('refuses a model switch when one Model was given in code', async () => {
+    const run = await startRun({
+      plan: { id: 'p', tasks: [{ id: 'slow', agent: '@researcher', prompt: 'research slowly' }] },
+      model: scriptedModel({ rules: [{ prompt: 'slowly', turns: [{ text: 'thinking', hang: true }] }] }),
+      store: 'memory',
+      workspace: tempDir(),
+    });
+    await next(run, 'worker.deployed');
+    expect(() => run.switchModel('slow', 'smart')).toThrow(/no model profile "smart"; profiles: code/);
+    run.stop();
+    expect((await run.done).status).toBe('cancelled');
   });
 });

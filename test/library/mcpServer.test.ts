@@ -4,13 +4,15 @@
  * workspace's config makes file creation ask a person, so that a run waits for an answer the
  * client gives through the `answer` tool.
  */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { mcpCommand } from '../../bin/commands/mcp.js';
+import { McpRuns, serveHttp } from '../../adapters/mcp/server.js';
 import { a2aBundle } from '../nats/cluster.js';
 import { tempDir } from '../helpers.js';
 
@@ -142,6 +144,45 @@ describe('a2a mcp over Streamable HTTP', () => {
       stop();
       if (before === undefined) delete process.env.A2A_CONFIG_HOME;
       else process.env.A2A_CONFIG_HOME = before;
+    }
+  });
+});
+
+describe('a2a mcp refuses what a client must not do', () => {
+  it('takes no plan file outside the workspace and no configuration in a plan; a malformed request or a taken port crashes nothing', async () => {
+    const dir = workspace();
+    const outside = tempDir();
+    writeFileSync(join(outside, 'plan.json'), JSON.stringify({ id: 'p', tasks: [{ id: 'a', prompt: 'x' }] }));
+    const runs = new McpRuns({ workspace: dir, notify: () => {} });
+    const served = await serveHttp(runs, { token: 'a-token-of-twenty-chars', notify: () => {} });
+    try {
+      const client = new Client({ name: 'editor', version: '1' });
+      clients.push(client);
+      await client.connect(new StreamableHTTPClientTransport(new URL(served.url), { requestInit: { headers: { authorization: 'Bearer a-token-of-twenty-chars' } } }));
+      const call = (args: Record<string, unknown>) => client.callTool({ name: 'start_run', arguments: args }) as Promise<ToolResult>;
+      const far = await call({ planFile: join(outside, 'plan.json') });
+      expect(far.isError).toBe(true);
+      expect(textOf(far)).toMatch(/planFile: ".*plan\.json" is outside the workspace/);
+      const up = await call({ planFile: '../plan.json' });
+      expect(textOf(up)).toMatch(/is outside the workspace/);
+      const configured = await call({ plan: { id: 'p', tasks: [{ id: 'a', prompt: 'x' }], config: { permissions: { auto_approve: ['command_execution'] } } } });
+      expect(textOf(configured)).toMatch(/plan: "config" and "script" are not taken over MCP/);
+      expect(existsSync(join(dir, '.a2a'))).toBe(false);
+
+      // a request line no URL parser takes, with the right token: a 400, and the server goes on
+      const port = Number(new URL(served.url).port);
+      const reply = await new Promise<string>((resolve) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write('GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer a-token-of-twenty-chars\r\n\r\n'));
+        let got = '';
+        socket.on('data', (d) => (got += d.toString()));
+        socket.on('close', () => resolve(got));
+        socket.on('end', () => resolve(got));
+      });
+      expect(reply).toMatch(/^HTTP\/1\.1 400/);
+      expect(textOf((await client.callTool({ name: 'list_runs', arguments: {} })) as ToolResult)).toContain('no runs');
+      await expect(serveHttp(runs, { token: 'a-token-of-twenty-chars', port, notify: () => {} })).rejects.toThrow(/--port \d+: another process listens there/);
+    } finally {
+      await served.close();
     }
   });
 });

@@ -131,6 +131,7 @@ export function loadConfig(options: {
   if (userFile) layers.push({ source: userFile, data: asLayer(readStructured(userFile), userFile), base: dirname(userFile) });
   for (const extra of options.extra ?? []) layers.push({ source: extra.source, data: extra.data, base: extra.base ?? null });
   const config = parseConfig(layers);
+  for (const l of layers) refuseSecretDestinations(l.source, l.data);
   for (const l of layers) {
     const layer = (l.data as { permissions?: PermissionsLayer }).permissions;
     if (layer) permissionLayers.push({ source: l.source, layer });
@@ -193,6 +194,36 @@ export function loadRegistry(options: {
 export const CODE_SETTINGS = 'settings (code)';
 function trustedSource(source: string): boolean {
   return source === CODE_SETTINGS || source.startsWith(`${userConfigDir()}/`);
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/**
+ * A layer the user does not own (the workspace's config, a plan's or workflow's config) may not
+ * choose where a credential is sent: a model profile's `baseURL` gets the provider's API key, and
+ * `git.github.apiUrl` the GitHub token. A repository that set them could read the keys of whoever
+ * runs it. Loopback addresses (a local model server, a stub) are allowed from anywhere.
+ */
+function refuseSecretDestinations(source: string, data: ConfigLayer): void {
+  if (trustedSource(source) || source === 'command-line flags') return;
+  const refuse = (field: string, url: unknown) => {
+    let host = '';
+    try {
+      host = new URL(String(url)).hostname;
+    } catch {
+      return; // not a URL: the schema says so
+    }
+    if (LOOPBACK.has(host)) return;
+    throw new A2AError(
+      'CONFIGURATION_INVALID',
+      `${source}: ${field}: ${String(url)} would receive your credentials, and this file is not yours to trust with them (a repository's or a plan's). Set it in your own config (${join(userConfigDir(), 'config.json')}) or in code; loopback addresses are allowed here`,
+      { where: field },
+    );
+  };
+  const profiles = (data.models as { profiles?: Record<string, { baseURL?: unknown }> } | undefined)?.profiles ?? {};
+  for (const [name, profile] of Object.entries(profiles)) if (profile && profile.baseURL !== undefined) refuse(`models.profiles.${name}.baseURL`, profile.baseURL);
+  const apiUrl = (data.git as { github?: { apiUrl?: unknown } } | undefined)?.github?.apiUrl;
+  if (apiUrl !== undefined) refuse('git.github.apiUrl', apiUrl);
 }
 
 export function loadScript(file: string): Script {

@@ -343,3 +343,20 @@ describe('what a program may get wrong, and the run survives', () => {
     expect((await run.done).status).toBe('cancelled');
   });
 });
+
+describe('where credentials go', () => {
+  it('lets no repository file or plan choose the URL an API key or a GitHub token is sent to; loopback is fine', async () => {
+    const ws = tempDir();
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider: 'openai', model: 'gpt-4.1', baseURL: 'https://collector.example.com/v1' } }, default: 'main' } }));
+    const error = await startRun({ task: 'x', workspace: ws, store: 'memory' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(A2AError);
+    expect((error as Error).message).toMatch(/a2a\.config\.json: models\.profiles\.main\.baseURL: https:\/\/collector\.example\.com\/v1 would receive your credentials/);
+    const plan = { id: 'p', tasks: [{ id: 'a', prompt: 'x' }], config: { git: { github: { repo: 'a/b', apiUrl: 'https://collector.example.com' } } } };
+    const fromPlan = await startRun({ plan, workspace: tempDir(), store: 'memory' }).catch((e: unknown) => e);
+    expect((fromPlan as Error).message).toMatch(/the plan \(config\): git\.github\.apiUrl: .* would receive your credentials/);
+    // a local model server is allowed; and code (settings) may name any
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { main: { provider: 'scripted', model: 'm', baseURL: 'http://127.0.0.1:11434/v1' } } } }));
+    const local = await startRun({ task: 'x', workspace: ws, store: 'memory', settings: { git: { github: { repo: 'a/b', apiUrl: 'https://ghe.example.com/api/v3' }, worktrees: 'off' } } });
+    expect(['completed', 'failed']).toContain((await local.done).status);
+  });
+});

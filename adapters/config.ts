@@ -109,6 +109,11 @@ export function loadConfig(options: {
   explicitFile?: string;
   workspaceLayer?: { file: string; data: ConfigLayer };
   extra?: Array<{ source: string; data: ConfigLayer; base?: string }>;
+  /**
+   * Read to be looked at or carried elsewhere (`a2a config`, `a2a agents`), not to run with: no
+   * credential is sent, so a repository's file may name where they would go.
+   */
+  inspectOnly?: boolean;
 }): LoadedConfig {
   const layers: Array<{ source: string; data: ConfigLayer; base: string | null }> = [];
   const permissionLayers: Array<{ source: string; layer: PermissionsLayer }> = [];
@@ -131,7 +136,7 @@ export function loadConfig(options: {
   if (userFile) layers.push({ source: userFile, data: asLayer(readStructured(userFile), userFile), base: dirname(userFile) });
   for (const extra of options.extra ?? []) layers.push({ source: extra.source, data: extra.data, base: extra.base ?? null });
   const config = parseConfig(layers);
-  for (const l of layers) refuseSecretDestinations(l.source, l.data);
+  if (!options.inspectOnly) for (const l of layers) refuseSecretDestinations(l.source, l.data);
   for (const l of layers) {
     const layer = (l.data as { permissions?: PermissionsLayer }).permissions;
     if (layer) permissionLayers.push({ source: l.source, layer });

@@ -5,7 +5,7 @@ import { loadConfig, loadRegistry } from '../../adapters/config.js';
 
 export function agentsCommand(options: { workspace?: string; json?: boolean; config?: string }, out: NodeJS.WritableStream): number {
   const workspace = resolve(options.workspace ?? process.cwd());
-  const { config } = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}) });
+  const { config } = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}), inspectOnly: true });
   const catalog = new ToolCatalog();
   const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"' });
   if (options.json) {

@@ -63,9 +63,10 @@ function check(workspace: string, load: () => LoadedConfig): Checked {
   return { files: loaded.files, loaded, check: workflow, result: workflow.result };
 }
 
-function loadAsRun(options: ConfigOptions): { workspace: string; checked: Checked } {
+/** `inspectOnly`: for export, which carries the config elsewhere; validate says what a run would refuse. */
+function loadAsRun(options: ConfigOptions, inspectOnly = false): { workspace: string; checked: Checked } {
   const workspace = resolve(options.workspace ?? process.cwd());
-  return { workspace, checked: check(workspace, () => loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}) })) };
+  return { workspace, checked: check(workspace, () => loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}), inspectOnly })) };
 }
 
 const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
@@ -109,7 +110,7 @@ function writeAtomically(file: string, text: string): void {
 }
 
 export function configExportCommand(options: ConfigOptions, io: RunIo): number {
-  const { checked } = loadAsRun(options);
+  const { checked } = loadAsRun(options, true);
   if (!checked.result.isValid || !checked.check || !checked.loaded) {
     throw new A2AError('CONFIGURATION_INVALID', `the configuration is not valid; nothing was exported (a2a config validate says the same):\n${bullets(checked.result.errors)}`);
   }
@@ -161,7 +162,7 @@ export function configImportCommand(file: string, options: ConfigOptions, io: Ru
     next = { text: `${JSON.stringify(edited, null, 2)}\n`, data: edited };
   }
   // the edited file is checked with every other layer, as a run would load it, before it is written
-  const { result } = check(workspace, () => loadConfig({ workspace, workspaceLayer: { file: target, data: next.data } }));
+  const { result } = check(workspace, () => loadConfig({ workspace, workspaceLayer: { file: target, data: next.data }, inspectOnly: true }));
   if (!result.isValid) {
     throw new A2AError('CONFIGURATION_INVALID', `${source}: the configuration would be invalid after importing it; ${target} was not changed:\n${bullets(result.errors)}`, {
       where: source,

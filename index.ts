@@ -42,6 +42,7 @@ export type {
   ErrorCode,
 } from './machines/protocol.js';
 export type { RunSummary } from './machines/orchestrator.machine.js';
+export type { TypedRunEvent, RunEventData } from './machines/runEvents.js';
 
 // Errors: one class, a closed set of codes
 export { A2AError, isA2AError } from './actors/errors.js';

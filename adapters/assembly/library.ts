@@ -4,7 +4,9 @@
  * `a2a redirect` (checked by the same code, so the CLI and a program never disagree).
  */
 import type { Model } from '../../machines/ports.js';
-import type { HumanAnswer, HumanItem, RunEvent, SubTaskResult } from '../../machines/protocol.js';
+import type { HumanAnswer, HumanItem, SubTaskResult } from '../../machines/protocol.js';
+import type { TypedRunEvent } from '../../machines/runEvents.js';
+import type { RunEvent } from '../../machines/protocol.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { ControlRequest } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
@@ -52,9 +54,9 @@ export interface Run {
    * The run's events from this call on, ending after `run.finished`. The run starts on the next
    * turn of the event loop: called right after `await startRun(…)`, it sees every event.
    */
-  events(): AsyncIterableIterator<RunEvent>;
+  events(): AsyncIterableIterator<TypedRunEvent>;
   /** Calls `listener` for every event from now on; returns the function that stops it. */
-  on(listener: (event: RunEvent) => void): () => void;
+  on(listener: (event: TypedRunEvent) => void): () => void;
   tree(): RunTree;
   /** Model calls, tokens and cost so far, sub-tasks included. */
   usage(): RunUsage;
@@ -109,7 +111,7 @@ function runHandle(launched: LaunchedRun): Run {
     workspace: launched.workspace,
     done: launched.done,
     events: () => eventStream(launched, () => ended),
-    on: (listener) => launched.subscribe(listener),
+    on: (listener) => launched.subscribe(listener as (event: RunEvent) => void),
     tree: () => treeOf(launched),
     usage: () => ({ ...launched.usage }),
     pending: () => launched.pending(),
@@ -134,10 +136,10 @@ function runHandle(launched: LaunchedRun): Run {
 }
 
 /** The events from now on, as an async iterator that ends after `run.finished` (or with the run). */
-function eventStream(launched: LaunchedRun, ended: () => boolean): AsyncIterableIterator<RunEvent> {
-  const queue: RunEvent[] = [];
+function eventStream(launched: LaunchedRun, ended: () => boolean): AsyncIterableIterator<TypedRunEvent> {
+  const queue: TypedRunEvent[] = [];
   // every next() waiting, in order (a caller may ask for several at once)
-  const waiting: Array<(result: IteratorResult<RunEvent>) => void> = [];
+  const waiting: Array<(result: IteratorResult<TypedRunEvent>) => void> = [];
   let finished = ended();
   let failure: unknown = null;
   const settleWaiting = () => {
@@ -149,7 +151,8 @@ function eventStream(launched: LaunchedRun, ended: () => boolean): AsyncIterable
   };
   const unsubscribe = launched.subscribe((e) => {
     if (finished) return;
-    queue.push(e);
+    // its data matches its type's schema (machines/runEvents.ts; the test suite checks every event)
+    queue.push(e as TypedRunEvent);
     if (e.type === 'run.finished') finished = true;
     settleWaiting();
   });
@@ -164,8 +167,8 @@ function eventStream(launched: LaunchedRun, ended: () => boolean): AsyncIterable
       settleWaiting();
     },
   );
-  const iterator: AsyncIterableIterator<RunEvent> = {
-    next(): Promise<IteratorResult<RunEvent>> {
+  const iterator: AsyncIterableIterator<TypedRunEvent> = {
+    next(): Promise<IteratorResult<TypedRunEvent>> {
       if (queue.length > 0) return Promise.resolve({ value: queue.shift()!, done: false });
       if (finished) {
         unsubscribe();
@@ -173,7 +176,7 @@ function eventStream(launched: LaunchedRun, ended: () => boolean): AsyncIterable
       }
       return new Promise((resolve) => waiting.push(resolve));
     },
-    async return(): Promise<IteratorResult<RunEvent>> {
+    async return(): Promise<IteratorResult<TypedRunEvent>> {
       finished = true;
       queue.length = 0;
       settleWaiting();

@@ -49,6 +49,7 @@ import { targetOf, templateDir, type Target } from './target.js';
 
 export type { HumanHandler };
 import { modelsFor, secretsFileOf } from './models.js';
+import type { TypedRunEvent } from '../../machines/runEvents.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
 import { builtinTools, checkedTools } from './tools.js';
@@ -126,8 +127,8 @@ export interface RunRequest extends Omit<RunOptions, 'model'> {
   human?: HumanHandler;
   /** The human channel of the CLI (a terminal prompt, a printed notice), given the way to answer. */
   humanChannel?: (answer: (id: string, answer: HumanAnswer) => void, runId: string) => HumanChannel;
-  /** Every run event, from the first. */
-  onEvent?: (event: RunEvent) => void;
+  /** Every run event, from the first (its `data` typed by its `type`). */
+  onEvent?: (event: TypedRunEvent) => void;
   /** Lines for a person (warnings, where the inspector is); default: stderr. */
   notify?: (line: string) => void;
   clock?: Clock;
@@ -509,7 +510,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
       const listener = request.onEvent;
       bus.subscribe((e) => {
         try {
-          listener(e);
+          listener(e as TypedRunEvent);
         } catch (error) {
           // a listener's bug must not stop the run or the other listeners
           warn(`an event listener threw on ${e.type}: ${errorText(error)}`);

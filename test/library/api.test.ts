@@ -24,6 +24,20 @@ const echoTool = defineTool({
 
 const agent = (tools: string[]) => defineAgent({ name: 'helper', description: 'Uses tools', tools: [...tools, 'a2a_subtask_complete'] });
 
+/** A run whose agent calls the echo tool once, then completes with "said hi". */
+function echoRun(extra: Partial<RunRequest> = {}) {
+  return startRun({
+    task: 'use echo',
+    agent: '@helper',
+    agents: [agent(['echo'])],
+    tools: [echoTool],
+    model: scriptedModel({ rules: [{ prompt: 'echo', turns: [call('echo', { text: 'hi' }), complete('said hi')] }] }),
+    store: 'memory',
+    workspace: tempDir(),
+    ...extra,
+  });
+}
+
 /** A run whose one tool asks command_execution (ask_user): it waits for a person. */
 function gatedRun(extra: Partial<RunRequest> = {}) {
   const gated = defineTool({ name: 'gated', description: 'Needs a yes', parameters: z.object({}), permission: 'command_execution', run: () => 'opened' });
@@ -53,15 +67,7 @@ function next(run: { on(l: (e: RunEvent) => void): () => void }, type: string): 
 describe('startRun', () => {
   it('runs a task with a tool and an agent from code; events, tree and usage tell it; memory writes nothing', async () => {
     const workspace = tempDir();
-    const run = await startRun({
-      task: 'use echo',
-      agent: '@helper',
-      agents: [agent(['echo'])],
-      tools: [echoTool],
-      model: scriptedModel({ rules: [{ prompt: 'echo', turns: [call('echo', { text: 'hi' }), complete('said hi')] }] }),
-      store: 'memory',
-      workspace,
-    });
+    const run = await echoRun({ workspace });
     const seen: RunEvent[] = [];
     for await (const e of run.events()) seen.push(e);
     const outcome = await run.done;
@@ -287,16 +293,7 @@ describe('bad input', () => {
 describe('what a program may get wrong, and the run survives', () => {
   it('keeps a listener that throws from failing the run, and lets two next() wait at once', async () => {
     const lines: string[] = [];
-    const run = await startRun({
-      task: 'use echo',
-      agent: '@helper',
-      agents: [agent(['echo'])],
-      tools: [echoTool],
-      model: scriptedModel({ rules: [{ prompt: 'echo', turns: [call('echo', { text: 'hi' }), complete('said hi')] }] }),
-      store: 'memory',
-      workspace: tempDir(),
-      notify: (line) => lines.push(line),
-    });
+    const run = await echoRun({ notify: (line) => lines.push(line) });
     run.on((e) => {
       if (e.type === 'model.called') throw new Error('bug in my listener');
     });

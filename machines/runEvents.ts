@@ -27,7 +27,7 @@ const RunStatus = z.enum(['completed', 'failed', 'cancelled']);
 const PullRequest = z.object({ number: z.number(), url: z.string() });
 const Usage = { inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number().optional(), cacheWriteTokens: z.number().optional(), costUsd: z.number().optional() };
 
-/** The data of each event type; a type not listed here carries a JSON object. */
+/** The data of each event type; a type not listed here (the workflow's, whose shapes vary by step) carries a JSON object. */
 export const RUN_EVENT_DATA = {
   'run.started': data({ planId: z.string(), tasks: z.number(), source: z.string(), standalone: z.literal(true).optional() }),
   'run.finished': data({ status: RunStatus, summary: z.custom<RunSummary>((v) => typeof v === 'object' && v !== null).optional(), result: SubTaskResult.optional() }),
@@ -41,6 +41,8 @@ export const RUN_EVENT_DATA = {
   'subtask.result': data({ status: ResultStatus, how: z.string(), output: z.string(), error: z.string().optional(), fallback: z.literal(true).optional() }),
   'subtask.placed': data({ host: z.string(), restored: z.boolean() }),
   'session.restored': data({ host: z.string(), savedAt: z.number() }),
+  'host.joined': data({ host: z.string(), agents: z.array(z.string()) }),
+  'host.lost': data({ host: z.string(), sessions: z.array(z.string()) }),
   'session.state': data({ state: z.string() }),
   'update.queued': data({
     updateId: z.string(),

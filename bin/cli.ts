@@ -12,7 +12,6 @@ import { hostCommand } from './commands/host.js';
 import { gatewayCommand } from './commands/gateway.js';
 import { monitorCommand } from './commands/monitor.js';
 import { inspectCommand } from './commands/inspect.js';
-import { mcpCommand } from './commands/mcp.js';
 import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
 import { ARTIFACT_TYPES, artifactsCommand } from './commands/artifacts.js';
 import { configExportCommand, configImportCommand, configValidateCommand } from './commands/config.js';
@@ -365,6 +364,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .addOption(new Option('--port <n>', 'HTTP port (default: any free port)').argParser(int('--port')))
     .option('--workspace <dir>', 'workspace directory (default: the current directory)')
     .action(async (options) => {
+      // the MCP SDK is loaded only for this command
+      const { mcpCommand } = await import('./commands/mcp.js');
       code = await mcpCommand(options, { stderr: io.stderr }, packageVersion());
     });
 

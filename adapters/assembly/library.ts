@@ -64,6 +64,11 @@ export interface Run {
   pending(): HumanItem[];
   /** Answers one (by id, or its 1-based position in `pending()`); throws an A2AError saying why when it cannot. */
   answer(id: string, answer: Answer): string;
+  /**
+   * Any request `a2a inbox`, `a2a pause`, `a2a redirect` … send (`{ command: 'answer', id, approved, by }`,
+   * …): checked the same way; the reply's message, or an A2AError saying why not.
+   */
+  control(request: ControlRequest): string;
   /** Approves every pending permission request. */
   approveAll(by?: string): string;
   /** Agents wait before their next model call until `resume()`. */
@@ -96,10 +101,6 @@ export async function startRun(request: RunRequest): Promise<Run> {
 }
 
 function runHandle(launched: LaunchedRun): Run {
-  let ended = false;
-  launched.subscribe((e) => {
-    if (e.type === 'run.finished') ended = true;
-  });
   const control = (request: ControlRequest): string => {
     const reply = launched.control(request);
     if (!reply.ok) throw new A2AError('INVALID_STATE_TRANSITION', reply.error, { where: request.command });
@@ -110,7 +111,8 @@ function runHandle(launched: LaunchedRun): Run {
     planId: launched.planId,
     workspace: launched.workspace,
     done: launched.done,
-    events: () => eventStream(launched, () => ended),
+    events: () => eventStream(launched),
+    control,
     on: (listener) => launched.subscribe(listener as (event: RunEvent) => void),
     tree: () => treeOf(launched),
     usage: () => ({ ...launched.usage }),
@@ -136,11 +138,12 @@ function runHandle(launched: LaunchedRun): Run {
 }
 
 /** The events from now on, as an async iterator that ends after `run.finished` (or with the run). */
-function eventStream(launched: LaunchedRun, ended: () => boolean): AsyncIterableIterator<TypedRunEvent> {
+function eventStream(launched: LaunchedRun): AsyncIterableIterator<TypedRunEvent> {
   const queue: TypedRunEvent[] = [];
   // every next() waiting, in order (a caller may ask for several at once)
   const waiting: Array<(result: IteratorResult<TypedRunEvent>) => void> = [];
-  let finished = ended();
+  // the live tree has applied run.finished when the run has told its end
+  let finished = launched.view.finishedAt !== null;
   let failure: unknown = null;
   const settleWaiting = () => {
     while (waiting.length > 0 && queue.length > 0) waiting.shift()!({ value: queue.shift()!, done: false });

@@ -80,7 +80,7 @@ export class McpRuns {
 
   async control(runId: string, request: ControlRequest): Promise<string> {
     const local = this.#runs.get(runId);
-    if (local) return controlOf(local.run, request);
+    if (local) return local.run.control(request);
     const reply = await sendControl(this.store, runId, request);
     if (!reply.ok) throw new Error(reply.error);
     return reply.message;
@@ -89,29 +89,6 @@ export class McpRuns {
   async stopAll(): Promise<void> {
     for (const held of this.#runs.values()) if (!held.outcome && !held.error) held.run.stop('the MCP server is shutting down');
     await Promise.allSettled([...this.#runs.values()].map((h) => h.run.done));
-  }
-}
-
-function controlOf(run: Run, request: ControlRequest): string {
-  switch (request.command) {
-    case 'answer':
-      return run.answer(request.id, { ...(request.approved !== undefined ? { approved: request.approved } : {}), ...(request.text !== undefined ? { text: request.text } : {}), ...(request.reason !== undefined ? { reason: request.reason } : {}), by: request.by });
-    case 'approve_all':
-      return run.approveAll(request.by);
-    case 'pause':
-      return run.pause(request.by);
-    case 'unpause':
-      return run.resume(request.by);
-    case 'redirect':
-      return run.redirect(request.taskId, request.instructions, request.by);
-    case 'reinitialize':
-      return run.restart(request.taskId, request.instructions, request.by);
-    case 'reassign':
-      return run.reassign(request.taskId, request.agent, request.by);
-    case 'switch_model':
-      return run.switchModel(request.taskId, request.profile, request.by);
-    default:
-      throw new Error(`${request.command} is not available here`);
   }
 }
 

@@ -5,14 +5,12 @@
  */
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import type { z } from 'zod';
 import type { EventSink, Model, Transport } from '../../machines/ports.js';
 import type { RunEvent } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
-import type { AgentInput } from '../../actors/registry.js';
-import { ToolCatalog, type ToolDefinition } from '../../actors/tools/index.js';
+import { ToolCatalog } from '../../actors/tools/index.js';
 import { commandRefusal } from '../../actors/remote.js';
 import { errorText } from '../../machines/errorText.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
@@ -28,30 +26,23 @@ import { modelsFor, secretsFileOf } from './models.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
 import { natsCredentials, warnIfUnauthenticated } from './nats.js';
-import { builtinTools, checkedTools } from './tools.js';
+import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
 
-export interface HostOptions {
+export interface HostOptions extends CodeInputs {
   /** The NATS server(s); credentials come from A2A_NATS_USER/PASSWORD/TOKEN, never from here. */
   nats: string;
   namespace?: string;
-  /** The agent types it serves (`coder`, `@reviewer`). */
-  agents: string[];
+  /** The agent types it serves (`coder`, `@reviewer`): `a2a host --agents`. */
+  serve: string[];
   /** Sessions it runs at once (default 4). */
   concurrency?: number;
   id?: string;
   workspace?: string;
   config?: string;
   script?: string;
-  /** A script for the scripted model, given in code. */
-  scriptData?: Script;
   /** One model for every session it runs. */
   model?: Model;
-  /** Agents and tools defined in code (as for a run). */
-  agentDefinitions?: ReadonlyArray<AgentInput>;
-  tools?: ReadonlyArray<ToolDefinition<z.ZodType>>;
   heartbeat?: number;
-  /** Lines for a person (warnings); default: stderr. */
-  notify?: (line: string) => void;
   /** The host's own notable events (placements, restorations, results) as lines; default: none. */
   log?: (line: string) => void;
 }
@@ -76,10 +67,10 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const { config } = loaded;
   const catalog = new ToolCatalog([...builtinTools(), ...checkedTools(options.tools ?? [])]);
   const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
-  if (options.agentDefinitions?.length) registry.addDefined(options.agentDefinitions);
-  if (!Array.isArray(options.agents)) throw new A2AError('VALIDATION_ERROR', 'agents: give the agent types the host serves, as a list (["coder", "reviewer"])', { where: 'agents' });
-  const agents = options.agents.map((a) => registry.resolve(a).parsed.agentName);
-  if (agents.length === 0) throw new A2AError('VALIDATION_ERROR', `--agents names no agent type; available: ${registry.list().map((d) => d.capability.id).join(', ')}`, { where: 'agents' });
+  if (options.agents?.length) registry.addDefined(options.agents);
+  if (!Array.isArray(options.serve)) throw new A2AError('VALIDATION_ERROR', 'serve: give the agent types the host serves, as a list (["coder", "reviewer"])', { where: 'serve' });
+  const agents = options.serve.map((a) => registry.resolve(a).parsed.agentName);
+  if (agents.length === 0) throw new A2AError('VALIDATION_ERROR', `--agents names no agent type; available: ${registry.list().map((d) => d.capability.id).join(', ')}`, { where: 'serve' });
   const script: Script =
     options.scriptData ?? (options.script ? loadScript(resolve(options.script)) : config.model.script ? loadScript(resolve(loaded.scriptBase ?? workspace, config.model.script)) : { rules: [] });
   const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;

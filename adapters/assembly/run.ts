@@ -6,14 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import type { z } from 'zod';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Clock, Model, PullRequests } from '../../machines/ports.js';
 import { ControlRequest as ControlRequestSchema, RunId as RunIdSchema, type ControlRequest, type HumanAnswer, type HumanItem, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
 import { secrets } from '../../actors/secrets.js';
 import { A2AError, describeIssues } from '../../actors/errors.js';
 import { checkWorkflow, layerSource } from '../../actors/workflowRoles.js';
-import type { AgentInput, AgentRegistry } from '../../actors/registry.js';
+import type { AgentRegistry } from '../../actors/registry.js';
 import type { ConfigLayer, RunConfig } from '../../actors/config.js';
 import { busStartOf, RunEventBus } from '../../actors/events.js';
 import { orchestratorInput, parsePlan, standaloneSpec, startRun, startStandalone } from '../../actors/run.js';
@@ -23,7 +22,7 @@ import type { HumanChannel } from '../../actors/humanGate.js';
 import { pendingHumanItems } from '../../actors/runStatus.js';
 import { RunView } from '../../actors/runView.js';
 import { createRuntime } from '../../actors/runtime.js';
-import { ToolCatalog, type ToolDefinition } from '../../actors/tools/index.js';
+import { ToolCatalog } from '../../actors/tools/index.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { errorText } from '../../machines/errorText.js';
 import { realClock } from '../clock.js';
@@ -52,7 +51,7 @@ import { modelsFor, secretsFileOf } from './models.js';
 import type { TypedRunEvent } from '../../machines/runEvents.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
-import { builtinTools, checkedTools } from './tools.js';
+import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
 
 export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
 
@@ -101,7 +100,7 @@ export interface RunOptions {
 
 
 /** A run to start: what to run, its settings, and what a program adds in code. */
-export interface RunRequest extends Omit<RunOptions, 'model'> {
+export interface RunRequest extends Omit<RunOptions, 'model'>, CodeInputs {
   /** A plan file, a directory holding plan.json or workflow.json, or a task in quotes (the CLI's argument). */
   target?: string;
   /** A plan object, checked like a plan file. */
@@ -110,17 +109,11 @@ export interface RunRequest extends Omit<RunOptions, 'model'> {
   task?: string;
   /** Configuration given in code: the same shape as the config file, applied over it. */
   settings?: ConfigLayer;
-  /** Agents defined in code (defineAgent), over the built-in, workspace and user agents. */
-  agents?: ReadonlyArray<AgentInput>;
-  /** Tools added in code (defineTool); agents list them by name. */
-  tools?: ReadonlyArray<ToolDefinition<z.ZodType>>;
   /**
    * A model profile (or model name) for workers whose task names none, as `--model`; or one `Model`
    * for every session (a program's own, or scriptedModel / openaiModel / anthropicModel).
    */
   model?: Model | string;
-  /** A script for the scripted model, given in code. */
-  scriptData?: Script;
   /** `file` (default): the run's record, log, checkpoints and inbox under <workspace>/.a2a; `memory`: nothing written. */
   store?: 'file' | 'memory';
   /** Answers permissions and questions meant for a person; without one they wait for `answer()` (or `a2a inbox`). */
@@ -129,8 +122,6 @@ export interface RunRequest extends Omit<RunOptions, 'model'> {
   humanChannel?: (answer: (id: string, answer: HumanAnswer) => void, runId: string) => HumanChannel;
   /** Every run event, from the first (its `data` typed by its `type`). */
   onEvent?: (event: TypedRunEvent) => void;
-  /** Lines for a person (warnings, where the inspector is); default: stderr. */
-  notify?: (line: string) => void;
   clock?: Clock;
 }
 

@@ -1,10 +1,25 @@
 /** The tools of a process: a2a's own, and those a program adds in code (checked once, here). */
 import type { z } from 'zod';
+import type { AgentInput } from '../../actors/registry.js';
+import type { Script } from '../model/scripted.js';
 import { A2AError } from '../../actors/errors.js';
 import type { ToolDefinition } from '../../actors/tools/index.js';
 import { a2aTools } from '../../actors/tools/a2a.js';
 import { codingTools } from '../../actors/tools/coding.js';
 import { artifactTools } from '../../actors/tools/artifacts.js';
+
+/** What a program gives a run or a host in code, beside the files and config it reads. */
+export interface CodeInputs {
+  /** Agents defined in code (defineAgent), over the built-in, workspace and user agents. */
+  agents?: ReadonlyArray<AgentInput>;
+  /** Tools added in code (defineTool); agents list them by name. */
+  tools?: ReadonlyArray<ToolDefinition<z.ZodType>>;
+  /** A script for the scripted model, given in code. */
+  scriptData?: Script;
+  /** Lines for a person (warnings); default: stderr. */
+  notify?: (line: string) => void;
+}
+
 
 export function builtinTools(): ToolDefinition<z.ZodType>[] {
   return [...a2aTools, ...codingTools, ...artifactTools] as ToolDefinition<z.ZodType>[];

@@ -30,7 +30,7 @@ export interface HostIo {
 export async function hostCommand(options: HostCommandOptions, io: HostIo): Promise<number> {
   const running = await startHost({
     nats: options.nats,
-    agents: options.agents.split(',').map((a) => a.trim()).filter(Boolean),
+    serve: options.agents.split(',').map((a) => a.trim()).filter(Boolean),
     ...(options.namespace ? { namespace: options.namespace } : {}),
     ...(options.concurrency ? { concurrency: options.concurrency } : {}),
     ...(options.id ? { id: options.id } : {}),

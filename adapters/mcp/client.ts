@@ -168,7 +168,7 @@ export class McpTools implements ExternalTools {
     const tier = server.tools?.[listed.tool] ?? server.permission;
     const detail = clip(`${connection.server}.${listed.tool} ${JSON.stringify(call.arguments ?? {})}`, 500);
     const base = { server: connection.server, tool: listed.tool };
-    if (tier === 'auto_deny') return { isError: true, content: `TOOL_NOT_ALLOWED: ${call.name} is auto_deny for this agent (mcpServers.${connection.server}). Nothing was run.` };
+    // (an auto_deny tool is never listed, so #find never finds one)
     if (tier !== 'auto_approve') {
       // ask_user set on the server or tool: only a person decides; unset: the matrix's mcp_tool
       const answer = await ctx.permit({ action: 'mcp_tool', detail, ...(tier === 'ask_user' ? { needsPerson: true } : {}) });
@@ -194,11 +194,11 @@ export class McpTools implements ExternalTools {
         return { isError: true, content: `${call.name} was cancelled: the session ended while it ran` };
       }
       const text = errorText(error);
-      // the transport's close marks the connection failed before the pending call is rejected
+      // the transport's close has marked the connection failed (and told mcp.failed, with the
+      // server's stderr) before the pending call is rejected
       const died = connection.status !== 'ready';
       const timedOut = !died && (error as { code?: unknown }).code === REQUEST_TIMEOUT;
-      if (died) this.#died(ctx.spec, connection, `it stopped during ${listed.tool}: ${text}`);
-      else if (timedOut) this.#emit(ctx.spec, 'mcp.failed', { ...base, phase: 'timeout', error: `no answer within ${server.timeoutMs} ms` });
+      if (timedOut) this.#emit(ctx.spec, 'mcp.failed', { ...base, phase: 'timeout', error: `no answer within ${server.timeoutMs} ms` });
       this.#emit(ctx.spec, 'mcp.called', { ...base, isError: true, ms, error: clip(text, 300) });
       const why = died
         ? `the MCP server "${connection.server}" stopped during the call (${clip(text, 300)})${connection.restarts < MAX_RESTARTS ? '; it is started again for your next call' : ''}`

@@ -41,17 +41,16 @@ const failure = (error: unknown): Reply => ({ content: [{ type: 'text', text: re
 /** The runs this server started, and the workspace's other runs through their files. */
 export class McpRuns {
   readonly workspace: string;
+  readonly store: FileRunStore;
   readonly #runs = new Map<string, { run: Run; outcome: RunOutcome | null; error: string | null }>();
   readonly #notify: (line: string) => void;
 
   constructor(options: McpServeOptions) {
     this.workspace = resolve(options.workspace ?? process.cwd());
+    this.store = new FileRunStore(this.workspace);
     this.#notify = options.notify ?? ((line) => void process.stderr.write(`${line}\n`));
   }
 
-  get store(): FileRunStore {
-    return new FileRunStore(this.workspace);
-  }
 
   async start(request: Parameters<typeof startRun>[0]): Promise<Run> {
     const run = await startRun({ workspace: this.workspace, notify: this.#notify, ...request });

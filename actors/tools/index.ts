@@ -83,9 +83,7 @@ export class ToolCatalog {
       if (call.argumentsError !== undefined) {
         return toolError(new A2AError('VALIDATION_ERROR', `Invalid arguments for ${call.name}: ${call.argumentsError}. Send the call again with its arguments as one complete JSON object.`));
       }
-      const outcome = await ctx.external.run(call, definition, ctx);
-      const content = redactSecrets(outcome.content);
-      return content === outcome.content ? outcome : { ...outcome, content };
+      return redacted(await ctx.external.run(call, definition, ctx));
     }
     const allowed = this.toolsFor(definition, ctx.spec);
     const tool = this.#tools.get(call.name);
@@ -114,16 +112,21 @@ export class ToolCatalog {
       );
     }
     try {
-      const outcome = await tool.execute(parsed.data, ctx);
-      // what a command printed or a file held reaches the model (and the logs) without the
-      // process's secrets; code that merely looks like a credential is left as it is
-      const content = redactSecrets(outcome.content);
-      return content === outcome.content ? outcome : { ...outcome, content };
+      return redacted(await tool.execute(parsed.data, ctx));
     } catch (error) {
       if (error instanceof A2AError) return toolError(error);
       throw error;
     }
   }
+}
+
+/**
+ * What a command printed, a file held or an MCP server answered reaches the model (and the logs)
+ * without the process's secrets; code that merely looks like a credential is left as it is.
+ */
+function redacted(outcome: ToolOutcome): ToolOutcome {
+  const content = redactSecrets(outcome.content);
+  return content === outcome.content ? outcome : { ...outcome, content };
 }
 
 export function toolError(error: A2AError): ToolOutcome {

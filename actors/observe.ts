@@ -64,6 +64,7 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
             turn: context.turns,
             text: clipped(m.content),
             toolCalls: (m.toolCalls ?? []).map((c) => c.name),
+            ...(m.toolCalls?.length ? { calls: m.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: clipped(JSON.stringify(c.arguments)) })) } : {}),
             inputTokens: u.inputTokens - (p?.inputTokens ?? 0),
             outputTokens: u.outputTokens - (p?.outputTokens ?? 0),
             ...(u.cacheReadTokens ? { cacheReadTokens: u.cacheReadTokens - (p?.cacheReadTokens ?? 0) } : {}),
@@ -72,7 +73,10 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
           },
         });
       } else if (m.role === 'tool' && m.clipped !== true) {
-        events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content) } });
+        events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content), callId: m.toolCallId } });
+      } else if (m.role === 'user' && m.synthetic === true) {
+        // child results, inquiries, answers and notes as the session's model read them (the task itself is its spawn's prompt)
+        events.emit({ type: 'message.injected', ...corr, data: { text: clipped(m.content, 4_000) } });
       }
     }
     // between microsteps a session passes through transient states: only a final one is told early

@@ -633,6 +633,8 @@ export const RunEventType = z.enum([
   'model.called',
   'model.truncated',
   'tool.called',
+  /** What the runtime put into a session's conversation (child results, inquiries, answers, notes): its transcript's user turns. */
+  'message.injected',
   'limit.hit',
   'circuit.open',
   'permission.requested',

@@ -29,7 +29,14 @@ const Usage = { inputTokens: z.number(), outputTokens: z.number(), cacheReadToke
 
 /** The data of each event type; a type not listed here (the workflow's, whose shapes vary by step) carries a JSON object. */
 export const RUN_EVENT_DATA = {
-  'run.started': data({ planId: z.string(), tasks: z.number(), source: z.string(), standalone: z.literal(true).optional() }),
+  'run.started': data({
+    planId: z.string(),
+    tasks: z.number(),
+    source: z.string(),
+    standalone: z.literal(true).optional(),
+    /** The cost budgets the run was started with (models.budgets), for views that show spending against them. */
+    budgets: z.object({ runUsd: z.number().optional(), workerUsd: z.number().optional() }).optional(),
+  }),
   'run.finished': data({ status: RunStatus, summary: z.custom<RunSummary>((v) => typeof v === 'object' && v !== null).optional(), result: SubTaskResult.optional() }),
   'run.resumed': data({ planId: z.string(), replayed: z.array(z.string()).optional(), recovered: z.array(z.string()).optional(), checkpointAt: z.number().optional(), restarted: z.literal(true).optional(), reason: z.string().optional() }),
   'run.stopped': data({ reason: z.string() }),
@@ -52,9 +59,20 @@ export const RUN_EVENT_DATA = {
     message: z.string().optional(),
   }),
   'limit.hit': data({ code: ErrorCode, message: z.string(), requested: z.number() }),
-  'model.called': data({ turn: z.number().optional(), text: z.string().optional(), toolCalls: z.array(z.string()), ...Usage, discarded: z.literal(true).optional(), reason: z.string().optional() }),
+  'model.called': data({
+    turn: z.number().optional(),
+    text: z.string().optional(),
+    /** The tool names called, in order. */
+    toolCalls: z.array(z.string()),
+    /** The same calls with their ids and arguments (JSON, clipped to 2,000 characters), for transcripts. */
+    calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.string() })).optional(),
+    ...Usage,
+    discarded: z.literal(true).optional(),
+    reason: z.string().optional(),
+  }),
   'model.truncated': data({ attempt: z.number(), limit: z.number().nullable(), outputTokens: z.number(), toolCalls: z.array(z.string()), profile: z.string() }),
-  'tool.called': data({ name: z.string(), isError: z.boolean(), content: z.string() }),
+  'tool.called': data({ name: z.string(), isError: z.boolean(), content: z.string(), callId: z.string().optional() }),
+  'message.injected': data({ text: z.string() }),
   'permission.requested': data({ requestId: z.string(), action: PermissionAction, detail: z.string(), requesterId: z.string() }),
   'permission.forwarded': data({ requestId: z.string(), action: PermissionAction, detail: z.string(), from: z.string(), to: z.string(), hop: z.number(), via: z.array(z.string()) }),
   'permission.decided': data({

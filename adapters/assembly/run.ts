@@ -168,6 +168,12 @@ export interface LaunchedRun {
   abandon(): void;
 }
 
+/** The run's budgets for its `run.started` event (none when no budget is set). */
+function budgetsOf(config: RunConfig): { budgets?: { runUsd?: number; workerUsd?: number } } {
+  const b = config.models.budgets;
+  return b && (b.runUsd !== undefined || b.workerUsd !== undefined) ? { budgets: { ...(b.runUsd !== undefined ? { runUsd: b.runUsd } : {}), ...(b.workerUsd !== undefined ? { workerUsd: b.workerUsd } : {}) } } : {};
+}
+
 function newRunId(): string {
   const d = new Date();
   const pad = (n: number) => String(n).padStart(2, '0');
@@ -576,7 +582,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
       } else if (resuming) {
         bus.emit({ type: 'run.resumed', planId, data: { planId, restarted: true, reason: 'it was stopped before its first checkpoint: started again from its plan' } });
       } else {
-        bus.emit({ type: 'run.started', planId, data: { planId, tasks: orchestrated!.tasks.length, source: p.target.source } });
+        bus.emit({ type: 'run.started', planId, data: { planId, tasks: orchestrated!.tasks.length, source: p.target.source, ...budgetsOf(p.config) } });
       }
       const handle = startRun(runtime, resuming?.checkpoint ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : orchestrated!, { clock, ...inspect });
       root = handle.actor;
@@ -633,7 +639,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     };
 
     const runStandalone = async (): Promise<RunOutcome> => {
-      bus.emit({ type: 'run.started', planId, data: { planId, tasks: 1, source: p.target.source, standalone: true } });
+      bus.emit({ type: 'run.started', planId, data: { planId, tasks: 1, source: p.target.source, standalone: true, ...budgetsOf(p.config) } });
       const handle = startStandalone(runtime, spec!, { clock, ...inspect });
       stopRun = handle.stop;
       if (stopBefore !== null) handle.stop(stopBefore);

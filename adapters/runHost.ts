@@ -387,6 +387,24 @@ export function alive(pid: number): boolean {
 }
 
 /** Sends a request to the process running `runId` and waits for its reply. */
+/**
+ * Emergency stop of a run in progress on this machine (`a2a stop`, the studio's Stop): signals the
+ * run's process (SIGINT, as Ctrl-C would), which cancels the whole tree; every worker and sub-task
+ * still reports `cancelled`. A run whose process is gone is marked crashed. Returns what was done.
+ */
+export function stopRunProcess(store: FileRunStore, runId: string): string {
+  const record = store.read(runId);
+  if (record.status !== 'running') {
+    throw new A2AError('INVALID_STATE_TRANSITION', `run ${record.runId} is not running (it is ${record.status})`);
+  }
+  if (!alive(record.pid)) {
+    store.update(record.runId, { status: 'crashed', finishedAt: Date.now() });
+    throw new A2AError('NOT_FOUND', `run ${record.runId} has no live process (pid ${record.pid}); marked crashed`);
+  }
+  process.kill(record.pid, 'SIGINT');
+  return `stop requested for run ${record.runId} (pid ${record.pid}): every worker and sub-task is being cancelled`;
+}
+
 export async function sendControl(store: FileRunStore, runId: string, request: ControlRequest, timeoutMs = 10_000): Promise<ControlReply> {
   const record = store.read(runId);
   if (record.status !== 'running') throw new A2AError('INVALID_STATE_TRANSITION', `run ${runId} is ${record.status}, not running`);

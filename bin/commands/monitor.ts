@@ -18,10 +18,10 @@
  * get (Transport.readKeyValue), so its user needs no right that could deliver messages anywhere.
  */
 import { A2AError } from '../../actors/errors.js';
-import { subjects } from '../../actors/remote.js';
-import { RunEvent } from '../../machines/protocol.js';
-import type { Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
-import { describeHostChange, MonitorState, ReceivedHeartbeat, renderMonitor, type HostChange, type MonitorEvent } from '../../adapters/monitor.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import type { Transport } from '../../machines/ports.js';
+import { describeHostChange, MonitorState, renderMonitor, type HostChange, type MonitorEvent } from '../../adapters/monitor.js';
+import { followNamespace } from '../../adapters/monitorFeed.js';
 import { describeEvent, palette } from '../../adapters/terminal.js';
 import { formatElapsed } from '../../actors/runView.js';
 import { connectNats } from '../../adapters/transport/nats.js';
@@ -61,7 +61,6 @@ export function withoutCredentials(url: string): string {
 export async function monitorCommand(options: MonitorCommandOptions, io: MonitorIo): Promise<number> {
   if (options.untilDone && !options.run) throw new A2AError('VALIDATION_ERROR', '--until-done needs --run <runId>: the run whose end it waits for');
   const ns = options.namespace ?? 'default';
-  const s = subjects(ns);
   const interval = options.interval ?? 1_000;
   const mode: 'json' | 'live' | 'log' = options.json ? 'json' : io.stdout.isTTY ? 'live' : 'log';
   const colour = mode === 'live';
@@ -121,16 +120,7 @@ export async function monitorCommand(options: MonitorCommandOptions, io: Monitor
     let finish: (code: number) => void = () => {};
     const finished = new Promise<number>((resolve) => (finish = resolve));
 
-    const onEvent = (message: TransportMessage) => {
-      const raw = message.data as { origin?: unknown } | null;
-      const parsed = RunEvent.safeParse(raw);
-      if (!parsed.success) {
-        state.invalid++;
-        return;
-      }
-      const event: MonitorEvent = { ...parsed.data, ...(typeof raw?.origin === 'string' ? { origin: raw.origin } : {}) };
-      if (options.run && event.runId !== options.run && event.runId !== 'host') return;
-      const changes = state.apply(event);
+    const onEvent = (event: MonitorEvent, changes: HostChange[]) => {
       dirty = true;
       if (mode === 'json') json({ kind: 'event', ...event });
       else {
@@ -140,40 +130,19 @@ export async function monitorCommand(options: MonitorCommandOptions, io: Monitor
       hostChanges(changes);
       if (options.untilDone && event.runId === options.run && event.type === 'run.finished') finish(0);
     };
-    const onHeartbeat = (message: TransportMessage) => {
-      const beat = ReceivedHeartbeat.safeParse(message.data);
-      if (!beat.success) {
-        state.invalid++;
-        return;
-      }
-      const change = state.applyHeartbeat(beat.data, Date.now());
-      dirty = true;
-      if (change) hostChanges([change]);
-    };
 
-    const subscriptions: TransportSubscription[] = [];
+    let following: { close(): Promise<void> } | null = null;
     const stops: Array<() => void> = [];
     let timer: NodeJS.Timeout | undefined;
     try {
-      subscriptions.push(await transport.subscribe(s.heartbeats, onHeartbeat));
-      if (options.run) {
-        subscriptions.push(await transport.subscribe(`a2a.${ns}.events.${options.run}.>`, onEvent));
-        subscriptions.push(await transport.subscribe(s.hostEventsOf(options.run), onEvent));
-        // host.joined / host.lost and host warnings are published outside any run
-        subscriptions.push(await transport.subscribe(`a2a.${ns}.events.host.>`, onEvent));
-      } else {
-        subscriptions.push(await transport.subscribe(s.allEvents, onEvent));
-        subscriptions.push(await transport.subscribe(s.allHostEvents, onEvent));
-      }
+      following = await followNamespace(transport, { namespace: ns, ...(options.run ? { run: options.run } : {}) }, state, {
+        event: onEvent,
+        hosts: (changes) => {
+          dirty = true;
+          hostChanges(changes);
+        },
+      });
       if (mode === 'log') write(`${title}: watching (Ctrl-C to stop)`);
-      // the hosts registered before this monitor started: read only (no consumer, nothing created)
-      const bucket = await transport.readKeyValue(s.buckets.hosts);
-      for (const key of await bucket.keys()) {
-        const beat = ReceivedHeartbeat.safeParse((await bucket.get(key))?.value);
-        if (!beat.success) continue;
-        const change = state.applyHeartbeat(beat.data);
-        if (change) hostChanges([change]);
-      }
       hostChanges(state.tick(Date.now()));
       if (mode === 'json') snapshot();
       if (mode === 'live') draw();
@@ -214,7 +183,7 @@ export async function monitorCommand(options: MonitorCommandOptions, io: Monitor
       done = true;
       clearInterval(timer);
       await afterIo();
-      for (const sub of subscriptions.splice(0)) await sub.unsubscribe().catch(() => undefined);
+      await following.close();
       hostChanges(state.tick(Date.now()));
       if (mode === 'json') snapshot(true);
       else if (mode === 'live') draw();
@@ -224,7 +193,7 @@ export async function monitorCommand(options: MonitorCommandOptions, io: Monitor
       done = true;
       if (timer) clearInterval(timer);
       for (const stop of stops) stop();
-      for (const sub of subscriptions) await sub.unsubscribe().catch(() => undefined);
+      await following?.close();
     }
   }
 }

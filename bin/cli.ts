@@ -66,6 +66,7 @@ const EXAMPLES: Record<string, string[]> = {
   config: ['a2a config validate', 'a2a config export --out team.yaml', 'a2a config import team.yaml --dry-run'],
   graph: ['a2a graph worker', 'a2a graph orchestrator --format json', 'a2a graph idleInquiry --format paths'],
   inspect: ['a2a inspect', 'a2a inspect --port 0'],
+  studio: ['a2a studio', 'a2a studio --port 7420', 'a2a studio --nats nats://127.0.0.1:4222 --namespace team'],
   mcp: ['a2a mcp', 'a2a mcp --http --port 7410', 'claude mcp add a2a -- npx a2a mcp   (Claude Code: a2a as its MCP server)'],
   stop: ['a2a stop', 'a2a stop <runId>'],
 };
@@ -367,6 +368,20 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
       // the MCP SDK is loaded only for this command
       const { mcpCommand } = await import('./commands/mcp.js');
       code = await mcpCommand(options, { stderr: io.stderr }, packageVersion());
+    });
+
+  program
+    .command('studio')
+    .description('A web page to watch and steer runs: the live tree, transcripts, the inbox with approvals, audit, cost, workflows (and a NATS namespace with --nats)')
+    .addOption(new Option('--port <n>', 'port (default: any free port)').argParser(int('--port')))
+    .option('--host <host>', 'interface to bind (default 127.0.0.1; another one warns: the token is then the only protection)')
+    .option('--nats <url>', 'also show the live runs and hosts of a NATS namespace')
+    .option('--namespace <ns>', 'the NATS namespace (default: default)')
+    .option('--inspector <url>', 'the Stately inspector page sessions link to (a2a inspect; default http://127.0.0.1:8080)')
+    .option('--workspace <dir>', 'workspace directory (default: the current directory)')
+    .action(async (options) => {
+      const { studioCommand } = await import('./commands/studio.js');
+      code = await studioCommand(options, { ...io, url: given.stdout });
     });
 
   program

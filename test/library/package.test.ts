@@ -4,7 +4,8 @@
  * empty project, and every "Use it from code" example of the README type-checked with
  * `tsc --strict` (the package's declarations included: skipLibCheck off) and run with node.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { buildSync } from 'esbuild';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -57,7 +58,11 @@ beforeAll(async () => {
   // the build `npm ci` made (its prepare script), when no source is newer; else a fresh one, made
   // here (a full type-checking build takes two cores for ~10 s: not paid on CI)
   if (builtIsFresh()) cpSync(join(ROOT, 'dist'), join(stage, 'dist'), { recursive: true });
-  else execFileSync(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')], { cwd: ROOT, stdio: 'pipe' });
+  else {
+    execFileSync(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')], { cwd: ROOT, stdio: 'pipe' });
+    // the studio's page, as `npm run build` bundles it
+    buildSync({ entryPoints: [join(ROOT, 'adapters/studio/page/main.ts')], bundle: true, format: 'esm', target: 'es2022', minify: true, outfile: join(stage, 'dist/adapters/studio/page.js'), logLevel: 'error' });
+  }
   for (const entry of ['package.json', 'README.md']) cpSync(join(ROOT, entry), join(stage, entry));
   cpSync(join(ROOT, 'actors', 'agents'), join(stage, 'actors', 'agents'), { recursive: true });
   const packed = JSON.parse(npm(['pack', '--ignore-scripts', '--json', '--pack-destination', work], stage)) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -98,7 +103,7 @@ function runExample(name: string): string {
 
 describe('the packed package', () => {
   it('holds the entry point, its declarations and the built-in agents, and no sources or tests', () => {
-    expect(tarballFiles).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/bin/a2a.js', 'actors/agents/coder.agent.md', 'package.json', 'README.md']));
+    expect(tarballFiles).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/bin/a2a.js', 'dist/adapters/studio/page.js', 'actors/agents/coder.agent.md', 'package.json', 'README.md']));
     expect(tarballFiles.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
     expect(tarballFiles.filter((f) => f.startsWith('dist/test/') || f.startsWith('test/'))).toEqual([]);
   });
@@ -137,5 +142,29 @@ describe('the packed package', () => {
 
   it('runs hosts.ts: a host in the same process serves the run over a real nats-server', () => {
     expect(runExample('hosts.ts')).toContain('completed summarised on a host');
+  });
+
+  it('serves the studio from the installed package: the page and its script, behind the token', async () => {
+    const child = spawn(process.execPath, [join(project, 'node_modules', 'a2a', 'dist', 'bin', 'a2a.js'), 'studio', '--port', '0'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /open (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+)/.exec(out);
+          if (m) resolve(m[1]!);
+        });
+        child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+        child.on('exit', (code) => reject(new Error(`a2a studio exited ${code}: ${out}`)));
+      });
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      const script = await fetch(url.replace('/?token=', '/page.js?token='));
+      expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
+      expect((await script.text()).length).toBeGreaterThan(10_000);
+      expect((await fetch(url.replace(/\?token=.*/, 'api/runs'))).status).toBe(401);
+    } finally {
+      child.kill('SIGTERM');
+    }
   });
 });

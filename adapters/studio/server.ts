@@ -1,0 +1,459 @@
+/**
+ * `a2a studio`: a web page to watch and steer the runs of a workspace (and, with NATS, the live
+ * runs and hosts of a namespace). The server is `node:http` with no framework: a dozen routes,
+ * each parsed with its schema from machines/protocol.ts.
+ *
+ * What it serves:
+ *   GET  /                         the page (adapters/studio/page, bundled by `npm run build`)
+ *   GET  /page.js                  its script
+ *   GET  /api/info                 the workspace, the NATS namespace, the inspector's address
+ *   GET  /api/runs                 the runs: status, duration, cost, counts
+ *   GET  /api/runs/<id>            a run's record and status (tasks, inbox, pending items, workflow)
+ *   GET  /api/runs/<id>/stream     its events (server-sent events), from `after` / Last-Event-ID, then live
+ *   GET  /api/runs/<id>/audit      its audit trail, filtered (actor, action, decision), JSON or Markdown
+ *   GET  /api/runs/<id>/artifacts  its artifacts with their versions and summaries
+ *   GET  /api/charts               every statechart (states and transitions), to draw a session's
+ *   POST /api/runs/<id>/control    a control request (approve, deny, answer, approve_all, pause,
+ *                                  unpause, redirect, reassign, switch_model, resume, reinitialize),
+ *                                  through the run's control directory as `a2a inbox` sends it, or
+ *                                  {"command":"stop"} as `a2a stop` does
+ *   GET  /api/nats/stream          the namespace's hosts and runs (server-sent events), with --nats
+ *
+ * Security (like Jupyter): bound to 127.0.0.1 by default; a random token, printed in the URL at
+ * start, is required on every request (`?token=` or `Authorization: Bearer`), compared in constant
+ * time. The page sends it in a header, never in a cookie, so a request from another site carries no
+ * authority; besides, a state-changing request must be a JSON POST with the token in its header
+ * (which a cross-site form cannot send and a cross-site script cannot without a CORS preflight,
+ * which is never granted), and an `Origin` other than the page's own is refused. The Host header
+ * must name this server (against DNS rebinding).
+ */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { hostname, userInfo } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { ControlRequest, RunEvent, StudioAuditQuery, StudioStop, StudioStreamQuery } from '../../machines/protocol.js';
+import { A2AError, isA2AError } from '../../actors/errors.js';
+import { renderAuditMarkdown } from '../../actors/audit.js';
+import { machines, toGraphJson } from '../../actors/graph/index.js';
+import { ArtifactStore } from '../../actors/artifacts.js';
+import { redactText } from '../../actors/secrets.js';
+import { realClock } from '../clock.js';
+import { FileRunStore } from '../store/file.js';
+import { FileArtifactBackend } from '../store/artifactFiles.js';
+import { indexedRuns } from '../store/runIndex.js';
+import { sendControl, stopRunProcess } from '../runHost.js';
+import { RunFeed, summarize, type RunListEntry } from './feed.js';
+import { studioPage } from './page/html.js';
+import type { NatsWatch } from './nats.js';
+
+export interface StudioOptions {
+  /** The workspace whose runs are shown (its `.a2a/runs`), plus the runs indexed with a workspace of their own. */
+  workspace: string;
+  /** Also list runs indexed in the user's config directory (example runs on their own repository); default true. */
+  indexed?: boolean;
+  host?: string;
+  /** 0 (default): a free port. */
+  port?: number;
+  /** The access token; default 24 random bytes, hex. */
+  token?: string;
+  /** Who the page's changes are made by in the audit (default: A2A_USER or the OS user, plus " (studio)"). */
+  user?: string;
+  /** The page's script; default the one `npm run build` bundles next to this module. */
+  pageScript?: string;
+  /** The Stately inspector page a session links to (`a2a inspect`); default http://127.0.0.1:8080. */
+  inspectorUrl?: string;
+  /** The namespace's live view (`--nats`). */
+  nats?: NatsWatch;
+  /** Feeds poll their logs this often (ms); default 150. */
+  pollMs?: number;
+}
+
+export interface RunningStudio {
+  /** The page's address, token included. */
+  url: string;
+  port: number;
+  host: string;
+  token: string;
+  /** Ends every page's event stream (they reconnect and catch up): for tests of reconnection. */
+  dropStreams(): void;
+  close(): Promise<void>;
+}
+
+/** Where `npm run build` puts the page's bundle: dist/adapters/studio/page.js. */
+export function defaultPageScript(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const beside = join(here, 'page.js');
+  if (existsSync(beside)) return beside;
+  // run from the sources (tsx): the package's built copy
+  for (let dir = here; dir !== dirname(dir); dir = dirname(dir)) {
+    const built = join(dir, 'dist', 'adapters', 'studio', 'page.js');
+    if (existsSync(join(dir, 'package.json')) && existsSync(built)) return built;
+  }
+  throw new A2AError('NOT_FOUND', `the studio page is not built (no page.js beside ${here} or in dist/): run npm run build`);
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const SSE_KEEPALIVE_MS = 15_000;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const STATUS_OF_CODE: Record<string, number> = { VALIDATION_ERROR: 400, NOT_FOUND: 404, INVALID_STATE_TRANSITION: 409, WORKFLOW_PAUSED: 409, AGENT_TIMEOUT: 504 };
+
+export async function startStudio(options: StudioOptions): Promise<RunningStudio> {
+  const host = options.host ?? '127.0.0.1';
+  const token = options.token ?? randomBytes(24).toString('hex');
+  const tokenBytes = Buffer.from(token);
+  const script = readFileSync(options.pageScript ?? defaultPageScript());
+  const user = options.user ?? `${process.env.A2A_USER ?? safeUser()} (studio)`;
+  const inspectorUrl = options.inspectorUrl ?? 'http://127.0.0.1:8080';
+  const home = new FileRunStore(options.workspace);
+  const feeds = new Map<string, RunFeed>();
+  const streams = new Set<ServerResponse>();
+  /** List summaries, kept while a run's log and status are unchanged. */
+  const summaries = new Map<string, { key: string; entry: RunListEntry }>();
+  let port = 0;
+
+  /** The runs there are: the workspace's, then the indexed ones elsewhere (a run id names one run). */
+  function runStores(): Map<string, { store: FileRunStore; workspace: string }> {
+    const out = new Map<string, { store: FileRunStore; workspace: string }>();
+    for (const r of safeList(home)) out.set(r.runId, { store: home, workspace: options.workspace });
+    if (options.indexed !== false) {
+      for (const entry of indexedRuns()) {
+        if (out.has(entry.runId)) continue;
+        const store = new FileRunStore(entry.workspace);
+        if (existsSync(join(store.dir(entry.runId), 'run.json'))) out.set(entry.runId, { store, workspace: entry.workspace });
+      }
+    }
+    return out;
+  }
+
+  function runOf(runId: string): { store: FileRunStore; workspace: string; feed: RunFeed } {
+    const found = runStores().get(runId);
+    if (!found) throw new HttpError(404, `no run "${runId}" in ${home.root}${options.indexed !== false ? ' or among the indexed runs' : ''}`);
+    let feed = feeds.get(runId);
+    if (!feed || feed.store.root !== found.store.root) {
+      feed = new RunFeed(found.store, runId, options.pollMs);
+      feeds.set(runId, feed);
+    }
+    return { ...found, feed };
+  }
+
+  function listRuns(): RunListEntry[] {
+    const out: RunListEntry[] = [];
+    for (const [runId, { store, workspace }] of runStores()) {
+      let record;
+      try {
+        record = store.read(runId);
+      } catch {
+        continue;
+      }
+      const feed = feeds.get(runId) ?? runOf(runId).feed;
+      feed.poll();
+      const status = feed.status();
+      const key = `${feed.events.length}:${record.status}:${JSON.stringify(record.paused ?? null)}:${(status as { savedAt?: number } | null)?.savedAt ?? 0}`;
+      const cached = summaries.get(runId);
+      if (cached?.key === key) out.push(cached.entry);
+      else {
+        const entry = summarize(record, workspace, feed.events, status);
+        summaries.set(runId, { key, entry });
+        out.push(entry);
+      }
+    }
+    return out.sort((a, b) => b.startedAt - a.startedAt);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // requests
+
+  function authorized(req: IncomingMessage, url: URL): boolean {
+    const header = req.headers.authorization;
+    const given = header?.startsWith('Bearer ') ? header.slice(7) : url.searchParams.get('token');
+    if (!given) return false;
+    const bytes = Buffer.from(given);
+    return bytes.length === tokenBytes.length && timingSafeEqual(bytes, tokenBytes);
+  }
+
+  /** The Host header names this server (a DNS-rebinding page's Host names its own domain). */
+  function rightHost(req: IncomingMessage): boolean {
+    const value = req.headers.host;
+    if (!value) return false;
+    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(value);
+    if (!m) return false;
+    const name = m[1]!.replace(/^\[|\]$/g, '');
+    if (m[2] && Number(m[2]) !== port) return false;
+    // bound to every interface: any name (the token is then the only protection, as the CLI warns)
+    if (host === '0.0.0.0' || host === '::') return true;
+    return name === host || name === hostname() || (LOOPBACK.has(name) && LOOPBACK.has(host));
+  }
+
+  function json(res: ServerResponse, status: number, value: unknown): void {
+    const body = JSON.stringify(value);
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
+    res.end(body);
+  }
+
+  async function readBody(req: IncomingMessage): Promise<unknown> {
+    const type = req.headers['content-type'] ?? '';
+    if (!type.startsWith('application/json')) throw new HttpError(415, `a change is a JSON request: content-type must be application/json, got "${type || 'none'}"`);
+    let size = 0;
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > 64 * 1024) throw new HttpError(413, 'request body over 64 KiB');
+      chunks.push(chunk as Buffer);
+    }
+    try {
+      return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      throw new HttpError(400, 'the request body is not valid JSON');
+    }
+  }
+
+  function query<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: Array<{ path: PropertyKey[]; message: string }> } } }, url: URL): T {
+    const parsed = schema.safeParse(Object.fromEntries(url.searchParams));
+    if (!parsed.success) throw new HttpError(400, parsed.error.issues.map((i) => `${i.path.join('.') || '(query)'}: ${i.message}`).join('; '));
+    return parsed.data;
+  }
+
+  async function control(runId: string, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const origin = req.headers.origin;
+    if (origin && origin !== `http://${req.headers.host}`) throw new HttpError(403, `a change must come from the studio's own page, not from ${origin}`);
+    const header = req.headers.authorization;
+    if (!header?.startsWith('Bearer ') || url.searchParams.has('token')) throw new HttpError(403, 'a change must carry the token in its Authorization header (Bearer), not in the URL');
+    const body = await readBody(req);
+    const { store } = runOf(runId);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'the request body must be a JSON object with a "command"');
+    if ((body as { command?: unknown }).command === 'stop') {
+      const stop = StudioStop.safeParse(body);
+      if (!stop.success) throw new HttpError(400, stop.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; '));
+      json(res, 200, { ok: true, message: stopRunProcess(store, runId) });
+      return;
+    }
+    if ('by' in body) throw new HttpError(400, 'by: set by the studio (who runs it), not by the page');
+    const parsed = ControlRequest.safeParse({ ...body, by: user });
+    if (!parsed.success) {
+      const commands = ['answer', 'approve_all', 'pause', 'unpause', 'retry', 'redirect', 'reassign', 'reinitialize', 'resume', 'switch_model', 'stop'];
+      throw new HttpError(400, `${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')} (commands: ${commands.join(', ')})`);
+    }
+    const reply = await sendControl(store, runId, parsed.data);
+    json(res, reply.ok ? 200 : 409, reply.ok ? reply : { ok: false, error: reply.error });
+  }
+
+  function stream(runId: string, req: IncomingMessage, res: ServerResponse, url: URL): void {
+    const { feed } = runOf(runId);
+    const q = query(StudioStreamQuery, url);
+    const last = req.headers['last-event-id'];
+    const lastId = typeof last === 'string' && /^\d+$/.test(last) ? Number(last) : undefined;
+    // the later of the two: a reconnecting EventSource sends Last-Event-ID with the URL it first used
+    let next = Math.max(q.after ?? -1, lastId ?? -1) + 1;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
+    res.write('retry: 1000\n\n');
+    const send = (events: readonly RunEvent[], first: number) => {
+      let chunk = '';
+      for (let i = 0; i < events.length; i++) {
+        const index = first + i;
+        if (index < next) continue;
+        chunk += `id: ${index}\nevent: run\ndata: ${JSON.stringify(events[i])}\n\n`;
+        next = index + 1;
+      }
+      if (chunk) res.write(chunk);
+    };
+    feed.poll();
+    // what the page has not seen yet, then the current files, then live
+    send(feed.events, 0);
+    res.write(`event: files\ndata: ${JSON.stringify({ status: feed.status(), record: feed.record() })}\n\n`);
+    const unsubscribe = feed.subscribe({
+      events: send,
+      files: (changed) => res.write(`event: files\ndata: ${JSON.stringify(changed)}\n\n`),
+    });
+    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), SSE_KEEPALIVE_MS);
+    streams.add(res);
+    const end = () => {
+      clearInterval(keepAlive);
+      unsubscribe();
+      streams.delete(res);
+    };
+    res.on('close', end);
+  }
+
+  function natsStream(res: ServerResponse): void {
+    const watch = options.nats;
+    if (!watch) throw new HttpError(404, 'this studio was started without --nats: there is no namespace to show');
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', ...SECURITY_HEADERS });
+    res.write('retry: 1000\n\n');
+    const stop = watch.subscribe((snapshot) => res.write(`event: nats\ndata: ${JSON.stringify(snapshot)}\n\n`));
+    streams.add(res);
+    res.on('close', () => {
+      stop();
+      streams.delete(res);
+    });
+  }
+
+  function audit(runId: string, res: ServerResponse, url: URL): void {
+    const { store } = runOf(runId);
+    const q = query(StudioAuditQuery, url);
+    const records: RunEvent[] = [];
+    for (const line of store.readLines(runId, 'audit.jsonl')) {
+      const parsed = RunEvent.safeParse(line);
+      if (parsed.success && matches(parsed.data, q)) records.push(parsed.data);
+    }
+    if (q.format === 'md') {
+      res.writeHead(200, { 'content-type': 'text/markdown; charset=utf-8', 'content-disposition': `attachment; filename="${runId}-audit.md"`, ...SECURITY_HEADERS });
+      res.end(renderAuditMarkdown(runId, records));
+      return;
+    }
+    if (q.format === 'json') {
+      res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'content-disposition': `attachment; filename="${runId}-audit.jsonl"`, ...SECURITY_HEADERS });
+      res.end(records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      return;
+    }
+    json(res, 200, records);
+  }
+
+  async function artifacts(runId: string, res: ServerResponse): Promise<void> {
+    const { store } = runOf(runId);
+    const artifactStore = new ArtifactStore(new FileArtifactBackend(store.root), runId, realClock);
+    json(res, 200, await artifactStore.list({ includeArchived: true }));
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://studio.invalid');
+    if (!rightHost(req)) throw new HttpError(421, `this server does not answer for host "${req.headers.host ?? ''}"`);
+    if (!authorized(req, url)) throw new HttpError(401, 'missing or wrong token: open the URL `a2a studio` printed (it ends with ?token=…)');
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+    const run = /^\/api\/runs\/([^/]+)(?:\/(stream|audit|artifacts|control))?$/.exec(path);
+    if (method === 'POST') {
+      if (run && run[2] === 'control') return control(decodeURIComponent(run[1]!), req, res, url);
+      throw new HttpError(404, `no ${method} ${path}`);
+    }
+    if (method !== 'GET') throw new HttpError(405, `${method} is not allowed: the studio answers GET, and POST for changes`);
+    if (path === '/' || path === '/index.html') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
+      res.end(studioPage(token));
+      return;
+    }
+    if (path === '/page.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
+      res.end(script);
+      return;
+    }
+    if (path === '/api/info') {
+      return json(res, 200, {
+        workspace: options.workspace,
+        user,
+        inspectorUrl,
+        nats: options.nats ? { servers: options.nats.servers, namespace: options.nats.namespace } : null,
+      });
+    }
+    if (path === '/api/runs') return json(res, 200, listRuns());
+    if (path === '/api/charts') return json(res, 200, Object.fromEntries(Object.entries(machines).map(([name, m]) => [name, toGraphJson(m)])));
+    if (path === '/api/nats/stream') return natsStream(res);
+    if (run) {
+      const runId = decodeURIComponent(run[1]!);
+      if (!/^[A-Za-z0-9._-]+$/.test(runId)) throw new HttpError(400, `invalid run id "${runId}": use letters, digits, ".", "_" and "-"`);
+      switch (run[2]) {
+        case 'stream':
+          return stream(runId, req, res, url);
+        case 'audit':
+          return audit(runId, res, url);
+        case 'artifacts':
+          return artifacts(runId, res);
+        case undefined: {
+          const { feed, workspace } = runOf(runId);
+          return json(res, 200, { record: feed.record(), status: feed.status(), workspace, invalidLines: feed.invalid });
+        }
+      }
+    }
+    throw new HttpError(404, `no ${path} here`);
+  }
+
+  const server: Server = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      const status = error instanceof HttpError ? error.status : isA2AError(error) ? (STATUS_OF_CODE[error.code] ?? 500) : 500;
+      const message = redactText(error instanceof Error ? error.message : String(error));
+      json(res, status, { ok: false, error: message, ...(isA2AError(error) ? { code: error.code } : {}) });
+    });
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+  const shown = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  return {
+    url: `http://${shown}:${port}/?token=${token}`,
+    port,
+    host,
+    token,
+    dropStreams() {
+      for (const s of streams) s.destroy();
+      streams.clear();
+    },
+    async close() {
+      for (const s of streams) s.destroy();
+      streams.clear();
+      for (const f of feeds.values()) f.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+const SECURITY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+};
+
+function safeUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'studio';
+  }
+}
+
+function safeList(store: FileRunStore) {
+  try {
+    return store.list();
+  } catch {
+    return [];
+  }
+}
+
+/** An audit record against the page's filters. */
+export function matches(record: RunEvent, q: { actor?: string | undefined; action?: string | undefined; decision?: 'approved' | 'denied' | undefined }): boolean {
+  const d = record.data as Record<string, unknown>;
+  if (q.actor) {
+    const who = [record.subTaskId, record.workerId, record.taskId, record.parentId, d.decider, d.by, d.requesterId, d.from].filter((v): v is string => typeof v === 'string');
+    if (!who.includes(q.actor)) return false;
+  }
+  if (q.action && record.type !== q.action && d.action !== q.action) return false;
+  if (q.decision) {
+    if (typeof d.approved !== 'boolean') return false;
+    if ((q.decision === 'approved') !== d.approved) return false;
+  }
+  return true;
+}

@@ -1,0 +1,298 @@
+/**
+ * The studio in a real browser (Debian's chromium, driven by playwright-core) against real runs
+ * (`a2a run` in its own process, the scripted model slowed down so that a person could watch):
+ * the tree fills in live; a sub-task's transcript; a permission approved from the page goes on
+ * and is audited; pause and resume; a reconnect (streams dropped, then the studio restarted)
+ * loses and repeats no event; the NATS view with two hosts; every control reachable by keyboard
+ * and labelled. Screenshots of the main views go to test-results/studio/.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { startStudio, type RunningStudio } from '../../adapters/studio/server.js';
+import { watchNamespace, type NatsWatch } from '../../adapters/studio/nats.js';
+import { connectNats } from '../../adapters/transport/nats.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import type { RunEvent } from '../../machines/protocol.js';
+import type { Transport } from '../../machines/ports.js';
+import { main } from '../../bin/cli.js';
+import { capture, tempDir } from '../helpers.js';
+import { a2aHost, a2aProcess, killAll, served, splitWorkspace, waitFor, type Proc } from '../nats/cluster.js';
+import { startNatsServer, type NatsServer } from '../nats/server.js';
+import { launchBrowser, pageBundle, SHOTS } from './kit.js';
+
+const examples = join(import.meta.dirname, '..', '..', 'examples');
+let browser: Browser;
+let studio: RunningStudio | null = null;
+let page: Page | null = null;
+const cleanups: Array<() => Promise<unknown>> = [];
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+  pageBundle();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  killAll();
+  await page?.close().catch(() => undefined);
+  page = null;
+  await studio?.close();
+  studio = null;
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+});
+
+const USER = 'ann (studio)';
+
+async function open(ws: string, hash: string, extra: { nats?: NatsWatch } = {}): Promise<Page> {
+  studio ??= await startStudio({ workspace: ws, indexed: false, pageScript: pageBundle(), user: USER, pollMs: 50, ...extra });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  cleanups.push(async () => expect(errors, 'errors in the page').toEqual([]));
+  await page.goto(`${studio.url}${hash}`);
+  return page;
+}
+
+const shot = (p: Page, name: string) => p.screenshot({ path: join(SHOTS, `${name}.png`) });
+const events = (ws: string, runId: string): RunEvent[] => {
+  try {
+    return new FileRunStore(ws).events(runId);
+  } catch {
+    return [];
+  }
+};
+const started = (ws: string, runId: string) => waitFor(`run ${runId} to start`, () => events(ws, runId).length > 0, 8_000);
+
+/** `a2a run` of a plan in `ws`, in its own process. */
+function run(ws: string, runId: string, args: string[] = []): Proc {
+  return a2aProcess(['run', 'plan.json', '--script', 'script.json', '--run-id', runId, '--no-tree', ...args], ws);
+}
+
+/** The OAuth example in a workspace of its own, each model turn slowed to `delayMs`. */
+function slowOauth(delayMs: number): string {
+  const ws = tempDir('a2a-studio-');
+  const plan = JSON.parse(readFileSync(join(examples, 'oauth', 'plan.json'), 'utf8')) as Record<string, unknown>;
+  const script = JSON.parse(readFileSync(join(examples, 'oauth', 'script.json'), 'utf8')) as { rules: Array<{ turns?: Array<Record<string, unknown>>; reactions?: Array<{ turn: Record<string, unknown> }> }> };
+  for (const rule of script.rules) {
+    for (const turn of rule.turns ?? []) turn.delayMs = Math.max(Number(turn.delayMs ?? 0), delayMs);
+    for (const r of rule.reactions ?? []) r.turn.delayMs = Math.max(Number(r.turn.delayMs ?? 0), delayMs);
+  }
+  writeFileSync(join(ws, 'plan.json'), JSON.stringify({ ...plan, script: 'script.json' }));
+  writeFileSync(join(ws, 'script.json'), JSON.stringify(script));
+  return ws;
+}
+
+/** The process's exit code, or a failure naming what it printed if it runs longer than `ms`. */
+async function exited(proc: Proc, ms = 8_000): Promise<number> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the run did not end within ${ms} ms:\n${proc.out()}`)), ms)));
+  try {
+    return await Promise.race([proc.exited, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const nodeCount = (p: Page) => p.locator('button[data-node]').count();
+
+describe('a2a studio in a browser', () => {
+  it('shows the OAuth run filling in live, and a sub-task transcript', async () => {
+    const ws = slowOauth(250);
+    const proc = run(ws, 'oauth-live');
+    await started(ws, 'oauth-live');
+    const p = await open(ws, '#/run/oauth-live');
+    // the tree grows in place: counts seen while the run goes on, without a reload
+    const counts = new Set<number>();
+    let navigations = 0;
+    p.on('framenavigated', () => navigations++);
+    const deadline = Date.now() + 8_000;
+    while (Date.now() < deadline) {
+      counts.add(await nodeCount(p));
+      if ((await p.locator('#runhead .stat').first().textContent())?.includes('completed')) break;
+      await p.waitForTimeout(40);
+    }
+    expect(await exited(proc), proc.out()).toBe(0);
+    await p.locator('#runhead .stat', { hasText: 'completed' }).waitFor({ timeout: 3_000 });
+    expect(await nodeCount(p)).toBe(4);
+    expect(Math.min(...counts)).toBeLessThan(4);
+    expect(navigations).toBe(0);
+    await shot(p, 'run-tree');
+
+    // the frontend sub-task went idle and answered its inquiry: its transcript says so
+    await p.locator('button[data-node="w-design.2"]').click();
+    const transcript = p.locator('[aria-label="Transcript of w-design.2"]');
+    await expect.poll(() => transcript.textContent()).toContain('frontend OAuth login flow');
+    expect(await transcript.textContent()).toContain('inquiry.sent');
+    await p.locator('button[data-node="w-design"]').click();
+    const worker = p.locator('[aria-label="Transcript of w-design"]');
+    await expect.poll(() => worker.textContent()).toContain('a2a_spawn_parallel_subtasks(');
+    expect(await worker.textContent()).toContain('injected by the runtime');
+    expect(await p.locator('.chart .st.active').first().textContent()).toContain('completed');
+    expect(await p.getAttribute('a:has-text("open in the Stately inspector")', 'href')).toBe('http://127.0.0.1:8080');
+    await shot(p, 'run-transcript');
+  });
+
+  it('approves a pending permission from the page: the run goes on, the audit records it, the CLI agrees', async () => {
+    const ws = tempDir('a2a-studio-');
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'live', tasks: [{ id: 'build', agent: '@coder', prompt: 'build it' }] }));
+    writeFileSync(
+      join(ws, 'script.json'),
+      JSON.stringify({
+        rules: [
+          {
+            agent: 'coder',
+            turns: [{ toolCalls: [{ name: 'run_command', arguments: { command: 'echo built > out.txt && echo ok' } }] }, { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'built' } }] }],
+          },
+        ],
+      }),
+    );
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ permissions: { ask_user: ['command_execution'] } }));
+    const proc = run(ws, 'perm-1');
+    await started(ws, 'perm-1');
+    const p = await open(ws, '#/run/perm-1/inbox');
+    const approve = p.getByRole('button', { name: 'Approve: command_execution: echo built > out.txt && echo ok' });
+    await approve.waitFor({ timeout: 8_000 });
+    expect(await p.locator('.group h3').textContent()).toBe('plan live · task build');
+    // the CLI lists the same item
+    const list = capture();
+    expect(await main(['inbox', '--workspace', ws], list.io)).toBe(0);
+    expect(list.out()).toContain('1. [permission] command_execution: echo built > out.txt && echo ok');
+    await shot(p, 'inbox');
+
+    await p.getByLabel('Reason for item 1').fill('looks safe');
+    await approve.click();
+    await p.locator('#toast', { hasText: 'approved (command_execution' }).waitFor({ timeout: 5_000 });
+    expect(await exited(proc), proc.out()).toBe(0);
+    const audit = new FileRunStore(ws).readLines('perm-1', 'audit.jsonl') as RunEvent[];
+    expect(audit.find((e) => e.type === 'permission.decided' && e.data.decidedBy === 'human')?.data).toMatchObject({ approved: true, reason: 'looks safe', decider: USER });
+
+    // the audit view, filtered to approvals
+    await p.getByRole('tab', { name: 'Audit' }).click();
+    await p.getByLabel('Decision').selectOption('approved');
+    await p.getByRole('button', { name: 'Filter' }).click();
+    const rows = p.locator('[aria-label="Audit records"] tbody tr');
+    await expect.poll(() => rows.count()).toBeGreaterThan(0);
+    expect(await rows.allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('permission.decided')]));
+    await shot(p, 'audit');
+  });
+
+  it('pauses and resumes a run from the page', async () => {
+    const ws = tempDir('a2a-studio-');
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'slow', tasks: [{ id: 'work', agent: '@coder', prompt: 'work slowly' }] }));
+    const step = (i: number) => ({ delayMs: 200, toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: `step ${i}` } }] });
+    const turns = [...Array.from({ length: 8 }, (_, i) => step(i + 1)), { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'done' } }] }];
+    writeFileSync(join(ws, 'script.json'), JSON.stringify({ rules: [{ agent: 'coder', turns }] }));
+    const proc = run(ws, 'pause-1');
+    await started(ws, 'pause-1');
+    const p = await open(ws, '#/run/pause-1');
+    await p.locator('button[data-node="w-work"]').waitFor({ timeout: 5_000 });
+    await p.getByRole('button', { name: 'Pause run' }).click();
+    await p.locator('#toast', { hasText: 'paused' }).waitFor({ timeout: 5_000 });
+    const resume = p.getByRole('button', { name: 'Resume run' });
+    await resume.waitFor({ timeout: 5_000 });
+    expect(await p.locator('#runhead .stat').first().textContent()).toContain('paused');
+    await waitFor('run.paused in the log', () => events(ws, 'pause-1').some((e) => e.type === 'run.paused'), 5_000);
+    await p.locator('.badge.b-paused').first().waitFor({ timeout: 5_000 });
+    await shot(p, 'paused');
+    await resume.click();
+    await p.getByRole('button', { name: 'Pause run' }).waitFor({ timeout: 5_000 });
+    expect(await exited(proc), proc.out()).toBe(0);
+    const types = events(ws, 'pause-1').map((e) => e.type);
+    expect(types.indexOf('run.paused')).toBeLessThan(types.indexOf('run.unpaused'));
+    expect(types.at(-1)).toBe('run.finished');
+  });
+
+  it('loses and repeats no event when its stream drops and when the studio restarts mid-run', async () => {
+    const ws = slowOauth(300);
+    const proc = run(ws, 'reconnect-1');
+    await started(ws, 'reconnect-1');
+    const p = await open(ws, '#/run/reconnect-1/events');
+    // what the page received: window.a2aStudio (adapters/studio/page/main.ts)
+    const received = () => p.evaluate<number[]>('window.a2aStudio.received()');
+    const reconnects = () => p.evaluate<number>('window.a2aStudio.reconnects()');
+    await expect.poll(async () => (await received()).length, { timeout: 5_000 }).toBeGreaterThan(3);
+    // 1. the server ends the stream (a proxy timing out, the network blinking)
+    studio!.dropStreams();
+    await expect.poll(reconnects, { timeout: 5_000 }).toBe(1);
+    const before = (await received()).length;
+    await expect.poll(async () => (await received()).length, { timeout: 6_000 }).toBeGreaterThan(before);
+    // 2. the studio itself restarts, on the same port with the same token, while the run goes on
+    const { port, token } = studio!;
+    await studio!.close();
+    await expect.poll(reconnects, { timeout: 5_000 }).toBe(2);
+    studio = await startStudio({ workspace: ws, indexed: false, pageScript: pageBundle(), user: USER, pollMs: 50, port, token });
+    expect(await exited(proc), proc.out()).toBe(0);
+    const log = events(ws, 'reconnect-1');
+    await expect.poll(async () => (await received()).length, { timeout: 5_000 }).toBe(log.length);
+    expect(await received()).toEqual(log.map((_, i) => i));
+    const seqs = await p.evaluate<number[]>('window.a2aStudio.seqs()');
+    expect(seqs).toEqual(log.map((e) => e.seq));
+    expect(await p.locator('#conn').textContent()).toBe('live');
+  });
+
+  it('shows a NATS namespace with two hosts and where each session runs', async () => {
+    const server: NatsServer = await startNatsServer();
+    cleanups.push(() => server.stop());
+    const ws = splitWorkspace({ partMs: 300 });
+    const a = a2aHost(server.url, ws, 'host-a', 'architect');
+    const b = a2aHost(server.url, ws, 'host-b', 'coder');
+    const transport: Transport = await connectNats({ servers: server.url, namespace: 'default', name: 'studio-test' });
+    cleanups.push(() => transport.close());
+    const nats = await watchNamespace(transport, { servers: server.url, namespace: 'default', intervalMs: 200 });
+    cleanups.push(() => nats.close());
+    await Promise.all([served(a), served(b)]);
+    const p = await open(ws, '#/nats', { nats });
+    await p.locator('tr[data-host="host-a"]').waitFor({ timeout: 5_000 });
+    await p.locator('tr[data-host="host-b"]').waitFor({ timeout: 5_000 });
+    expect(await p.locator('tr[data-host="host-b"]').textContent()).toContain('coder');
+    const proc = a2aProcess(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'nats-1', '--no-tree'], ws);
+    // the parts run on host-b, the architect on host-a
+    await p.locator('[aria-label="Tree of nats-1"] li[aria-label^="w-design.1 on host-b"]').waitFor({ timeout: 8_000 });
+    expect(await p.locator('[aria-label="Tree of nats-1"] li[aria-label^="w-design on host-a"]').count()).toBe(1);
+    await shot(p, 'nats');
+    expect(await exited(proc), proc.out()).toBe(0);
+  });
+
+  it('lets every control be reached by keyboard, each with a name', async () => {
+    const ws = slowOauth(0);
+    const proc = run(ws, 'a11y-1');
+    expect(await exited(proc), proc.out()).toBe(0);
+    const p = await open(ws, '#/');
+    await p.locator('a[href="#/run/a11y-1"]').waitFor({ timeout: 5_000 });
+    await shot(p, 'runs');
+    // from the list to the run by keyboard alone
+    await p.locator('a[href="#/run/a11y-1"]').focus();
+    await p.keyboard.press('Enter');
+    await p.locator('button[data-node="w-design"]').waitFor({ timeout: 5_000 });
+    await p.locator('button[data-node="w-design"]').focus();
+    await p.keyboard.press('Enter');
+    await p.locator('[aria-label="Transcript of w-design"]').waitFor({ timeout: 5_000 });
+    for (const tab of ['tree', 'inbox', 'audit', 'cost', 'workflow', 'events']) {
+      await p.locator(`#tab-${tab}`).focus();
+      await p.keyboard.press('Enter');
+      await expect.poll(() => p.locator(`#tab-${tab}`).getAttribute('aria-selected')).toBe('true');
+      // every interactive element is focusable and has an accessible name
+      const unnamed = await p.evaluate<string[]>(`(() => {
+        const out = [];
+        for (const el of document.querySelectorAll('button, a[href], input, select, textarea')) {
+          if (el.closest('[hidden]')) continue;
+          const labelled = el.getAttribute('aria-label') || el.textContent.trim() || (el.id && document.querySelector('label[for="' + el.id + '"]')?.textContent.trim());
+          if (!labelled || el.tabIndex < 0) out.push(el.outerHTML.slice(0, 80));
+        }
+        return out;
+      })()`);
+      expect(unnamed, `unnamed or unreachable controls on ${tab}`).toEqual([]);
+    }
+    // Tab moves through the controls in order, never stuck
+    await p.locator('#tab-tree').focus();
+    const seen = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      await p.keyboard.press('Tab');
+      seen.add(await p.evaluate<string>("document.activeElement?.outerHTML.slice(0, 60) ?? ''"));
+    }
+    expect(seen.size).toBeGreaterThan(8);
+  });
+});

@@ -6,7 +6,7 @@
  * loses and repeats no event; the NATS view with two hosts; every control reachable by keyboard
  * and labelled. Screenshots of the main views go to test-results/studio/.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -49,6 +49,8 @@ const USER = 'ann (studio)';
 async function open(ws: string, hash: string, extra: { nats?: NatsWatch } = {}): Promise<Page> {
   studio ??= await startStudio({ workspace: ws, indexed: false, pageScript: pageBundle(), user: USER, pollMs: 50, ...extra });
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  // a step that cannot happen fails in seconds with what it waited for, not at the test's timeout
+  page.setDefaultTimeout(5_000);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message));
   cleanups.push(async () => expect(errors, 'errors in the page').toEqual([]));
@@ -203,6 +205,63 @@ describe('a2a studio in a browser', () => {
     const types = events(ws, 'pause-1').map((e) => e.type);
     expect(types.indexOf('run.paused')).toBeLessThan(types.indexOf('run.unpaused'));
     expect(types.at(-1)).toBe('run.finished');
+  });
+
+  it("redirects a worker, changes its model and stops the run from the page", async () => {
+    const ws = tempDir('a2a-studio-');
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'steer', tasks: [{ id: 'work', agent: '@coder', prompt: 'work slowly' }] }));
+    const step = (i: number) => ({ delayMs: 250, toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: `step ${i}` } }] });
+    writeFileSync(join(ws, 'script.json'), JSON.stringify({ rules: [{ agent: 'coder', turns: [...Array.from({ length: 30 }, (_, i) => step(i + 1)), { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'done' } }] }] }] }));
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ models: { profiles: { careful: { provider: 'scripted', model: 'scripted' } } } }));
+    const proc = run(ws, 'steer-1');
+    await started(ws, 'steer-1');
+    const p = await open(ws, '#/run/steer-1/tree/w-work');
+    await p.getByLabel('Model profile for work').waitFor({ timeout: 5_000 });
+    // a bad value is refused with the run's own message, and changes nothing
+    await p.getByLabel('Model profile for work').fill('nonexistent');
+    await p.getByRole('button', { name: 'Change model' }).click();
+    await p.locator('#toast .bad').first().waitFor({ timeout: 5_000 });
+    expect(await p.locator('#toast .bad').first().textContent()).toContain('nonexistent');
+    await p.getByLabel('Model profile for work').fill('careful');
+    await p.getByRole('button', { name: 'Change model' }).click();
+    await p.locator('.badge.b-model').first().waitFor({ timeout: 5_000 });
+    await p.getByLabel('Instructions to redirect work with').fill('keep the public API unchanged');
+    await p.getByRole('button', { name: 'Redirect' }).click();
+    await waitFor('the redirect in the log', () => events(ws, 'steer-1').some((e) => e.type === 'worker.redirected'), 5_000);
+    const transcript = p.locator('[aria-label="Transcript of w-work"]');
+    await expect.poll(() => transcript.textContent(), { timeout: 5_000 }).toContain('redirected by ann (studio): keep the public API unchanged');
+    // stop asks to be confirmed
+    const stop = p.getByRole('button', { name: 'Stop the run: cancels every worker and sub-task' });
+    await stop.click();
+    await p.getByRole('button', { name: 'Confirm: stop the run now' }).click();
+    expect(await exited(proc), proc.out()).not.toBe(0);
+    await p.locator('#runhead .stat', { hasText: 'cancelled' }).waitFor({ timeout: 5_000 });
+    const log = events(ws, 'steer-1');
+    expect(log.find((e) => e.type === 'model.switched')?.data).toMatchObject({ to: 'careful', by: USER });
+    expect(log.find((e) => e.type === 'run.finished')?.data.status).toBe('cancelled');
+  });
+
+  it('shows a workflow run: its state on the chart, the artifacts with versions, the organiser\'s decisions', async () => {
+    const ws = tempDir('a2a-studio-');
+    cpSync(join(examples, 'sdlc', 'repo'), ws, { recursive: true });
+    cpSync(join(examples, 'sdlc', 'script.json'), join(ws, 'script.json'));
+    // the example without git (each step's worktree and merge cost seconds): the same workflow, files written in place
+    const workflow = JSON.parse(readFileSync(join(examples, 'sdlc', 'workflow.json'), 'utf8')) as { config: { git: unknown }; workspace?: string };
+    workflow.config.git = { worktrees: 'off' };
+    delete workflow.workspace;
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify(workflow));
+    const proc = run(ws, 'wf-1');
+    expect(await exited(proc), proc.out()).toBe(0);
+    const p = await open(ws, '#/run/wf-1/workflow');
+    await p.locator('[aria-label="Workflow state"] h2', { hasText: 'COMPLETED' }).waitFor({ timeout: 5_000 });
+    expect(await p.locator('.chart .st.active .name').first().textContent()).toBe('COMPLETED');
+    const artifacts = p.locator('[aria-label="Artifacts"] tbody tr');
+    await expect.poll(() => artifacts.count(), { timeout: 5_000 }).toBeGreaterThan(3);
+    expect(await p.locator('[aria-label="Artifacts"] tbody tr').first().textContent()).toMatch(/^implementation_plan-1v2approvedarchitectPlan: greet\(name\)/);
+    const decisions = p.locator('[aria-label="Artifacts and decisions"] ol li');
+    expect(await decisions.count()).toBeGreaterThan(5);
+    expect(await decisions.first().textContent()).toContain('in PLANNING: approve');
+    await shot(p, 'workflow');
   });
 
   it('loses and repeats no event when its stream drops and when the studio restarts mid-run', async () => {

@@ -132,6 +132,8 @@ interface RunPage {
   /** The last log index received: a reconnect resumes after it. */
   last: number;
   reconnects: number;
+  /** Stop was clicked once: the next click (within 10 s) confirms it. */
+  stopArmedAt: number;
 }
 let page: RunPage | null = null;
 
@@ -195,7 +197,7 @@ async function showRuns(): Promise<void> {
 function openRun(runId: string, tab: string, selected: string | null): void {
   const same = page?.runId === runId;
   if (!same || !page) {
-    page = { runId, run: new StudioRun(), status: null, record: null, tab, selected, auditFilter: { actor: '', action: '', decision: '' }, dirty: true, last: -1, reconnects: 0 };
+    page = { runId, run: new StudioRun(), status: null, record: null, tab, selected, auditFilter: { actor: '', action: '', decision: '' }, dirty: true, last: -1, reconnects: 0, stopArmedAt: 0 };
   } else {
     page.tab = tab;
     page.selected = selected;
@@ -291,7 +293,7 @@ function render(full: boolean): void {
     <span class="stat">${pending} waiting for a person</span>
     <span class="row" style="margin-left:auto">
       ${running ? (paused ? `<button data-act="unpause" class="primary">Resume run</button>` : `<button data-act="pause">Pause run</button>`) : ''}
-      ${running ? `<button data-act="stop" class="danger" aria-label="Stop the run: cancels every worker and sub-task">Stop run</button>` : ''}
+      ${running ? (Date.now() - p.stopArmedAt < 10_000 ? `<button data-act="stop" class="danger" aria-label="Confirm: stop the run now">Confirm stop</button>` : `<button data-act="stop" class="danger" aria-label="Stop the run: cancels every worker and sub-task">Stop run</button>`) : ''}
     </span></div>`;
   if (full || tabs.childElementCount === 0) {
     tabs.innerHTML = TABS.map(([id, label]) => `<button role="tab" id="tab-${id}" aria-controls="body" aria-selected="${p.tab === id}" data-tab="${id}">${label}</button>`).join('');
@@ -305,6 +307,9 @@ function render(full: boolean): void {
   const typing = active instanceof HTMLInputElement || active instanceof HTMLTextAreaElement || active instanceof HTMLSelectElement;
   if (!full && typing && body.contains(active)) return;
   const focusId = active instanceof HTMLElement && body.contains(active) ? active.id : '';
+  // what was typed survives a redraw (the views are redrawn as events arrive)
+  const typed = new Map<string, string>();
+  for (const el of body.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input[id], select[id], textarea[id]')) if (el.value) typed.set(el.id, el.value);
   body.setAttribute('role', 'tabpanel');
   body.setAttribute('aria-labelledby', `tab-${p.tab}`);
   switch (p.tab) {
@@ -330,6 +335,10 @@ function render(full: boolean): void {
       break;
     default:
       body.innerHTML = treeView(p);
+  }
+  for (const [id, value] of typed) {
+    const el = document.getElementById(id) as HTMLInputElement | null;
+    if (el && !el.value) el.value = value;
   }
   if (focusId) document.getElementById(focusId)?.focus();
   p.dirty = false;
@@ -415,9 +424,14 @@ function chartView(chart: GraphJson, current: string): string {
   const box = (s: GraphJson['states'][number]): string => {
     const trs = chart.transitions.filter((t) => t.source === s.id);
     const cls = s.id === activeId ? 'st active' : onPath.has(s.id) ? 'st on-path' : 'st';
-    return `<div class="${cls}" ${s.id === activeId ? 'aria-current="step"' : ''}><div class="name">${esc(key(s.id))}${s.type === 'final' ? ' ◉' : ''}</div>
-      ${trs.map((t) => `<div class="tr">${esc(t.event.replace(/^xstate\.after\.(\d+)\..*$/, 'after $1 ms'))} → ${esc(t.targets.map(key).join(', ') || '(self)')}${t.guard ? ` [${esc(t.guard)}]` : ''}</div>`).join('')}
-      ${(byParent.get(s.id) ?? []).map(box).join('')}</div>`;
+    const children = byParent.get(s.id) ?? [];
+    const transitions = trs.map((t) => `<div class="tr">${esc(t.event.replace(/^xstate\.after\.(\d+)\..*$/, 'after $1 ms'))} → ${esc(t.targets.map(key).join(', ') || '(self)')}${t.guard ? ` [${esc(t.guard)}]` : ''}</div>`).join('');
+    const name = `${esc(key(s.id))}${s.type === 'final' ? ' ◉' : ''}`;
+    // a compound state off the current path is folded (a keyboard-reachable <details>): the picture stays readable
+    if (children.length && !onPath.has(s.id)) {
+      return `<details class="${cls}"><summary class="name">${name} <span class="dim">(${children.length} states)</span></summary>${transitions}${children.map(box).join('')}</details>`;
+    }
+    return `<div class="${cls}" ${s.id === activeId ? 'aria-current="step"' : ''}><div class="name">${name}</div>${transitions}${children.map(box).join('')}</div>`;
   };
   const root = chart.states.find((s) => s.parent === null);
   return `<div class="chart" aria-label="Statechart ${esc(chart.machine)}">${root ? (byParent.get(root.id) ?? []).map(box).join('') : ''}</div>`;
@@ -551,7 +565,7 @@ function workflowView(p: RunPage): string {
       ${s ? `<p class="dim">active agents: ${s.activeAgents.map((a) => `${esc(a.role)} (${esc(a.workerId)})`).join(', ') || 'none'}${s.error ? ` · error: ${esc(s.error)}` : ''}</p>` : ''}
       ${chart ? chartView(chart, state) : ''}</section>
     <section class="panel" aria-label="Artifacts and decisions"><h3>Artifacts</h3>
-      ${artifacts && artifacts.length ? `<table aria-label="Artifacts"><thead><tr><th>id</th><th>type</th><th>version</th><th>status</th><th>by</th><th>summary</th></tr></thead><tbody>${artifacts.map((a) => `<tr><td>${esc(a.id)}</td><td>${esc(a.type)}</td><td>${esc(a.version)}</td><td>${esc(a.status)}</td><td>${esc(a.producerRole ?? a.producer)}</td><td>${esc(a.summary ?? a.brief ?? '')}</td></tr>`).join('')}</tbody></table>` : w?.artifacts.length ? `<ul>${w.artifacts.map((a) => `<li>${esc(a.artifactId)} v${a.version} [${esc(a.status)}] by ${esc(a.producerRole)}: ${esc(a.brief)}</li>`).join('')}</ul>` : '<p class="dim">none yet</p>'}
+      ${artifacts && artifacts.length ? `<table aria-label="Artifacts"><thead><tr><th>artifact</th><th>version</th><th>status</th><th>by</th><th>summary</th></tr></thead><tbody>${artifacts.map((a) => `<tr><td>${esc(a.id)}</td><td>v${esc(a.version)}</td><td>${esc(a.status)}</td><td>${esc(a.producerRole ?? a.producer)}</td><td>${esc((a.summary as { brief?: string } | undefined)?.brief ?? '')}</td></tr>`).join('')}</tbody></table>` : w?.artifacts.length ? `<ul>${w.artifacts.map((a) => `<li>${esc(a.artifactId)} v${a.version} [${esc(a.status)}] by ${esc(a.producerRole)}: ${esc(a.brief)}</li>`).join('')}</ul>` : '<p class="dim">none yet</p>'}
       <h3>Organiser's decisions</h3>${w?.decisions.length ? `<ol>${w.decisions.map((d) => `<li>${time(d.ts)} in ${esc(d.state)}: <b>${esc(d.action)}</b>${d.nextState ? ` → ${esc(d.nextState)}` : ''}<br><span class="dim">${esc(d.reasoning)}</span></li>`).join('')}</ol>` : '<p class="dim">none yet</p>'}
       ${w?.refused.length ? `<h3>Refused</h3><ul>${w.refused.map((r) => `<li>${esc(r.code)}: ${esc(r.reason)}</li>`).join('')}</ul>` : ''}</section></div>`;
 }
@@ -634,12 +648,13 @@ async function act(p: RunPage, button: HTMLElement): Promise<void> {
       body = { command: act };
       break;
     case 'stop':
-      if (button.dataset.armed !== 'true') {
-        button.dataset.armed = 'true';
-        button.textContent = 'Confirm stop';
-        button.setAttribute('aria-label', 'Confirm: stop the run now');
+      if (Date.now() - p.stopArmedAt >= 10_000) {
+        p.stopArmedAt = Date.now();
+        render(false);
+        document.querySelector<HTMLButtonElement>('button[data-act="stop"]')?.focus();
         return;
       }
+      p.stopArmedAt = 0;
       body = { command: 'stop' };
       break;
     case 'redirect':

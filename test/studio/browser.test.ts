@@ -200,8 +200,10 @@ describe('a2a studio in a browser', () => {
     await p.locator('.badge.b-paused').first().waitFor({ timeout: 5_000 });
     await shot(p, 'paused');
     await resume.click();
-    await p.getByRole('button', { name: 'Pause run' }).waitFor({ timeout: 5_000 });
+    await p.locator('#toast', { hasText: 'resumed: agents go on' }).waitFor({ timeout: 5_000 });
+    await waitFor('run.unpaused in the log', () => events(ws, 'pause-1').some((e) => e.type === 'run.unpaused'), 5_000);
     expect(await exited(proc), proc.out()).toBe(0);
+    await p.locator('#runhead .stat', { hasText: 'completed' }).waitFor({ timeout: 5_000 });
     const types = events(ws, 'pause-1').map((e) => e.type);
     expect(types.indexOf('run.paused')).toBeLessThan(types.indexOf('run.unpaused'));
     expect(types.at(-1)).toBe('run.finished');
@@ -265,7 +267,7 @@ describe('a2a studio in a browser', () => {
   });
 
   it('loses and repeats no event when its stream drops and when the studio restarts mid-run', async () => {
-    const ws = slowOauth(300);
+    const ws = slowOauth(400);
     const proc = run(ws, 'reconnect-1');
     await started(ws, 'reconnect-1');
     const p = await open(ws, '#/run/reconnect-1/events');

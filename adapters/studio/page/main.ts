@@ -8,76 +8,27 @@
  * Every change goes through the server's control endpoint (the run's control directory, as
  * `a2a inbox` uses): the page never holds state of its own that the CLI could contradict.
  */
-import type { RunEvent } from '../../../machines/protocol.js';
+import type { HumanItem, RunEvent } from '../../../machines/protocol.js';
+import type { GraphJson } from '../../../actors/graph/render.js';
+import type { RunStatus } from '../../../actors/runStatus.js';
+import type { RunRecord as FileRunRecord } from '../../store/file.js';
+import type { RunListEntry } from '../feed.js';
 import type { NodeView } from '../../../actors/runView.js';
 import { formatElapsed } from '../../../actors/runView.js';
 import { describeEvent } from '../../terminal.js';
 import type { MonitorSnapshot, TreeNode } from '../../monitor.js';
 import { StudioRun, permissionLine, type Badge } from './view.js';
 
-interface GraphJson {
-  machine: string;
-  initial: string | null;
-  states: Array<{ id: string; type: string; parent: string | null; initial: string | null }>;
-  transitions: Array<{ source: string; event: string; targets: string[]; guard: string | null }>;
-}
 interface Info {
   workspace: string;
   user: string;
   inspectorUrl: string;
   nats: { servers: string; namespace: string } | null;
 }
-interface RunEntry {
-  runId: string;
-  workspace: string;
-  status: string;
-  planId: string;
-  source: string;
-  startedAt: number;
-  finishedAt: number | null;
-  paused: boolean;
-  sessions: number;
-  ended: number;
-  failed: number;
-  costUsd: number;
-  pending: number;
-}
-interface PendingItem {
-  id: string;
-  kind: 'permission' | 'question';
-  taskId: string;
-  workerId: string;
-  requesterId: string;
-  planId?: string;
-  title: string;
-  askedAt: number;
-  timeoutMs: number;
-  onTimeout: { approved: boolean; text: string };
-  request?: { priority?: string };
-}
-interface Status {
-  state: string;
-  tasks: Array<{ id: string; state: string; agentType: string; workerId: string; session: string | null }>;
-  inbox: { metrics: { depth: number; accepted: number; handled: number }; inFlight: Queued | null; queued: Queued[] };
-  pending: PendingItem[];
-  workflow?: { state: string; step: string | null; round: number; activeAgents: Array<{ taskId: string; role: string; workerId: string }>; artifacts: number; error: string | null };
-}
-interface Queued {
-  id: string;
-  type: string;
-  priority: string;
-  taskId: string;
-  subTaskId?: string;
-}
-interface RunRecord {
-  runId: string;
-  status: string;
-  planId: string;
-  source: string;
-  startedAt: number;
-  finishedAt?: number;
-  paused?: { by: string; at: number } | null;
-}
+type RunEntry = RunListEntry;
+type PendingItem = HumanItem;
+type Status = RunStatus;
+type RunRecord = Omit<FileRunRecord, 'summary'>;
 
 const token = new URLSearchParams(location.search).get('token') ?? '';
 const $main = document.getElementById('main')!;
@@ -445,9 +396,9 @@ function inboxView(p: RunPage): string {
   const running = (p.record?.status ?? p.run.view.status) === 'running';
   if (!status) return '<p class="dim">the run has written no status yet</p>';
   const items = running ? [...status.pending] : [];
-  // permissions before questions, then by priority, then oldest first
-  const rank = (i: PendingItem) => (i.kind === 'permission' ? 0 : 1) * 10 + ({ urgent: 0, high: 1, normal: 2, low: 3 }[i.request?.priority ?? 'normal'] ?? 2);
-  items.sort((a, b) => rank(a) - rank(b) || a.askedAt - b.askedAt);
+  // permissions before questions (a session is blocked on each), then the one whose default applies soonest
+  const rank = (i: PendingItem) => (i.kind === 'permission' ? 0 : 1);
+  items.sort((a, b) => rank(a) - rank(b) || a.askedAt + a.timeoutMs - (b.askedAt + b.timeoutMs));
   const groups = new Map<string, PendingItem[]>();
   for (const i of items) {
     const key = `${i.planId ?? p.record?.planId ?? ''}\u0000${i.taskId}`;

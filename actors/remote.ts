@@ -91,12 +91,15 @@ export type Subjects = ReturnType<typeof subjects>;
 /** Creates the durable queues of a namespace (idempotent). */
 export async function ensureQueues(transport: Transport, ns: string): Promise<void> {
   const s = subjects(ns);
-  await transport.ensureQueue(s.queues.spawn.name, { subjects: s.queues.spawn.subjects, workQueue: true, duplicateWindowMs: 600_000 });
-  // up and down: consumed per session, removed once acknowledged
-  await transport.ensureQueue(s.queues.up.name, { subjects: s.queues.up.subjects, workQueue: true, duplicateWindowMs: 600_000 });
-  await transport.ensureQueue(s.queues.down.name, { subjects: s.queues.down.subjects, workQueue: true, duplicateWindowMs: 600_000 });
-  // hosts' run events: kept until the run has them in its log (a day at most: a run never resumed)
-  await transport.ensureQueue(s.queues.hostEvents.name, { subjects: s.queues.hostEvents.subjects, workQueue: true, maxAgeMs: 86_400_000, duplicateWindowMs: 600_000 });
+  // together: on a cluster each replicated stream takes a round of its meta group
+  await Promise.all([
+    transport.ensureQueue(s.queues.spawn.name, { subjects: s.queues.spawn.subjects, workQueue: true, duplicateWindowMs: 600_000 }),
+    // up and down: consumed per session, removed once acknowledged
+    transport.ensureQueue(s.queues.up.name, { subjects: s.queues.up.subjects, workQueue: true, duplicateWindowMs: 600_000 }),
+    transport.ensureQueue(s.queues.down.name, { subjects: s.queues.down.subjects, workQueue: true, duplicateWindowMs: 600_000 }),
+    // hosts' run events: kept until the run has them in its log (a day at most: a run never resumed)
+    transport.ensureQueue(s.queues.hostEvents.name, { subjects: s.queues.hostEvents.subjects, workQueue: true, maxAgeMs: 86_400_000, duplicateWindowMs: 600_000 }),
+  ]);
 }
 
 export interface RemoteDeps {

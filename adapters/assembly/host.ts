@@ -76,7 +76,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
   const concurrency = options.concurrency ?? 4;
 
-  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials() });
+  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials(), onWarning: (line) => notify(`a2a: warning: NATS: ${line}`) });
   try {
     warnIfUnauthenticated(transport, options.nats, notify);
     // events are published under their own run (for its orchestrator and monitors) and logged here

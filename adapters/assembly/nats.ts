@@ -1,9 +1,15 @@
 /** NATS for a process of a2a (a run, a host, a monitor): credentials from the environment, and the one warning about a server without them. */
-import { describeServers, type NatsConnectedTransport } from '../transport/nats.js';
+import { assertReplicas, describeServers, type NatsConnectedTransport } from '../transport/nats.js';
 
-/** Credentials come from the environment, never from flags (they would show in process lists). */
+/**
+ * Credentials come from the environment, never from flags (they would show in process lists); so
+ * do the per-deployment settings beside them (inbox prefix, API prefix, replicas).
+ */
 export function natsCredentials(env: NodeJS.ProcessEnv = process.env) {
+  const replicas = env.A2A_NATS_REPLICAS?.trim();
+  if (replicas !== undefined && replicas !== '') assertReplicas(/^\d+$/.test(replicas) ? Number(replicas) : replicas, 'A2A_NATS_REPLICAS');
   return {
+    ...(replicas ? { replicas: Number(replicas) } : {}),
     ...(env.A2A_NATS_USER ? { user: env.A2A_NATS_USER } : {}),
     ...(env.A2A_NATS_PASSWORD ? { pass: env.A2A_NATS_PASSWORD } : {}),
     ...(env.A2A_NATS_TOKEN ? { token: env.A2A_NATS_TOKEN } : {}),

@@ -366,7 +366,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const journal = store?.inboxJournal(runId);
   // over NATS the workers run on hosts; what reaches this process is acknowledged after its next checkpoint
   const ns = effective.namespace ?? 'default';
-  const transport = effective.nats ? await connectNats({ servers: effective.nats, namespace: ns, name: `a2a-run-${runId}`, ...natsCredentials() }) : null;
+  const transport = effective.nats ? await connectNats({ servers: effective.nats, namespace: ns, name: `a2a-run-${runId}`, ...natsCredentials(), onWarning: (line) => warn(`NATS: ${line}`) }) : null;
   const pendingAcks: Array<() => Promise<void>> = [];
   const remote = transport
     ? {

@@ -57,6 +57,15 @@ export interface NatsTransportOptions {
    * Same rules as `inboxPrefix`.
    */
   jsApiPrefix?: string;
+  /**
+   * Replicas of every stream and KV bucket this connection creates (work queues, the hosts'
+   * events, the snapshots, hosts, pauses and artifacts buckets), 1 to 5, at most the cluster's
+   * size. Default: 3 in a JetStream cluster of 3 or more servers, else 1. An existing stream
+   * keeps its replicas; a difference is told through `onWarning`.
+   */
+  replicas?: number;
+  /** What an operator should know and nothing refuses (an existing stream's other replicas). */
+  onWarning?: (message: string) => void;
 }
 
 /** A NATS transport, and what the server said of itself when it accepted the connection. */
@@ -87,6 +96,13 @@ function assertPrefix(prefix: string, where: string, what: string, example: stri
   if (!/^[!-~]+$/.test(prefix)) throw bad('only printable ASCII is allowed');
 }
 
+/** Checks a replicas setting: JetStream holds 1 to 5 replicas of a stream. */
+export function assertReplicas(value: unknown, where: string): asserts value is number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 5) {
+    throw new A2AError('CONFIGURATION_INVALID', `${where} must be an integer from 1 to 5 (JetStream's limit), got ${JSON.stringify(value)}`, { where });
+  }
+}
+
 /** Server URLs without user info, for messages. */
 export function describeServers(servers: string | string[]): string {
   return (Array.isArray(servers) ? servers : [servers]).map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(', ');
@@ -94,6 +110,11 @@ export function describeServers(servers: string | string[]): string {
 
 /** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
 export async function connectNats(options: NatsTransportOptions): Promise<NatsConnectedTransport> {
+  // a cluster as one string (`--nats nats://a:4222,nats://b:4222`) or as a list
+  const list = (Array.isArray(options.servers) ? options.servers : [options.servers]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  if (list.length === 0) throw new A2AError('CONFIGURATION_INVALID', 'no NATS server given: pass a URL such as nats://127.0.0.1:4222, or several separated by commas for a cluster', { where: 'servers' });
+  if (options.replicas !== undefined) assertReplicas(options.replicas, 'replicas');
+  options = { ...options, servers: list };
   const servers = describeServers(options.servers);
   const secrets = secretsOf(options);
   const namespace = options.namespace ?? 'default';
@@ -133,7 +154,16 @@ export async function connectNats(options: NatsTransportOptions): Promise<NatsCo
   // checkAPI: false, so that a server without JetStream still serves core messaging.
   const api = options.jsApiPrefix !== undefined ? { apiPrefix: options.jsApiPrefix } : {};
   const jsm = await jetstreamManager(nc, { checkAPI: false, ...api });
-  return new NatsTransport(new NatsLink(nc, jetstream(nc, api), jsm, { namespace, servers, secrets, inboxPrefix: options.inboxPrefix ?? '_INBOX' }));
+  return new NatsTransport(
+    new NatsLink(nc, jetstream(nc, api), jsm, {
+      namespace,
+      servers,
+      secrets,
+      inboxPrefix: options.inboxPrefix ?? '_INBOX',
+      ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+    }),
+  );
 }
 
 class NatsTransport implements NatsConnectedTransport {

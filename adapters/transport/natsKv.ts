@@ -10,6 +10,7 @@ import { assertKey, assertName } from './names.js';
 import { decode, encode } from './natsCodec.js';
 import { isApiError, reason } from './natsErrors.js';
 import type { NatsLink } from './natsLink.js';
+import { replicasRefused } from './natsQueues.js';
 
 /** The JetStream KV bucket of bucket `bucket`. */
 export function bucketNameFor(bucket: string, namespace = 'default'): string {
@@ -30,10 +31,20 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
   if (!kvm) kvms.set(link, (kvm = new Kvm(link.js)));
   let kv: KV;
   await link.ready(`open the KV bucket ${bucket}`, bucket);
+  const replicas = link.replicas(bucket);
   try {
-    kv = await kvm.create(name, { history: 1, storage: StorageType.File });
+    // several processes of a cluster creating the same bucket at once wait past the API's timeout (see ensureQueue)
+    kv = await link.retrying(`open the KV bucket ${bucket}`, bucket, () => kvm.create(name, { history: 1, storage: StorageType.File, replicas }));
   } catch (error) {
+    if (isApiError(error, 10005) || isApiError(error, 10074)) throw replicasRefused(link, `the KV bucket ${bucket} (${name})`, bucket, error);
     throw link.fail('AGENT_ERROR', `could not open or create the KV bucket ${bucket} (${name})`, bucket, error);
+  }
+  // an existing bucket keeps its replicas (see ensureQueue): told, not changed
+  try {
+    const held = (await kv.status()).replicas;
+    if (link.replicasAsked && held !== replicas) link.warn(`the KV bucket ${bucket} (${name}) has ${held} replica(s), and this connection asks for ${replicas}: it keeps ${held} (change it with \`nats stream edit KV_${name} --replicas ${replicas}\`)`);
+  } catch {
+    // its status is only for this warning
   }
   const at = (key: string) => `${bucket}/${key}`;
   const failed = (op: string, key: string, error: unknown) => link.fail('AGENT_ERROR', `KV ${op} of key "${key}" in bucket ${bucket} failed`, at(key), error);

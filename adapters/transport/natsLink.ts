@@ -65,8 +65,18 @@ export class NatsLink {
   readonly #onUp = new Set<() => void>();
   /** Called on each reconnect: pull requests made before it died with the old connection. */
   readonly onReconnect = new Set<() => void>();
+  /** The replicas asked for (A2A_NATS_REPLICAS, `replicas`), or undefined: chosen by the cluster's size. */
+  readonly #replicas: number | undefined;
+  /** Told what the operator should know and nothing refuses: an existing stream with other replicas. */
+  readonly warn: (message: string) => void;
+  readonly #warned = new Set<string>();
 
-  constructor(nc: NatsConnection, js: JetStreamClient, jsm: JetStreamManager, options: { namespace: string; servers: string; secrets: string[]; inboxPrefix: string }) {
+  constructor(
+    nc: NatsConnection,
+    js: JetStreamClient,
+    jsm: JetStreamManager,
+    options: { namespace: string; servers: string; secrets: string[]; inboxPrefix: string; replicas?: number; onWarning?: (message: string) => void },
+  ) {
     this.nc = nc;
     this.js = js;
     this.jsm = jsm;
@@ -74,7 +84,58 @@ export class NatsLink {
     this.#servers = options.servers;
     this.#secrets = options.secrets;
     this.#inboxPrefix = options.inboxPrefix;
+    this.#replicas = options.replicas;
+    const onWarning = options.onWarning ?? (() => undefined);
+    this.warn = (message) => {
+      if (this.#warned.has(message)) return;
+      this.#warned.add(message);
+      onWarning(redact(message, this.#secrets));
+    };
     void this.#watch();
+  }
+
+  /**
+   * The servers of the cluster this connection is in, as the server says (its INFO's
+   * `connect_urls`: every member's client address, itself included); 1 outside a cluster.
+   */
+  get clusterSize(): number {
+    const info = this.nc.info;
+    if (!info?.cluster) return 1;
+    return Math.max(1, info.connect_urls?.length ?? 1);
+  }
+
+  /** Whether the replicas were asked for (else chosen by the cluster's size, which counts only the servers up now). */
+  get replicasAsked(): boolean {
+    return this.#replicas !== undefined;
+  }
+
+  /** The replicas of a stream of this namespace found existing: what the others get, when none were asked for. */
+  #found: number | undefined;
+
+  /**
+   * An existing stream of this namespace has `replicas`: unless replicas were asked for, the
+   * streams and buckets made after it get as many (a cluster with a node down counts fewer
+   * servers than it has, and would otherwise give them fewer replicas than their siblings).
+   */
+  found(replicas: number): void {
+    this.#found = Math.max(this.#found ?? 1, replicas);
+  }
+
+  /**
+   * How many replicas the streams and buckets this connection creates get: the setting, checked
+   * against the cluster's size; else 3 in a cluster of 3 or more, 1 otherwise.
+   */
+  replicas(where: string): number {
+    const size = this.clusterSize;
+    if (this.#replicas === undefined) return this.#found ?? (size >= 3 ? 3 : 1);
+    if (this.#replicas > size) {
+      throw this.fail(
+        'VALIDATION_ERROR',
+        `replicas ${this.#replicas} (A2A_NATS_REPLICAS) needs a JetStream cluster of at least ${this.#replicas} servers, and ${this.#servers} ${size === 1 ? 'is a single server' : `is a cluster of ${size}`}: set A2A_NATS_REPLICAS to at most ${size}, or leave it unset (${size >= 3 ? 3 : 1} here)`,
+        where,
+      );
+    }
+    return this.#replicas;
   }
 
   async #watch(): Promise<void> {

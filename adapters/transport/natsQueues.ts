@@ -23,11 +23,13 @@ import type { DurableConsumer, DurableMessage } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 import { assertConsumerName, assertName, assertSubject } from './names.js';
 import { decode, encode, fromHeaders, toHeaders } from './natsCodec.js';
-import { isApiError, isNoResponders, isRefused, isTimeout, reason } from './natsErrors.js';
+import { isApiError, isNoResponders, isRefused, isTimeout, isTransient, reason } from './natsErrors.js';
 import { backoff, pause, RECONNECT_WAIT_MS, type NatsLink } from './natsLink.js';
 
 /** Default dedup window of a queue (JetStream's own default). */
 const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
+/** Tries at creating or updating a queue's stream when the cluster is slow to answer (see ensureQueue). */
+const CREATE_ATTEMPTS = 6;
 /** How long one pull request waits on the server; shorter means faster recovery, more requests. */
 const FETCH_EXPIRES_MS = 5_000;
 
@@ -75,22 +77,49 @@ export async function ensureQueue(link: NatsLink, name: string, options: QueueOp
       } catch (error) {
         if (!isApiError(error, JetStreamApiCodes.StreamNotFound)) throw error;
       }
+      if (current) link.found(current.num_replicas ?? 1);
+      const replicas = link.replicas(name);
       if (!current) {
-        await link.jsm.streams.add({ name: stream, retention, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: 1, ...wanted });
+        await link.jsm.streams.add({ name: stream, retention, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: replicas, ...wanted });
         return;
+      }
+      // told only when asked for: a size-chosen number counts the servers up now, one may be down
+      if (link.replicasAsked && (current.num_replicas ?? 1) !== replicas) {
+        // not changed here: scaling a stream moves its data, an operator's decision
+        link.warn(`${where} has ${current.num_replicas ?? 1} replica(s), and this connection asks for ${replicas}: it keeps ${current.num_replicas ?? 1} (change it with \`nats stream edit ${stream} --replicas ${replicas}\`)`);
       }
       if (current.retention !== retention) {
         throw new A2AError('VALIDATION_ERROR', `${where} exists with ${current.retention} retention, which cannot be changed to ${retention}`, { where: name });
       }
-      await link.jsm.streams.update(stream, { ...current, ...wanted });
+      // updated only when it differs: an update of a replicated stream just created by another
+      // process waits for its leader, past the API's timeout, for nothing
+      const same =
+        current.subjects.length === wanted.subjects.length &&
+        current.subjects.every((x, i) => x === wanted.subjects[i]) &&
+        current.max_age === wanted.max_age &&
+        current.duplicate_window === wanted.duplicate_window;
+      if (!same) await link.jsm.streams.update(stream, { ...current, ...wanted });
       return;
     } catch (error) {
       if (error instanceof A2AError) throw error;
       // Created meanwhile by someone else (10058: name in use): look again.
       if (attempt === 0 && isApiError(error, 10058)) continue;
+      // In a cluster, processes starting together create the same replicated stream at once, and
+      // all but one wait on the meta leader past the API's timeout; a leader election does the
+      // same. Idempotent (info, then add or update): look again, a few times, with backoff.
+      if (attempt < CREATE_ATTEMPTS && isTransient(error)) {
+        await pause(backoff(attempt + 2));
+        continue;
+      }
+      if (isApiError(error, 10005) || isApiError(error, 10074)) throw replicasRefused(link, where, name, error);
       throw link.fail(isRefused(error) ? 'VALIDATION_ERROR' : 'AGENT_ERROR', `could not create or update ${where} on subjects ${options.subjects.join(', ')}`, name, error);
     }
   }
+}
+
+/** The cluster could not place the replicas asked for (10005: no suitable peers; 10074: not clustered). */
+export function replicasRefused(link: NatsLink, where: string, name: string, error: unknown): A2AError {
+  return link.fail('VALIDATION_ERROR', `could not create ${where} with ${link.replicas(name)} replica(s): the JetStream cluster has too few servers up to hold them (A2A_NATS_REPLICAS sets the number; a cluster of ${link.clusterSize} was seen)`, name, error);
 }
 
 /** Publishes into the queue holding `subject`; a retry with the same msgId is dropped by the server. */

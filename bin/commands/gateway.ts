@@ -67,7 +67,7 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
     throw new A2AError('VALIDATION_ERROR', `--prefix "${options.prefix}" must be dot-separated tokens of letters, digits, "_" and "-" (e.g. a2a.default.swarm)`);
   }
   const hostId = options.id ?? `gateway-${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
-  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-gateway-${hostId}`, ...natsCredentials() });
+  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-gateway-${hostId}`, ...natsCredentials(), onWarning: (line) => io.stderr.write(`a2a: warning: NATS: ${line}\n`) });
   warnIfUnauthenticated(transport, options.nats, (line) => io.stderr.write(`${line}\n`));
   const bus = publishingSink(transport, ns, hostId, { log: (line) => io.stdout.write(`${line}\n`), notify: (line) => io.stderr.write(`${line}\n`) }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'warning']);
   const gateway = new Seed004Gateway({

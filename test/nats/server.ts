@@ -175,7 +175,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
   const config = [
     options.base ?? '',
     `listen: "127.0.0.1:${port}"`,
-    // No monitoring, cluster, gateway or leafnode ports: only the client port, on loopback.
+    // No monitoring, gateway or leafnode ports: the client port on loopback (and, in a cluster, its routes: startNatsCluster).
     jetstream ? `jetstream { store_dir: ${JSON.stringify(join(dir, 'jetstream'))} }` : '',
     options.config ?? '',
   ].join('\n');
@@ -237,4 +237,64 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     },
     log: () => output.join(''),
   };
+}
+
+export interface NatsCluster {
+  /** The nodes, `n1` … `nN` (their `server_name`), each a NatsServer that can be killed and restarted. */
+  nodes: NatsServer[];
+  /** Every node's URL, comma-separated (what `--nats` takes for a cluster). */
+  urls: string;
+  /** The node named `name` (as JetStream names stream leaders and replicas). */
+  node(name: string): NatsServer;
+  stop(): Promise<void>;
+}
+
+/**
+ * A JetStream cluster of `size` nodes on loopback (routes between them, a store dir each), for
+ * the cluster tests: resolves once its meta group has a leader and a stream of `size` replicas
+ * can be placed, so that a test starts from a cluster that works.
+ */
+export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const routes = routePorts.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
+  const nodes = await Promise.all(
+    routePorts.map((port, i) => startNatsServer({ config: `server_name: n${i + 1}\ncluster { name: a2a_test, listen: "127.0.0.1:${port}", routes: [${routes}] }` })),
+  );
+  const urls = nodes.map((n) => n.url).join(',');
+  await placeable(urls, size);
+  return {
+    nodes,
+    urls,
+    node: (name) => {
+      const found = nodes[Number(name.replace(/^n/, '')) - 1];
+      if (!found) throw new Error(`no node "${name}" in this cluster (n1 … n${size})`);
+      return found;
+    },
+    stop: async () => {
+      await Promise.all(nodes.map((n) => n.stop()));
+    },
+  };
+}
+
+/** Waits until a stream of `replicas` replicas can be created (the meta leader elected, the peers known), then removes it. */
+async function placeable(urls: string, replicas: number): Promise<void> {
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const nc = await connect({ servers: urls.split(',') });
+  try {
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    for (let i = 0; ; i++) {
+      try {
+        await jsm.streams.add({ name: `probe_${i}`, subjects: [`probe.${i}`], num_replicas: replicas });
+        await jsm.streams.delete(`probe_${i}`);
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw new Error(`the cluster could not place a stream of ${replicas} replicas within ${START_TIMEOUT_MS} ms: ${String(error)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } finally {
+    await nc.close();
+  }
 }

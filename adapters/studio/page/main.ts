@@ -235,7 +235,7 @@ function render(full: boolean): void {
   const pending = p.status && running ? p.status.pending.length : 0;
   const paused = Boolean(p.record?.paused) || p.run.paused;
   const budget = p.run.budgets.runUsd;
-  head.innerHTML = `<div class="runhead">
+  morph(head, `<div class="runhead">
     <h1>${esc(p.runId)}</h1>
     <span class="stat s-${esc(status)}" aria-label="status">${esc(status)}${paused && running ? ' · paused' : ''}</span>
     <span class="stat">${formatElapsed(((p.record?.finishedAt ?? v.finishedAt) || Date.now()) - (v.startedAt ?? p.record?.startedAt ?? Date.now()))}</span>
@@ -245,7 +245,7 @@ function render(full: boolean): void {
     <span class="row" style="margin-left:auto">
       ${running ? (paused ? `<button data-act="unpause" class="primary">Resume run</button>` : `<button data-act="pause">Pause run</button>`) : ''}
       ${running ? (Date.now() - p.stopArmedAt < 10_000 ? `<button data-act="stop" class="danger" aria-label="Confirm: stop the run now">Confirm stop</button>` : `<button data-act="stop" class="danger" aria-label="Stop the run: cancels every worker and sub-task">Stop run</button>`) : ''}
-    </span></div>`;
+    </span></div>`);
   if (full || tabs.childElementCount === 0) {
     tabs.innerHTML = TABS.map(([id, label]) => `<button role="tab" id="tab-${id}" aria-controls="body" aria-selected="${p.tab === id}" data-tab="${id}">${label}</button>`).join('');
   } else {
@@ -265,27 +265,27 @@ function render(full: boolean): void {
   body.setAttribute('aria-labelledby', `tab-${p.tab}`);
   switch (p.tab) {
     case 'inbox':
-      body.innerHTML = inboxView(p);
+      morph(body, inboxView(p));
       break;
     case 'audit':
-      if (full) body.innerHTML = auditShell(p);
+      if (full) morph(body, auditShell(p));
       void loadAudit(p);
       break;
     case 'cost':
-      body.innerHTML = costView(p);
+      morph(body, costView(p));
       break;
     case 'workflow':
-      body.innerHTML = workflowView(p);
+      morph(body, workflowView(p));
       if (full) void loadArtifacts(p);
       break;
     case 'events':
-      body.innerHTML = `<div class="panel events" aria-label="Events" tabindex="0">${p.run.events
+      morph(body, `<div class="panel events" aria-label="Events" tabindex="0">${p.run.events
         .slice(-1000)
         .map((e) => esc(`${time(e.ts)}  ${describeEvent(e) ?? e.type}`))
-        .join('\n')}</div>`;
+        .join('\n')}</div>`);
       break;
     default:
-      body.innerHTML = treeView(p);
+      morph(body, treeView(p));
   }
   for (const [id, value] of typed) {
     const el = document.getElementById(id) as HTMLInputElement | null;
@@ -293,6 +293,47 @@ function render(full: boolean): void {
   }
   if (focusId) document.getElementById(focusId)?.focus();
   p.dirty = false;
+}
+
+/**
+ * Brings `el`'s content to `html` in place. The views are redrawn as events arrive (several a
+ * second in a busy run): replacing them would swap a button out from under a click in progress
+ * (pressed on one element, released on its replacement: no click), drop the focus and what was
+ * typed. Nodes that stay (same kind, same id) keep their identity; only what differs changes.
+ */
+function morph(el: Element, html: string): void {
+  const template = document.createElement('template');
+  template.innerHTML = html;
+  sync(el, template.content);
+}
+
+function sync(into: Node, like: Node): void {
+  const have = [...into.childNodes];
+  const want = [...like.childNodes];
+  for (let i = 0; i < want.length; i++) {
+    const w = want[i]!;
+    const h = have[i];
+    if (!h) {
+      into.appendChild(w);
+      continue;
+    }
+    if (h.nodeType !== w.nodeType || h.nodeName !== w.nodeName || (h instanceof Element && h.id !== (w as Element).id)) {
+      into.replaceChild(w, h);
+      continue;
+    }
+    if (!(h instanceof Element)) {
+      if (h.nodeValue !== w.nodeValue) h.nodeValue = w.nodeValue;
+      continue;
+    }
+    const we = w as Element;
+    for (const a of [...h.attributes]) {
+      // a <details> the person opened stays open
+      if (!we.hasAttribute(a.name) && !(a.name === 'open' && h.nodeName === 'DETAILS')) h.removeAttribute(a.name);
+    }
+    for (const a of [...we.attributes]) if (h.getAttribute(a.name) !== a.value) h.setAttribute(a.name, a.value);
+    sync(h, we);
+  }
+  for (let i = have.length - 1; i >= want.length; i--) into.removeChild(have[i]!);
 }
 
 // ---------------------------------------------------------------------------------------------

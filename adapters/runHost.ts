@@ -386,7 +386,6 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** Sends a request to the process running `runId` and waits for its reply. */
 /**
  * Emergency stop of a run in progress on this machine (`a2a stop`, the studio's Stop): signals the
  * run's process (SIGINT, as Ctrl-C would), which cancels the whole tree; every worker and sub-task
@@ -405,6 +404,7 @@ export function stopRunProcess(store: FileRunStore, runId: string): string {
   return `stop requested for run ${record.runId} (pid ${record.pid}): every worker and sub-task is being cancelled`;
 }
 
+/** Sends a request to the process running `runId` and waits for its reply. */
 export async function sendControl(store: FileRunStore, runId: string, request: ControlRequest, timeoutMs = 10_000): Promise<ControlReply> {
   const record = store.read(runId);
   if (record.status !== 'running') throw new A2AError('INVALID_STATE_TRANSITION', `run ${runId} is ${record.status}, not running`);

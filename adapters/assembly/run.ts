@@ -171,7 +171,7 @@ export interface LaunchedRun {
 /** The run's budgets for its `run.started` event (none when no budget is set). */
 function budgetsOf(config: RunConfig): { budgets?: { runUsd?: number; workerUsd?: number } } {
   const b = config.models.budgets;
-  return b && (b.runUsd !== undefined || b.workerUsd !== undefined) ? { budgets: { ...(b.runUsd !== undefined ? { runUsd: b.runUsd } : {}), ...(b.workerUsd !== undefined ? { workerUsd: b.workerUsd } : {}) } } : {};
+  return b && Object.keys(b).length > 0 ? { budgets: b } : {};
 }
 
 function newRunId(): string {

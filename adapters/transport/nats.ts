@@ -103,15 +103,20 @@ export function assertReplicas(value: unknown, where: string): asserts value is 
   }
 }
 
-/** Server URLs without user info, for messages. */
+/** The server URLs of a list, or of one string separated by commas (`--nats a,b,c`). */
+export function serverList(servers: string | string[]): string[] {
+  return (Array.isArray(servers) ? servers : [servers]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+}
+
+/** Server URLs without user info, for messages (each URL of a comma-separated cluster too). */
 export function describeServers(servers: string | string[]): string {
-  return (Array.isArray(servers) ? servers : [servers]).map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(', ');
+  return serverList(servers).map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(', ');
 }
 
 /** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
 export async function connectNats(options: NatsTransportOptions): Promise<NatsConnectedTransport> {
   // a cluster as one string (`--nats nats://a:4222,nats://b:4222`) or as a list
-  const list = (Array.isArray(options.servers) ? options.servers : [options.servers]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  const list = serverList(options.servers);
   if (list.length === 0) throw new A2AError('CONFIGURATION_INVALID', 'no NATS server given: pass a URL such as nats://127.0.0.1:4222, or several separated by commas for a cluster', { where: 'servers' });
   if (options.replicas !== undefined) assertReplicas(options.replicas, 'replicas');
   options = { ...options, servers: list };

@@ -24,7 +24,7 @@ import { describeHostChange, MonitorState, renderMonitor, type HostChange, type 
 import { followNamespace } from '../../adapters/monitorFeed.js';
 import { describeEvent, palette } from '../../adapters/terminal.js';
 import { formatElapsed } from '../../actors/runView.js';
-import { connectNats } from '../../adapters/transport/nats.js';
+import { connectNats, describeServers } from '../../adapters/transport/nats.js';
 import { natsCredentials } from '../../adapters/assembly/nats.js';
 
 export interface MonitorCommandOptions {
@@ -50,14 +50,6 @@ const REDRAW_MS = 500;
 /** Liveness is checked this often. */
 const TICK_MS = 100;
 
-/** Server URLs without user info (`nats://user:pass@host` → `nats://host`). */
-export function withoutCredentials(url: string): string {
-  return url
-    .split(',')
-    .map((s) => s.trim().replace(/\/\/[^@/]*@/, '//'))
-    .join(',');
-}
-
 export async function monitorCommand(options: MonitorCommandOptions, io: MonitorIo): Promise<number> {
   if (options.untilDone && !options.run) throw new A2AError('VALIDATION_ERROR', '--until-done needs --run <runId>: the run whose end it waits for');
   const ns = options.namespace ?? 'default';
@@ -65,7 +57,7 @@ export async function monitorCommand(options: MonitorCommandOptions, io: Monitor
   const mode: 'json' | 'live' | 'log' = options.json ? 'json' : io.stdout.isTTY ? 'live' : 'log';
   const colour = mode === 'live';
   const p = palette(colour);
-  const title = `a2a monitor · ${withoutCredentials(options.nats)} · namespace ${ns}${options.run ? ` · run ${options.run}` : ''}`;
+  const title = `a2a monitor · ${describeServers(options.nats)} · namespace ${ns}${options.run ? ` · run ${options.run}` : ''}`;
 
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: 'a2a-monitor', ...natsCredentials() });
   try {

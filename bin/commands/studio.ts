@@ -6,9 +6,8 @@
 import { resolve } from 'node:path';
 import { startStudio } from '../../adapters/studio/server.js';
 import { watchNamespace, type NatsWatch } from '../../adapters/studio/nats.js';
-import { connectNats } from '../../adapters/transport/nats.js';
+import { connectNats, describeServers } from '../../adapters/transport/nats.js';
 import { natsCredentials } from '../../adapters/assembly/nats.js';
-import { withoutCredentials } from './monitor.js';
 
 export interface StudioCommandOptions {
   workspace?: string;
@@ -47,7 +46,7 @@ export async function studioCommand(
     const namespace = options.namespace ?? 'default';
     const transport = await connectNats({ servers: options.nats, namespace, name: 'a2a-studio', ...natsCredentials() });
     closeTransport = () => transport.close();
-    nats = await watchNamespace(transport, { servers: withoutCredentials(options.nats), namespace });
+    nats = await watchNamespace(transport, { servers: describeServers(options.nats), namespace });
   }
   try {
     const studio = await startStudio({

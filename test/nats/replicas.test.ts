@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { main } from '../../bin/cli.js';
-import { connectNats } from '../../adapters/transport/nats.js';
+import { connectNats, describeServers } from '../../adapters/transport/nats.js';
+import { warnIfUnauthenticated } from '../../adapters/assembly/nats.js';
 import { natsCredentials } from '../../adapters/assembly/nats.js';
 import { streamNameFor } from '../../adapters/transport/natsQueues.js';
 import { bucketNameFor } from '../../adapters/transport/natsKv.js';
@@ -103,5 +104,15 @@ describe('replicas on one server, and the setting itself', () => {
     const t = await connectNats({ servers: `nats://127.0.0.1:${dead}, ${single.url}`, namespace: 'two' });
     await t.ensureQueue('jobs', { subjects: ['a2a.two.jobs.>'], workQueue: true });
     await t.close();
+  });
+
+  it('names every server of a cluster without its credentials, in messages and in the warning about a server without authentication', async () => {
+    expect(describeServers('nats://ann:pw1@10.0.0.1:4222, nats://bob:pw2@10.0.0.2:4222,nats://10.0.0.3:4222')).toBe('nats://10.0.0.1:4222, nats://10.0.0.2:4222, nats://10.0.0.3:4222');
+    const t = await connectNats({ servers: single.url, namespace: 'warn' });
+    const lines: string[] = [];
+    warnIfUnauthenticated(t, `nats://ann:pw1@127.0.0.1:1,${single.url.replace('//', '//bob:pw2@')}`, (line) => lines.push(line));
+    await t.close();
+    expect(lines.join('\n')).toContain(`the NATS server at nats://127.0.0.1:1, ${single.url} does not require authentication`);
+    expect(lines.join('\n')).not.toMatch(/pw1|pw2/);
   });
 });

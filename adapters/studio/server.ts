@@ -41,7 +41,7 @@ import { machines, toGraphJson } from '../../actors/graph/index.js';
 import { ArtifactStore } from '../../actors/artifacts.js';
 import { redactText } from '../../actors/secrets.js';
 import { realClock } from '../clock.js';
-import { FileRunStore } from '../store/file.js';
+import { FileRunStore, type RunRecord } from '../store/file.js';
 import { FileArtifactBackend } from '../store/artifactFiles.js';
 import { indexedRuns } from '../store/runIndex.js';
 import { sendControl, stopRunProcess } from '../runHost.js';
@@ -123,41 +123,50 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
   const summaries = new Map<string, { key: string; entry: RunListEntry }>();
   let port = 0;
 
-  /** The runs there are: the workspace's, then the indexed ones elsewhere (a run id names one run). */
-  function runStores(): Map<string, { store: FileRunStore; workspace: string }> {
-    const out = new Map<string, { store: FileRunStore; workspace: string }>();
-    for (const r of safeList(home)) out.set(r.runId, { store: home, workspace: options.workspace });
-    if (options.indexed !== false) {
-      for (const entry of indexedRuns()) {
-        if (out.has(entry.runId)) continue;
-        const store = new FileRunStore(entry.workspace);
-        if (existsSync(join(store.dir(entry.runId), 'run.json'))) out.set(entry.runId, { store, workspace: entry.workspace });
-      }
+  /** The indexed runs that live in a workspace of their own (an example's fresh repository). */
+  const indexed = () => (options.indexed === false ? [] : indexedRuns());
+
+  /** Where run `runId` is: the workspace, else the index (a run id names one run). */
+  function locate(runId: string): { store: FileRunStore; workspace: string } | null {
+    if (existsSync(join(home.dir(runId), 'run.json'))) return { store: home, workspace: options.workspace };
+    const entry = indexed().find((e) => e.runId === runId);
+    if (!entry) return null;
+    const store = new FileRunStore(entry.workspace);
+    return existsSync(join(store.dir(runId), 'run.json')) ? { store, workspace: entry.workspace } : null;
+  }
+
+  /** The run's feed, made on first use (and again if the run is found in another store). */
+  function feedOf(runId: string, store: FileRunStore): RunFeed {
+    let feed = feeds.get(runId);
+    if (!feed || feed.store.root !== store.root) {
+      feed = new RunFeed(store, runId, options.pollMs);
+      feeds.set(runId, feed);
     }
-    return out;
+    return feed;
   }
 
   function runOf(runId: string): { store: FileRunStore; workspace: string; feed: RunFeed } {
-    const found = runStores().get(runId);
+    const found = locate(runId);
     if (!found) throw new HttpError(404, `no run "${runId}" in ${home.root}${options.indexed !== false ? ' or among the indexed runs' : ''}`);
-    let feed = feeds.get(runId);
-    if (!feed || feed.store.root !== found.store.root) {
-      feed = new RunFeed(found.store, runId, options.pollMs);
-      feeds.set(runId, feed);
-    }
-    return { ...found, feed };
+    return { ...found, feed: feedOf(runId, found.store) };
   }
 
+  /** Every run, each record read once: the workspace's, then the indexed ones elsewhere. */
   function listRuns(): RunListEntry[] {
-    const out: RunListEntry[] = [];
-    for (const [runId, { store, workspace }] of runStores()) {
-      let record;
+    const records = new Map<string, { store: FileRunStore; workspace: string; record: RunRecord }>();
+    for (const record of safeList(home)) records.set(record.runId, { store: home, workspace: options.workspace, record });
+    for (const entry of indexed()) {
+      if (records.has(entry.runId)) continue;
+      const store = new FileRunStore(entry.workspace);
       try {
-        record = store.read(runId);
+        records.set(entry.runId, { store, workspace: entry.workspace, record: store.read(entry.runId) });
       } catch {
-        continue;
+        // gone with its workspace
       }
-      const feed = feeds.get(runId) ?? runOf(runId).feed;
+    }
+    const out: RunListEntry[] = [];
+    for (const [runId, { store, workspace, record }] of records) {
+      const feed = feedOf(runId, store);
       feed.poll();
       const status = feed.status();
       const key = `${feed.events.length}:${record.status}:${JSON.stringify(record.paused ?? null)}:${(status as { savedAt?: number } | null)?.savedAt ?? 0}`;

@@ -85,6 +85,8 @@ interface RunPage {
   reconnects: number;
   /** Stop was clicked once: the next click (within 10 s) confirms it. */
   stopArmedAt: number;
+  /** The run's artifacts (the workflow view), read when that view opens. */
+  artifacts: Array<Record<string, unknown>> | null;
 }
 let page: RunPage | null = null;
 
@@ -148,7 +150,7 @@ async function showRuns(): Promise<void> {
 function openRun(runId: string, tab: string, selected: string | null): void {
   const same = page?.runId === runId;
   if (!same || !page) {
-    page = { runId, run: new StudioRun(), status: null, record: null, tab, selected, auditFilter: { actor: '', action: '', decision: '' }, dirty: true, last: -1, reconnects: 0, stopArmedAt: 0 };
+    page = { runId, run: new StudioRun(), status: null, record: null, tab, selected, auditFilter: { actor: '', action: '', decision: '' }, dirty: true, last: -1, reconnects: 0, stopArmedAt: 0, artifacts: null };
   } else {
     page.tab = tab;
     page.selected = selected;
@@ -246,21 +248,11 @@ function render(full: boolean): void {
       ${running ? (paused ? `<button data-act="unpause" class="primary">Resume run</button>` : `<button data-act="pause">Pause run</button>`) : ''}
       ${running ? (Date.now() - p.stopArmedAt < 10_000 ? `<button data-act="stop" class="danger" aria-label="Confirm: stop the run now">Confirm stop</button>` : `<button data-act="stop" class="danger" aria-label="Stop the run: cancels every worker and sub-task">Stop run</button>`) : ''}
     </span></div>`);
-  if (full || tabs.childElementCount === 0) {
-    tabs.innerHTML = TABS.map(([id, label]) => `<button role="tab" id="tab-${id}" aria-controls="body" aria-selected="${p.tab === id}" data-tab="${id}">${label}</button>`).join('');
-  } else {
-    for (const b of tabs.querySelectorAll<HTMLButtonElement>('button[data-tab]')) b.setAttribute('aria-selected', String(b.dataset.tab === p.tab));
-    const inbox = tabs.querySelector('#tab-inbox');
-    if (inbox) inbox.textContent = pending ? `Inbox (${pending})` : 'Inbox';
-  }
-  // keep the focus and the typing of a form being filled in: such views are redrawn only on demand
+  morph(tabs, TABS.map(([id, label]) => `<button role="tab" id="tab-${id}" aria-controls="body" aria-selected="${p.tab === id}" data-tab="${id}">${id === 'inbox' && pending ? `${label} (${pending})` : label}</button>`).join(''));
+  // a form being filled in is left alone until it is sent (morph() would keep it, but nothing in it needs the news)
   const active = document.activeElement;
   const typing = active instanceof HTMLInputElement || active instanceof HTMLTextAreaElement || active instanceof HTMLSelectElement;
   if (!full && typing && body.contains(active)) return;
-  const focusId = active instanceof HTMLElement && body.contains(active) ? active.id : '';
-  // what was typed survives a redraw (the views are redrawn as events arrive)
-  const typed = new Map<string, string>();
-  for (const el of body.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input[id], select[id], textarea[id]')) if (el.value) typed.set(el.id, el.value);
   body.setAttribute('role', 'tabpanel');
   body.setAttribute('aria-labelledby', `tab-${p.tab}`);
   switch (p.tab) {
@@ -287,11 +279,6 @@ function render(full: boolean): void {
     default:
       morph(body, treeView(p));
   }
-  for (const [id, value] of typed) {
-    const el = document.getElementById(id) as HTMLInputElement | null;
-    if (el && !el.value) el.value = value;
-  }
-  if (focusId) document.getElementById(focusId)?.focus();
   p.dirty = false;
 }
 
@@ -465,11 +452,11 @@ function inboxView(p: RunPage): string {
               return `<div class="item" data-item="${esc(i.id)}"><span class="chip">${esc(i.kind)}</span><span class="title">${esc(i.title)}<br><span class="dim">from ${esc(i.requesterId)} · ${esc(left(i))} · id ${esc(i.id)}</span></span>
               ${
                 i.kind === 'permission'
-                  ? `<label class="sr" for="why-${n}">Reason for item ${n}</label><input id="why-${n}" size="14" placeholder="reason (optional)">
-                   <button class="primary" data-act="approve" data-id="${esc(i.id)}" data-n="${n}" aria-label="Approve: ${esc(i.title)}">Approve</button>
-                   <button class="danger" data-act="deny" data-id="${esc(i.id)}" data-n="${n}" aria-label="Deny: ${esc(i.title)}">Deny</button>`
-                  : `<label class="sr" for="answer-${n}">Answer to: ${esc(i.title)}</label><input id="answer-${n}" size="28" placeholder="your answer">
-                   <button class="primary" data-act="answer" data-id="${esc(i.id)}" data-n="${n}" aria-label="Send the answer to: ${esc(i.title)}">Answer</button>`
+                  ? `<label class="sr" for="why-${esc(i.id)}">Reason for item ${n}</label><input id="why-${esc(i.id)}" size="14" placeholder="reason (optional)">
+                   <button class="primary" data-act="approve" data-id="${esc(i.id)}" aria-label="Approve: ${esc(i.title)}">Approve</button>
+                   <button class="danger" data-act="deny" data-id="${esc(i.id)}" aria-label="Deny: ${esc(i.title)}">Deny</button>`
+                  : `<label class="sr" for="answer-${esc(i.id)}">Answer to: ${esc(i.title)}</label><input id="answer-${esc(i.id)}" size="28" placeholder="your answer">
+                   <button class="primary" data-act="answer" data-id="${esc(i.id)}" aria-label="Send the answer to: ${esc(i.title)}">Answer</button>`
               }</div>`;
             })
             .join('')}</div>`;
@@ -537,10 +524,9 @@ function costView(p: RunPage): string {
       .join('')}</tbody></table>${sessions.length > 200 ? `<p class="dim">and ${sessions.length - 200} more</p>` : ''}` : '<p class="dim">no priced model call yet (the scripted model costs nothing; price a profile to see spending)</p>'}</section>`;
 }
 
-let artifacts: Array<Record<string, unknown>> | null = null;
 async function loadArtifacts(p: RunPage): Promise<void> {
   try {
-    artifacts = await api<Array<Record<string, unknown>>>(`/api/runs/${encodeURIComponent(p.runId)}/artifacts`);
+    p.artifacts = await api<Array<Record<string, unknown>>>(`/api/runs/${encodeURIComponent(p.runId)}/artifacts`);
     if (page === p && p.tab === 'workflow') render(false);
   } catch (error) {
     toast((error as Error).message, true);
@@ -553,6 +539,7 @@ function workflowView(p: RunPage): string {
   if (!w && !s) return '<p class="dim">this run is not a workflow (a2a run --workflow sdlc "&lt;goal&gt;" runs one)</p>';
   const state = w?.state ?? s?.state ?? 'IDLE';
   const chart = charts?.sdlcWorkflow;
+  const artifacts = p.artifacts;
   return `<div class="cols"><section class="panel" aria-label="Workflow state"><h2 style="font-size:16px;margin:0">Workflow: ${esc(state)}${w?.round != null ? ` (round ${w.round})` : ''}</h2>
       ${s ? `<p class="dim">active agents: ${s.activeAgents.map((a) => `${esc(a.role)} (${esc(a.workerId)})`).join(', ') || 'none'}${s.error ? ` · error: ${esc(s.error)}` : ''}</p>` : ''}
       ${chart ? chartView(chart, state) : ''}</section>
@@ -627,12 +614,12 @@ async function act(p: RunPage, button: HTMLElement): Promise<void> {
   switch (act) {
     case 'approve':
     case 'deny': {
-      const reason = input(`why-${button.dataset.n}`);
+      const reason = input(`why-${button.dataset.id}`);
       body = { command: 'answer', id: button.dataset.id, approved: act === 'approve', ...(reason ? { reason } : {}) };
       break;
     }
     case 'answer':
-      body = { command: 'answer', id: button.dataset.id, text: input(`answer-${button.dataset.n}`) };
+      body = { command: 'answer', id: button.dataset.id, text: input(`answer-${button.dataset.id}`) };
       break;
     case 'approve_all':
     case 'pause':

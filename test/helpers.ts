@@ -2,9 +2,11 @@
  * Test harness: the real runtime (machines, supervisor, agent loop, tools, registry) with the
  * scripted model on xstate's SimulatedClock, collecting every run event.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildSync, type BuildOptions } from 'esbuild';
 import { SimulatedClock } from 'xstate';
 import { RunConfig, type ConfigLayer } from '../actors/config.js';
 import { RunEventBus } from '../actors/events.js';
@@ -18,6 +20,27 @@ import { CostLedger, type Budgets } from '../actors/cost.js';
 import type { ModelResolver } from '../actors/agentLoop.js';
 import { bubblewrapRunner } from '../adapters/sandbox/index.js';
 import type { CommandRunner } from '../machines/ports.js';
+
+const bundles = new Map<string, string>();
+
+/**
+ * `entry` (a path from the package root) bundled with esbuild once per test process, into
+ * node_modules/.cache/a2a-test (under the package root, so that packages resolve as from the
+ * sources), removed when the process exits. `extension` names the output's kind (`mjs`, `js`).
+ */
+export function bundleOnce(name: string, entry: string, options: BuildOptions, extension = 'js'): string {
+  const known = bundles.get(name);
+  if (known) return known;
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const dir = join(root, 'node_modules', '.cache', 'a2a-test');
+  mkdirSync(dir, { recursive: true });
+  const out = join(dir, `${name}-${process.pid}.${extension}`);
+  buildSync({ entryPoints: [join(root, entry)], bundle: true, logLevel: 'error', ...options, outfile: `${out}.tmp.${extension}` });
+  renameSync(`${out}.tmp.${extension}`, out);
+  process.once('exit', () => rmSync(out, { force: true }));
+  bundles.set(name, out);
+  return out;
+}
 
 export function tempDir(prefix = 'a2a-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));

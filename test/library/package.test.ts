@@ -6,6 +6,7 @@
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { buildSync } from 'esbuild';
+import { PAGE_BUILD } from '../studio/kit.js';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,7 +62,7 @@ beforeAll(async () => {
   else {
     execFileSync(process.execPath, [TSC, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')], { cwd: ROOT, stdio: 'pipe' });
     // the studio's page, as `npm run build` bundles it
-    buildSync({ entryPoints: [join(ROOT, 'adapters/studio/page/main.ts')], bundle: true, format: 'esm', target: 'es2022', minify: true, outfile: join(stage, 'dist/adapters/studio/page.js'), logLevel: 'error' });
+    buildSync({ entryPoints: [join(ROOT, 'adapters/studio/page/main.ts')], bundle: true, ...PAGE_BUILD, minify: true, outfile: join(stage, 'dist/adapters/studio/page.js'), logLevel: 'error' });
   }
   for (const entry of ['package.json', 'README.md']) cpSync(join(ROOT, entry), join(stage, entry));
   cpSync(join(ROOT, 'actors', 'agents'), join(stage, 'actors', 'agents'), { recursive: true });

@@ -4,15 +4,11 @@
  * capturing an in-process command's output.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { buildSync } from 'esbuild';
-import { tempDir } from '../helpers.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bundleOnce, tempDir } from '../helpers.js';
 
 export { capture } from '../helpers.js';
-
-const root = resolve(import.meta.dirname, '../..');
-let bundle: string | null = null;
 
 /**
  * The CLI from the sources, bundled once per test process with esbuild (what tsx transpiles
@@ -21,15 +17,7 @@ let bundle: string | null = null;
  * that packages and the built-in agents are found as from the sources.
  */
 export function a2aBundle(): string {
-  if (bundle) return bundle;
-  const dir = join(root, 'node_modules', '.cache', 'a2a-test');
-  mkdirSync(dir, { recursive: true });
-  const out = join(dir, `a2a-${process.pid}.mjs`);
-  buildSync({ entryPoints: [join(root, 'bin/a2a.ts')], bundle: true, platform: 'node', format: 'esm', packages: 'external', target: 'node20', outfile: `${out}.tmp.mjs`, logLevel: 'error' });
-  renameSync(`${out}.tmp.mjs`, out);
-  process.once('exit', () => rmSync(out, { force: true }));
-  bundle = out;
-  return out;
+  return bundleOnce('a2a', 'bin/a2a.ts', { platform: 'node', format: 'esm', packages: 'external', target: 'node20' }, 'mjs');
 }
 
 export interface Proc {

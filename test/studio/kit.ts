@@ -3,28 +3,23 @@
  * Debian's chromium driven by playwright-core (never a downloaded browser), a place for the
  * screenshots, and a run's files written by hand.
  */
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildSync } from 'esbuild';
+import type { BuildOptions } from 'esbuild';
+import { bundleOnce } from '../helpers.js';
 import { chromium, type Browser } from 'playwright-core';
 import { FileRunStore, type RunRecord } from '../../adapters/store/file.js';
 import type { RunEvent } from '../../machines/protocol.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-let bundle: string | null = null;
+
+/** How `npm run build` bundles the page (package.json's build script), for the tests that build it themselves. */
+export const PAGE_BUILD: BuildOptions = { format: 'esm', target: 'es2022' };
 
 /** The page's script, bundled from adapters/studio/page/main.ts for this test process. */
 export function pageBundle(): string {
-  if (bundle) return bundle;
-  const dir = join(root, 'node_modules', '.cache', 'a2a-test');
-  mkdirSync(dir, { recursive: true });
-  const out = join(dir, `studio-page-${process.pid}.js`);
-  buildSync({ entryPoints: [join(root, 'adapters/studio/page/main.ts')], bundle: true, format: 'esm', target: 'es2022', outfile: `${out}.tmp.js`, logLevel: 'error' });
-  renameSync(`${out}.tmp.js`, out);
-  process.once('exit', () => rmSync(out, { force: true }));
-  bundle = out;
-  return out;
+  return bundleOnce('studio-page', 'adapters/studio/page/main.ts', PAGE_BUILD);
 }
 
 /** Where the browser tests leave their screenshots (gitignored). */

@@ -151,8 +151,9 @@ function worthRetrying(error: unknown): boolean {
 }
 
 /**
- * Runs `op` again after failures worth retrying, with backoff (200 ms doubling to 5 s), until it
- * succeeds; throws what is not worth retrying, or what fails once `stopped()`.
+ * Runs `op` again after failures worth retrying, with backoff (200 ms doubling to 2 s: a cluster's
+ * election ends at an unknown moment, and every wait past it delays the run), until it succeeds;
+ * throws what is not worth retrying, or what fails once `stopped()`.
  */
 async function persist(op: () => Promise<void>, stopped: () => boolean, onRetry: (error: unknown) => void): Promise<void> {
   for (let attempt = 0; ; attempt++) {
@@ -162,7 +163,7 @@ async function persist(op: () => Promise<void>, stopped: () => boolean, onRetry:
     } catch (error) {
       if (!worthRetrying(error) || stopped()) throw error;
       onRetry(error);
-      await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5_000)));
+      await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 2_000)));
     }
   }
 }

@@ -26,7 +26,7 @@ import { A2AError } from '../../actors/errors.js';
 import { assertName, assertSubject } from './names.js';
 import { decode, encode, fromHeaders, toHeaders } from './natsCodec.js';
 import { isNoResponders, isTimeout, reason, redact, secretsOf } from './natsErrors.js';
-import { NatsLink } from './natsLink.js';
+import { API_TIMEOUT_MS, NatsLink } from './natsLink.js';
 import { consume, enqueue, ensureQueue, type ConsumerOptions, type QueueOptions } from './natsQueues.js';
 import { openKeyValue, openKeyValueReader } from './natsKv.js';
 
@@ -157,7 +157,7 @@ export async function connectNats(options: NatsTransportOptions): Promise<NatsCo
     throw new A2AError(auth ? 'CONFIGURATION_INVALID' : 'AGENT_ERROR', redact(message, secrets), { where: servers });
   }
   // checkAPI: false, so that a server without JetStream still serves core messaging.
-  const api = options.jsApiPrefix !== undefined ? { apiPrefix: options.jsApiPrefix } : {};
+  const api = { timeout: API_TIMEOUT_MS, ...(options.jsApiPrefix !== undefined ? { apiPrefix: options.jsApiPrefix } : {}) };
   const jsm = await jetstreamManager(nc, { checkAPI: false, ...api });
   return new NatsTransport(
     new NatsLink(nc, jetstream(nc, api), jsm, {

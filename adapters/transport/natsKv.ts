@@ -51,6 +51,18 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
   const isConflict = (error: unknown) =>
     isApiError(error, JetStreamApiCodes.StreamWrongLastSequence) || isApiError(error, JetStreamApiCodes.StreamWrongLastSequenceUnknown) || /wrong last sequence|key exists/i.test(reason(error));
 
+  /** The key's last value as its stream's leader has it (null when missing or deleted). */
+  const latest = async (key: string): Promise<{ payload: string; revision: number } | null> => {
+    try {
+      const m = await link.jsm.streams.getMessage(`KV_${name}`, { last_by_subj: `$KV.${name}.${key}` });
+      if (!m || m.header?.get('KV-Operation')) return null;
+      return { payload: new TextDecoder().decode(m.data), revision: m.seq };
+    } catch (error) {
+      if (isApiError(error, JetStreamApiCodes.NoMessageFound)) return null;
+      throw error;
+    }
+  };
+
   /** A compare-and-set write, retried across a restart; null when it lost to another writer. */
   const update = async (key: string, payload: string, revision: number): Promise<number | null> => {
     let attempts = 0;
@@ -69,9 +81,11 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
     if (!lost) return written;
     if (attempts === 1) return null;
     // A retry after a lost reply: the first attempt may have been the write that moved the
-    // revision. Not knowing is an error (the caller retries), not a lost compare-and-set.
-    const now = await link.retrying(`read key "${key}" of bucket ${bucket}`, at(key), () => kv.get(key));
-    return now !== null && now.operation === 'PUT' && new TextDecoder().decode(now.value) === payload ? now.revision : null;
+    // revision. Not knowing is an error (the caller retries), not a lost compare-and-set. Read
+    // from the stream's leader: a KV get may be answered by any replica (direct get), and one
+    // still catching up would show the value before the write, taken for another writer's win.
+    const now = await link.retrying(`read key "${key}" of bucket ${bucket}`, at(key), () => latest(key));
+    return now !== null && now.payload === payload ? now.revision : null;
   };
 
   return {

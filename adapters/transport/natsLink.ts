@@ -7,7 +7,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { A2AError } from '../../actors/errors.js';
-import { isTransient, reason, redact } from './natsErrors.js';
+import { isTimeout, isTransient, reason, redact } from './natsErrors.js';
 
 /**
  * How long an operation waits for a lost connection to come back. The client drops what is
@@ -15,8 +15,15 @@ import { isTransient, reason, redact } from './natsErrors.js';
  * is sent before the connection is up again: a request would wait for a reply that cannot come.
  */
 export const RECONNECT_WAIT_MS = 10_000;
+/**
+ * How long a JetStream API request (creating a consumer, reading a stream's state, a KV read or
+ * write) waits for its answer. Every one of them is idempotent and retried (see retrying): while
+ * a cluster elects a leader a request goes unanswered, and each wait past the election's end
+ * delays the run, so it is shorter than the client's 5 s.
+ */
+export const API_TIMEOUT_MS = 2_500;
 export const RETRY_MIN_MS = 100;
-export const RETRY_MAX_MS = 2_000;
+export const RETRY_MAX_MS = 1_000;
 /**
  * How long an idempotent operation (an enqueue with its msgId, creating a consumer, reading a
  * key) is retried while the server is restarting: its reply can be lost, or JetStream can still
@@ -47,6 +54,14 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** The backoff before retry number `attempt` (0-based). */
 export const backoff = (attempt: number) => Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS);
+
+/**
+ * How long attempt number `attempt` (0-based) of a retried publish waits for the server's ack:
+ * short at first, since a publish sent while a replicated stream elects its leader is dropped (it
+ * waits the whole timeout for nothing, and the election ends in 4-9 s); a retry carries the same
+ * msgId, so an ack that was merely slow costs a duplicate the server drops.
+ */
+export const attemptTimeout = (attempt: number) => Math.min(1_000 + 500 * attempt, 2_500);
 
 export class NatsLink {
   readonly nc: NatsConnection;
@@ -208,16 +223,17 @@ export class NatsLink {
    * backoff, for up to TRANSIENT_RETRY_MS; then (or on any other failure) throws its last error.
    * `stillTransient` may look closer at a failure (is the stream really missing?).
    */
-  async retrying<T>(what: string, where: string, op: () => Promise<T>, stillTransient?: (error: unknown) => Promise<boolean>): Promise<T> {
+  async retrying<T>(what: string, where: string, op: (attempt: number) => Promise<T>, stillTransient?: (error: unknown) => Promise<boolean>): Promise<T> {
     const deadline = Date.now() + TRANSIENT_RETRY_MS;
     for (let attempt = 0; ; attempt++) {
       await this.ready(what, where, Math.max(1, Math.min(RECONNECT_WAIT_MS, deadline - Date.now())));
       try {
-        return await op();
+        return await op(attempt);
       } catch (error) {
         const retry = !this.nc.isClosed() && Date.now() < deadline && isTransient(error) && (stillTransient ? await stillTransient(error).catch(() => true) : true);
         if (!retry) throw error;
-        await pause(backoff(attempt));
+        // a timeout has waited already; a quick refusal (no responders, 503) is backed off
+        await pause(isTimeout(error) ? RETRY_MIN_MS : backoff(attempt));
       }
     }
   }

@@ -24,7 +24,7 @@ import { A2AError } from '../../actors/errors.js';
 import { assertConsumerName, assertName, assertSubject } from './names.js';
 import { decode, encode, fromHeaders, toHeaders } from './natsCodec.js';
 import { isApiError, isNoResponders, isRefused, isTimeout, isTransient, reason } from './natsErrors.js';
-import { backoff, pause, RECONNECT_WAIT_MS, type NatsLink } from './natsLink.js';
+import { attemptTimeout, backoff, pause, RECONNECT_WAIT_MS, type NatsLink } from './natsLink.js';
 
 /** Default dedup window of a queue (JetStream's own default). */
 const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
@@ -32,6 +32,11 @@ const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
 const CREATE_ATTEMPTS = 6;
 /** How long one pull request waits on the server; shorter means faster recovery, more requests. */
 const FETCH_EXPIRES_MS = 5_000;
+/**
+ * The server's heartbeat on an idle pull. A pull whose consumer leader died (a node of a cluster
+ * killed) is gone with it: two heartbeats missed end it, instead of its whole expiry.
+ */
+const FETCH_HEARTBEAT_MS = 1_000;
 
 export interface QueueOptions {
   subjects: string[];
@@ -144,7 +149,7 @@ export async function enqueue(link: NatsLink, subject: string, data: unknown, op
     const ack = await link.retrying(
       `enqueue on subject "${subject}"`,
       subject,
-      () => link.js.publish(subject, payload, { msgID: options.msgId, ...(h ? { headers: h } : {}) }),
+      (attempt) => link.js.publish(subject, payload, { msgID: options.msgId, timeout: attemptTimeout(attempt), ...(h ? { headers: h } : {}) }),
       // "no stream" right after a restart may be JetStream still recovering it
       async (error) => !noStream(error) || link.recovering || !(await streamMissing()),
     );
@@ -212,7 +217,7 @@ class PullConsumer implements DurableConsumer {
   readonly #queue: string;
   readonly #name: string;
   readonly #where: string;
-  readonly #fetch: { max_messages: number; expires: number };
+  readonly #fetch: { max_messages: number; expires: number; idle_heartbeat: number };
   readonly #open: () => Promise<Consumer>;
   readonly #handler: (message: DurableMessage) => void | Promise<void>;
   #consumer: Consumer;
@@ -227,7 +232,7 @@ class PullConsumer implements DurableConsumer {
     this.#queue = of.queue;
     this.#name = of.name;
     this.#where = `${of.queue}/${of.name}`;
-    this.#fetch = { max_messages: of.maxInFlight, expires: FETCH_EXPIRES_MS };
+    this.#fetch = { max_messages: of.maxInFlight, expires: FETCH_EXPIRES_MS, idle_heartbeat: FETCH_HEARTBEAT_MS };
     this.#consumer = consumer;
     this.#open = open;
     this.#handler = handler;

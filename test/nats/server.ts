@@ -27,6 +27,8 @@ export interface NatsServer {
   restart(): Promise<void>;
   /** The last lines the server printed (since its last start): errors, permission violations. */
   log(): string;
+  /** Whether its process runs (not stopped or killed since its last start). */
+  readonly running: boolean;
 }
 
 export interface NatsServerOptions {
@@ -236,6 +238,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       await start();
     },
     log: () => output.join(''),
+    get running() {
+      return child !== null && child.exitCode === null && child.signalCode === null;
+    },
   };
 }
 

@@ -187,6 +187,14 @@ export class CostLedger {
     return totals;
   }
 
+  /**
+   * Lets go of the workers `ended` names (by key, `<runId>.<workerId>`): a host serves many runs,
+   * and keeps a worker's totals only while a session of it runs there.
+   */
+  forget(ended: (workerKey: string) => boolean): void {
+    for (const key of this.#workers.keys()) if (ended(key)) this.#workers.delete(key);
+  }
+
   /** The whole run. */
   totals(): CostTotals {
     return { ...this.#run };

@@ -88,6 +88,11 @@ export class SpawnBudget {
   spawned(key: string): number {
     return this.#workers.get(key)?.total ?? 0;
   }
+
+  /** Lets go of the workers `ended` names (by key): a host's, once no session of theirs runs there. */
+  forget(ended: (key: string) => boolean): void {
+    for (const key of this.#workers.keys()) if (ended(key)) this.#workers.delete(key);
+  }
 }
 
 /**

@@ -18,7 +18,7 @@
 import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
 import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol.js';
-import { restoreTimers, takeCheckpoint, walkActors, type Checkpoint } from '../actors/checkpoint.js';
+import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
 import { createParentLinkLogic, enqueueSurely, ensureQueues, subjects, wireId, type LinkDeps } from '../actors/remote.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
@@ -65,6 +65,11 @@ export interface HostOptions {
   sessionLogic(role: SessionSpec['role']): AnyActorLogic;
   /** Resolves once the events emitted so far are stored (see LinkDeps.beforeResult). */
   flushEvents?: () => Promise<void>;
+  /**
+   * A tree stopped running here (finished, lost or released). `unused` says whether a wire id
+   * (`<runId>.<session id>`: a session, or a worker's key) is of no tree still running here.
+   */
+  onTreeEnded?: (unused: (key: string) => boolean) => void;
   /** Why a command from an owner cannot reach its session now (see LinkDeps.refuse). */
   refuse?: (session: AnyActorRef, command: SessionCommand) => string | null;
   clock: Clock;
@@ -102,6 +107,22 @@ export class DeferredAcks {
     const list = this.#bySession.get(session) ?? [];
     this.#bySession.delete(session);
     return list;
+  }
+
+  /** Takes the acks of every session `mine` says is one's own. */
+  takeWhere(mine: (session: string) => boolean): Array<() => Promise<void>> {
+    const taken: Array<() => Promise<void>> = [];
+    for (const [session, list] of this.#bySession) {
+      if (!mine(session)) continue;
+      taken.push(...list);
+      this.#bySession.delete(session);
+    }
+    return taken;
+  }
+
+  /** Sessions with acks waiting (for tests and heartbeats). */
+  get size(): number {
+    return this.#bySession.size;
   }
 }
 
@@ -307,13 +328,7 @@ export class Host {
     const started = performance.now();
     running.dirty = false;
     // what reached any session of this tree is acknowledged once this snapshot holds it
-    const acks = running.pendingAcks.splice(0);
-    if (this.#o.deferredAcks) {
-      walkActors(running.root, (ref) => {
-        const spec = (ref.getSnapshot() as { context?: { spec?: SessionSpec } }).context?.spec;
-        if (spec?.id && spec.correlation) acks.push(...this.#o.deferredAcks!.take(wireId(spec)));
-      });
-    }
+    const acks = [...running.pendingAcks.splice(0), ...this.#deferredOf(key)];
     const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now() };
     let revision: number | null;
     try {
@@ -341,6 +356,28 @@ export class Host {
     running.lastCostMs = performance.now() - started;
   }
 
+  /**
+   * Takes the acks deferred for the sessions of tree `key`: its root's and its descendants' (a
+   * sub-task's id extends its parent's with ".n"), those that ended included, but not those of a
+   * descendant that runs here as a tree of its own (a remote child placed on this host).
+   */
+  #deferredOf(key: string): Array<() => Promise<void>> {
+    if (!this.#o.deferredAcks) return [];
+    return this.#o.deferredAcks.takeWhere(this.#inTree(key));
+  }
+
+  /** Whether a session (by wire id) is of tree `key` here: see #deferredOf. */
+  #inTree(key: string): (session: string) => boolean {
+    const roots = [...this.#running.keys()];
+    return (session) => {
+      let best: string | null = null;
+      for (const root of roots) {
+        if ((session === root || session.startsWith(`${root}.`)) && (best === null || root.length > best.length)) best = root;
+      }
+      return best === key;
+    };
+  }
+
   async #finished(id: string): Promise<void> {
     const running = this.#running.get(id);
     if (!running) return;
@@ -348,12 +385,17 @@ export class Host {
     try {
       for (const ack of running.pendingAcks.splice(0)) await ack().catch(() => undefined);
       await running.saving;
+      // what reached its sessions last (their children's final reports), held for a snapshot that
+      // will not come: acknowledged once the finished record is written, dropped if another host
+      // holds it now (they come back to that host's copy); left here, they would be kept forever
+      const deferred = this.#deferredOf(id);
       this.#drop(id);
       // kept (without its snapshot) so that a redelivered spawn of it is never run again; written
       // only if this host still holds it: a host that was taken for dead and replaced must not
       // overwrite the claim of the one that runs it now (its report was refused by the owner)
       const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
       const written = await this.#snapshots!.update(id, record, running.revision).catch(() => null);
+      if (written !== null) for (const ack of deferred) await ack().catch(() => undefined);
       if (written === null) {
         this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} finished ${running.spec.id}, but another host holds it now: its record is left to that host` } });
       }
@@ -365,7 +407,15 @@ export class Host {
   #drop(id: string): void {
     const running = this.#running.get(id);
     if (!running) return;
+    // not acknowledged (a copy that is not finishing here): redelivered to the copy that holds it
+    this.#deferredOf(id);
     this.#running.delete(id);
+    // what the host keeps per session and per worker (child id counters, spawn and cost budgets)
+    // goes with the last tree that uses it
+    if (this.#o.onTreeEnded) {
+      const roots = [...this.#running.keys()];
+      this.#o.onTreeEnded((key) => !roots.some((root) => key === root || key.startsWith(`${root}.`) || root.startsWith(`${key}.`)));
+    }
     if (running.timer) clearTimeout(running.timer);
     running.unsubscribe();
     if ((running.root.getSnapshot() as { status: string }).status === 'active') running.root.stop();

@@ -16,6 +16,11 @@ export interface IdGenerator {
   child(parent: Pick<SessionSpec, 'id' | 'correlation'>): string;
   /** Notes an id already in use (a restored child), so that `child` never hands it out again. */
   observe(child: Pick<SessionSpec, 'id' | 'correlation'>): void;
+  /**
+   * Lets go of the counters of the parents `ended` names (by wire id, `<runId>.<session id>`):
+   * sessions that will spawn nothing more here (a host's tree that finished).
+   */
+  forget?(ended: (parent: string) => boolean): void;
 }
 
 export type { PermissionAnswer, PermissionAsk } from '../../machines/ports.js';
@@ -100,6 +105,9 @@ export function childIds(): IdGenerator {
       if (dot <= 0 || !Number.isInteger(n) || n < 1) return;
       const key = `${child.correlation.runId}.${child.id.slice(0, dot)}`;
       counters.set(key, Math.max(counters.get(key) ?? 1, n + 1));
+    },
+    forget(ended) {
+      for (const key of counters.keys()) if (ended(key)) counters.delete(key);
     },
   };
 }

@@ -149,11 +149,17 @@ interface CompiledRule {
   reactions: Array<{ when: RegExp; turn: ScriptTurn }>;
 }
 
+/** How many calls a scripted model keeps for inspection (ScriptedModel.calls). */
+export const CALLS_KEPT = 1_000;
+
 export class ScriptedModel implements Model {
   readonly id = 'scripted';
   /** Replies are built here from a validated script. */
   readonly validatesReplies = true;
-  /** Every call, in order. */
+  /**
+   * The calls, in order: the newest CALLS_KEPT of them (a host that serves runs for days would
+   * otherwise keep every request it was ever sent).
+   */
   readonly calls: RecordedCall[] = [];
   /** Set to false to stop recording (benchmarks). */
   record = true;
@@ -209,7 +215,10 @@ export class ScriptedModel implements Model {
     const recorded: RecordedCall | null = this.record
       ? { sessionId: request.sessionId, agentType: request.agentType.raw, backend: request.agentType.backend, depth: request.depth, request }
       : null;
-    if (recorded) this.calls.push(recorded);
+    if (recorded) {
+      this.calls.push(recorded);
+      if (this.calls.length > CALLS_KEPT) this.calls.splice(0, this.calls.length - CALLS_KEPT);
+    }
     try {
       const reply = await this.#reply(request, options);
       if (recorded) recorded.reply = reply;

@@ -223,10 +223,13 @@ const percentiles = (times: number[]) => {
  *     to its `started` up-message reaching the owner (`subtask.placed`), with a Host on its own
  *     connection in this process: spawn queue → host (claim in the snapshots bucket, session
  *     started under its parent link) → up queue → the owner's new up consumer. Spawns are
- *     sequential, each one finished (its result back at the owner) before the next.
+ *     sequential, each one finished (its result back at the owner) before the next;
+ *   - `burst` (when asked for): that many remote sub-tasks started at once, the host running up to
+ *     32 at a time: remote spawns per second, from the first start to the last result.
+ * `servers` runs it on given servers (a cluster's URLs, comma-separated) instead of a private one.
  * NATS modules are imported here only, so that the other scenarios do not load them.
  */
-export async function natsLatency(hopSamples: number, spawnSamples: number): Promise<Record<string, number>> {
+export async function natsLatency(hopSamples: number, spawnSamples: number, options: { servers?: string; burst?: number; namespace?: string } = {}): Promise<Record<string, number>> {
   const { performance } = await import('node:perf_hooks');
   const { createActor } = await import('xstate');
   const { connect } = await import('@nats-io/transport-node');
@@ -236,16 +239,17 @@ export async function natsLatency(hopSamples: number, spawnSamples: number): Pro
   const { Host } = await import('../../adapters/host.js');
   const { createRemoteSessionLogic, ensureQueues } = await import('../../actors/remote.js');
 
-  const server = await startNatsServer();
+  const server = options.servers ? null : await startNatsServer();
+  const url = options.servers ?? server!.url;
   const closers: Array<() => Promise<unknown>> = [];
   try {
     // (a) one hop through the Transport
-    const transport = await connectNats({ servers: server.url, namespace: 'bench', name: 'bench-hop' });
+    const transport = await connectNats({ servers: url, namespace: 'bench', name: 'bench-hop' });
     closers.push(() => transport.close());
     const hop = await measureHop(transport, hopSamples);
 
     // (b) the same with the bare client
-    const nc = await connect({ servers: server.url, name: 'bench-raw' });
+    const nc = await connect({ servers: url.split(','), name: 'bench-raw' });
     closers.push(() => nc.close());
     const subject = `a2a.bench.raw.${process.pid}`;
     nc.subscribe(subject, { callback: (error, msg) => void (error ? undefined : msg.respond(msg.data)) });
@@ -261,20 +265,21 @@ export async function natsLatency(hopSamples: number, spawnSamples: number): Pro
     const raw = percentiles(rawTimes);
 
     // (c) remote sub-task spawn → started at the owner
-    const ns = 'bench';
+    const ns = options.namespace ?? 'bench';
+    const burst = options.burst ?? 0;
     const { runtime, spec } = setup(
       { rules: [{ agent: '*', prompt: '', turns: [{ text: '', toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'ok' } }] }], reactions: [] }] },
-      spawnSamples + 10,
+      spawnSamples + burst + 10,
     );
-    const hostTransport = await connectNats({ servers: server.url, namespace: ns, name: 'bench-host' });
-    const ownerTransport = await connectNats({ servers: server.url, namespace: ns, name: 'bench-owner' });
+    const hostTransport = await connectNats({ servers: url, namespace: ns, name: 'bench-host' });
+    const ownerTransport = await connectNats({ servers: url, namespace: ns, name: 'bench-owner' });
     closers.push(() => hostTransport.close(), () => ownerTransport.close());
     const host = new Host({
       transport: hostTransport,
       ns,
       hostId: 'bench-host',
       agents: [spec.agent.agentName],
-      concurrency: 4,
+      concurrency: burst > 0 ? 32 : 4,
       sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
       clock: realClock,
       events: nullSink,
@@ -292,36 +297,46 @@ export async function natsLatency(hopSamples: number, spawnSamples: number): Pro
     });
     const warmup = 5;
     const spawnTimes: number[] = [];
-    for (let i = 0; i < warmup + spawnSamples; i++) {
-      const child: SessionSpec = {
-        ...spec,
-        id: `rs-${i}`,
-        role: 'subtask',
-        depth: 1,
-        prompt: `remote ${i}`,
-        owner: { ownerType: 'agent', ownerId: spec.id },
-        lineage: [{ agentName: spec.agent.agentName, prompt: spec.prompt }],
-      };
-      placedAt = 0;
+    const childSpec = (i: number): SessionSpec => ({
+      ...spec,
+      id: `rs-${i}`,
+      role: 'subtask',
+      depth: 1,
+      prompt: `remote ${i}`,
+      owner: { ownerType: 'agent', ownerId: spec.id },
+      lineage: [{ agentName: spec.agent.agentName, prompt: spec.prompt }],
+    });
+    const run = (child: SessionSpec, limitMs: number) => {
       const actor = createActor(logic, { input: { spec: child } });
       const finished = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`remote sub-task ${child.id} did not finish within 20 s`)), 20_000);
+        const timer = setTimeout(() => reject(new Error(`remote sub-task ${child.id} did not finish within ${limitMs} ms`)), limitMs);
         actor.subscribe({
           complete: () => (clearTimeout(timer), resolve()),
           error: (error) => (clearTimeout(timer), reject(error instanceof Error ? error : new Error(String(error)))),
         });
       });
-      const t0 = performance.now();
       actor.start();
-      await finished;
+      return finished;
+    };
+    for (let i = 0; i < warmup + spawnSamples; i++) {
+      const child = childSpec(i);
+      placedAt = 0;
+      const t0 = performance.now();
+      await run(child, 20_000);
       if (!placedAt) throw new Error(`remote sub-task ${child.id} finished without a started message`);
       if (i >= warmup) spawnTimes.push(placedAt - t0);
     }
     const remote = percentiles(spawnTimes);
-    return { hopP50: hop.p50Ms, hopP99: hop.p99Ms, rawP50: raw.p50, rawP99: raw.p99, spawnP50: remote.p50, spawnP99: remote.p99 };
+    let spawnsPerSec = 0;
+    if (burst > 0) {
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: burst }, (_, i) => run(childSpec(warmup + spawnSamples + i), 60_000)));
+      spawnsPerSec = burst / ((performance.now() - t0) / 1000);
+    }
+    return { hopP50: hop.p50Ms, hopP99: hop.p99Ms, rawP50: raw.p50, rawP99: raw.p99, spawnP50: remote.p50, spawnP99: remote.p99, ...(burst > 0 ? { spawnsPerSec } : {}) };
   } finally {
     for (const close of closers) await close().catch(() => undefined);
-    await server.stop();
+    await server?.stop();
   }
 }
 

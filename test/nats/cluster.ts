@@ -29,8 +29,8 @@ export interface Proc {
 const started: Proc[] = [];
 
 /** Starts `a2a <args>` in `cwd` (from the sources, as a user would run the built binary). */
-export function a2aProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Proc {
-  const child = spawn(process.execPath, [a2aBundle(), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
+export function a2aProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env, nodeArgs: string[] = []): Proc {
+  const child = spawn(process.execPath, [...nodeArgs, a2aBundle(), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -40,10 +40,10 @@ export function a2aProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv =
 }
 
 /** `a2a host` serving `agents` for the workspace's script. */
-export function a2aHost(url: string, ws: string, id: string, agents: string, options: { heartbeatMs?: number; drainMs?: number; env?: NodeJS.ProcessEnv } = {}): Proc {
+export function a2aHost(url: string, ws: string, id: string, agents: string, options: { heartbeatMs?: number; drainMs?: number; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {}): Proc {
   const args = ['host', '--nats', url, '--agents', agents, '--id', id, '--script', join(ws, 'script.json'), '--workspace', ws];
   args.push('--heartbeat', String(options.heartbeatMs ?? 200), '--drain', String(options.drainMs ?? 2_000));
-  return a2aProcess(args, ws, options.env);
+  return a2aProcess(args, ws, options.env, options.nodeArgs);
 }
 
 /** SIGKILLs every process started here that is still running (afterEach). */

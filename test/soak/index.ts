@@ -1,0 +1,51 @@
+/**
+ * `npm run soak [-- --minutes N]`: the soak of test/soak/soak.ts on a 3-node cluster (default 10
+ * minutes; SOAK_MINUTES also sets it), after the NATS figures of one server beside the cluster's:
+ * one hop p50/p99, a remote spawn's p50/p99, and remote spawns per second in a burst of 200.
+ * Not part of `npm test` (test/nats/soak.test.ts is its short version). Exits 1 when a run failed
+ * or a session lost or duplicated its result.
+ */
+import { parseArgs } from 'node:util';
+import { natsLatency } from '../bench/scenarios.js';
+import { startNatsCluster } from '../nats/server.js';
+import { formatSoak, soak } from './soak.js';
+
+const { values } = parseArgs({
+  options: { minutes: { type: 'string' }, workers: { type: 'string' }, parts: { type: 'string' }, 'no-latency': { type: 'boolean' } },
+  strict: true,
+});
+const number = (name: string, given: string | undefined, fallback: number) => {
+  if (given === undefined) return fallback;
+  const n = Number(given);
+  if (!(n > 0)) {
+    console.error(`npm run soak: --${name} must be a positive number, got "${given}"`);
+    process.exit(2);
+  }
+  return n;
+};
+const minutes = number('minutes', values.minutes ?? process.env.SOAK_MINUTES, 10);
+const workers = number('workers', values.workers, 4);
+const parts = number('parts', values.parts, 5);
+
+const cluster = await startNatsCluster(3);
+try {
+  if (!values['no-latency']) {
+    console.log('NATS figures: one server beside a 3-node cluster (replicas 3), loopback');
+    const single = await natsLatency(1000, 40, { burst: 200 });
+    const clustered = await natsLatency(1000, 40, { burst: 200, servers: cluster.urls, namespace: 'benchc' });
+    const row = (name: string, key: string, unit: string, digits = 2) => `${name.padEnd(28)} ${`${single[key]!.toFixed(digits)} ${unit}`.padStart(14)} ${`${clustered[key]!.toFixed(digits)} ${unit}`.padStart(14)}`;
+    console.log(`${''.padEnd(28)} ${'one server'.padStart(14)} ${'cluster of 3'.padStart(14)}`);
+    console.log(row('hop p50', 'hopP50', 'ms'));
+    console.log(row('hop p99', 'hopP99', 'ms'));
+    console.log(row('remote spawn → placed p50', 'spawnP50', 'ms'));
+    console.log(row('remote spawn → placed p99', 'spawnP99', 'ms'));
+    console.log(row('remote spawns (burst 200)', 'spawnsPerSec', '/s', 1));
+    console.log('');
+  }
+  console.log(`soak: ${minutes} min of runs (${workers} workers × ${parts} parts each) on 3 hosts, one per node`);
+  const report = await soak({ durationMs: minutes * 60_000, workers, parts, partMs: 100, warmup: 0.2, cluster, progress: (line) => console.log(line) });
+  console.log(`\n${formatSoak(report)}`);
+  process.exitCode = report.failedRuns.length || report.lost.length || report.duplicated.length ? 1 : 0;
+} finally {
+  await cluster.stop();
+}

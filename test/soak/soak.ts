@@ -1,0 +1,239 @@
+/**
+ * The soak: a 3-node JetStream cluster on loopback, three `a2a host` processes (one per node: the
+ * architects on the first, the coders on the other two, so that every sub-task is a remote spawn;
+ * started with --expose-gc so that their heartbeats carry live memory), and `a2a run` started back
+ * to back for a while, each run's plan a fan-out of workers into sub-tasks.
+ *
+ * Every run is checked for exactly one terminal result per session (test/faults/harness.ts tally:
+ * events, audit and owner). Each host's RSS and heap are read from its heartbeats (the protocol's
+ * HostHeartbeat, parsed), against the number of sub-tasks finished so far: the slope after warm-up
+ * is MB per 1,000 sub-tasks (least squares). `npm run soak` prints it (test/soak/index.ts); a short
+ * version is a test (test/nats/soak.test.ts).
+ */
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { main } from '../../bin/cli.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import { HostHeartbeat } from '../../machines/protocol.js';
+import { faultWorkspace, sessionIds, tally } from '../faults/harness.js';
+import { a2aProcess, capture, killAll, served, type Proc } from '../nats/cluster.js';
+import { startNatsCluster, type NatsCluster } from '../nats/server.js';
+
+export interface SoakOptions {
+  /** How long runs are started for (the last one started finishes). */
+  durationMs: number;
+  /** Or stop after this many runs. */
+  maxRuns?: number;
+  /** Each run: `workers` architects, each fanning out `parts` coder sub-tasks of `partMs` each. */
+  workers: number;
+  parts: number;
+  partMs: number;
+  /** Share of the runs left out of the memory slope (warm-up: code loaded, caches filled). */
+  warmup: number;
+  /** Called with a line after each run. */
+  progress?: (line: string) => void;
+  /** An already started cluster (the test shares its own); else one is started and stopped here. */
+  cluster?: NatsCluster;
+}
+
+export interface HostFigures {
+  host: string;
+  samples: number;
+  rssMB: [number, number];
+  heapMB: [number, number];
+  /** MB per 1,000 sub-tasks finished, after warm-up (least squares over the heartbeats). */
+  rssSlope: number;
+  heapSlope: number;
+  /** The most sessions it ran at once (from the runs' logs), and its RSS then (the nearest heartbeat). */
+  maxSessions: number;
+  rssAtMaxMB: number;
+}
+
+export interface SoakReport {
+  runs: number;
+  failedRuns: string[];
+  sessions: number;
+  subtasks: number;
+  lost: string[];
+  duplicated: string[];
+  ms: number;
+  /** Remote sessions (workers and sub-tasks) finished per second, over the whole soak. */
+  sessionsPerSec: number;
+  hosts: HostFigures[];
+  /** Messages still in each work queue after the last run (unacknowledged): 0 each. */
+  leftInQueues: Record<string, number>;
+}
+
+interface Sample {
+  at: number;
+  /** Sub-tasks finished when it was taken. */
+  done: number;
+  rss: number;
+  heap: number;
+  running: number;
+}
+
+const MB = 1024 * 1024;
+
+/** The least-squares slope of y over x (0 with fewer than two distinct x). */
+export function slope(points: Array<[number, number]>): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const [x, y] of points) {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
+export async function soak(o: SoakOptions): Promise<SoakReport> {
+  const own = !o.cluster;
+  const cluster = o.cluster ?? (await startNatsCluster(3));
+  const plan = { workers: o.workers, parts: o.parts, partMs: o.partMs };
+  const ws = faultWorkspace(plan, 'a2a-soak-');
+  const ids = sessionIds(plan);
+  const samples = new Map<string, Sample[]>();
+  let done = 0;
+  let warmDone = Infinity;
+  const nc = await connect({ servers: cluster.urls.split(',') });
+  const hosts: Proc[] = [];
+  try {
+    nc.subscribe('a2a.default.hosts.*.heartbeat', {
+      callback: (error, msg) => {
+        if (error) return;
+        let data: unknown;
+        try {
+          data = msg.json();
+        } catch {
+          return;
+        }
+        const beat = HostHeartbeat.safeParse(data);
+        if (!beat.success || !beat.data.memory) return;
+        const list = samples.get(beat.data.hostId) ?? [];
+        list.push({ at: Date.now(), done, rss: beat.data.memory.rss, heap: beat.data.memory.heapUsed, running: beat.data.running });
+        samples.set(beat.data.hostId, list);
+      },
+    });
+    // the architects on h1, the coders on h2 and h3: every sub-task is spawned across hosts
+    cluster.nodes.forEach((node, i) => {
+      const args = ['host', '--nats', node.url, '--agents', i === 0 ? 'architect' : 'coder', '--id', `soak-h${i + 1}`, '--concurrency', '64'];
+      args.push('--script', join(ws, 'script.json'), '--workspace', ws, '--heartbeat', '500', '--drain', '2000');
+      hosts.push(a2aProcess(args, ws, process.env, ['--expose-gc']));
+    });
+    await Promise.all(hosts.map((h) => served(h)));
+
+    const start = Date.now();
+    const failedRuns: string[] = [];
+    const lost: string[] = [];
+    const duplicated: string[] = [];
+    let runs = 0;
+    while (Date.now() - start < o.durationMs && (o.maxRuns === undefined || runs < o.maxRuns)) {
+      const runId = `soak-${++runs}`;
+      const c = capture();
+      const t0 = Date.now();
+      const code = await main(['run', join(ws, 'plan.json'), '--nats', cluster.urls, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', runId, '--no-tree'], c.io);
+      if (code !== 0) failedRuns.push(`${runId} (exit ${code}): ${(c.out() + c.err()).slice(-2_000)}`);
+      const counted = tally(ws, runId, ids);
+      lost.push(...counted.lost.map((x) => `${runId}: ${x}`));
+      duplicated.push(...counted.duplicated.map((x) => `${runId}: ${x}`));
+      done += o.workers * o.parts;
+      if (warmDone === Infinity && Date.now() - start >= o.durationMs * o.warmup) warmDone = done;
+      o.progress?.(`run ${runId}: exit ${code}, ${Date.now() - t0} ms, ${done} sub-tasks so far, lost ${counted.lost.length}, duplicated ${counted.duplicated.length}`);
+    }
+    const ms = Date.now() - start;
+    const overlap = mostAtOnce(ws, runs);
+    // a last heartbeat from each host after the last run; and every queue drained: each message
+    // acknowledged (a work queue keeps what is not)
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const left: Record<string, number> = {};
+    const drainedBy = Date.now() + 5_000;
+    for (;;) {
+      for (const queue of ['spawn', 'up', 'down', 'hostevents']) left[queue] = (await jsm.streams.info(`a2a_default_${queue}`)).state.messages;
+      if (Object.values(left).every((n) => n === 0) || Date.now() > drainedBy) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 1_200));
+    if (warmDone === Infinity) warmDone = Math.floor(done * o.warmup);
+    const figures: HostFigures[] = [...samples.entries()]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([host, list]) => {
+        const warm = list.filter((s) => s.done >= warmDone);
+        const most = overlap.get(host) ?? { count: 0, at: 0 };
+        // its memory at that moment: the heartbeat nearest to it
+        const top = list.reduce((best, s) => (Math.abs(s.at - most.at) < Math.abs(best.at - most.at) ? s : best), list[0]!);
+        return {
+          host,
+          samples: list.length,
+          rssMB: [list[0]!.rss / MB, list[list.length - 1]!.rss / MB],
+          heapMB: [list[0]!.heap / MB, list[list.length - 1]!.heap / MB],
+          rssSlope: slope(warm.map((s) => [s.done / 1000, s.rss / MB])),
+          heapSlope: slope(warm.map((s) => [s.done / 1000, s.heap / MB])),
+          maxSessions: most.count,
+          rssAtMaxMB: top.rss / MB,
+        };
+      });
+    const sessions = runs * ids.length;
+    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left };
+  } finally {
+    for (const h of hosts) h.child.kill('SIGTERM');
+    await Promise.all(hosts.map((h) => Promise.race([h.exited, new Promise((r) => setTimeout(r, 5_000))])));
+    killAll();
+    await nc.close();
+    if (own) await cluster.stop();
+  }
+}
+
+/**
+ * Per host, the most sessions it held at once over all runs, and when: from each run's log, a
+ * session is held from its placement (`subtask.placed`, naming the host) to its result.
+ */
+function mostAtOnce(ws: string, runs: number): Map<string, { count: number; at: number }> {
+  const store = new FileRunStore(ws);
+  const edges = new Map<string, Array<[number, number]>>();
+  for (let k = 1; k <= runs; k++) {
+    const events = store.events(`soak-${k}`);
+    const ended = new Map<string, number>();
+    for (const e of events) if (e.type === 'subtask.result' && e.subTaskId) ended.set(e.subTaskId, e.ts);
+    for (const e of events) {
+      if (e.type !== 'subtask.placed' || !e.subTaskId || typeof e.data.host !== 'string') continue;
+      const list = edges.get(e.data.host) ?? [];
+      list.push([e.ts, 1], [ended.get(e.subTaskId) ?? e.ts, -1]);
+      edges.set(e.data.host, list);
+    }
+  }
+  const most = new Map<string, { count: number; at: number }>();
+  for (const [host, list] of edges) {
+    // ends before starts at the same instant: a session that ended as another began is not two
+    list.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let now = 0;
+    let best = { count: 0, at: 0 };
+    for (const [at, d] of list) {
+      now += d;
+      if (now > best.count) best = { count: now, at };
+    }
+    most.set(host, best);
+  }
+  return most;
+}
+
+/** The report as the table `npm run soak` prints. */
+export function formatSoak(r: SoakReport): string {
+  const lines = [
+    `runs ${r.runs} (${r.failedRuns.length} failed) in ${(r.ms / 1000).toFixed(0)} s · sessions ${r.sessions} (sub-tasks ${r.subtasks}) · lost ${r.lost.length} · duplicated ${r.duplicated.length} · ${r.sessionsPerSec.toFixed(1)} remote sessions/s`,
+    `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')}`,
+    '',
+    'host      beats  RSS MB first→last  heap MB first→last  RSS MB/1k sub-tasks  heap MB/1k sub-tasks  most sessions (RSS MB)',
+  ];
+  for (const h of r.hosts) {
+    lines.push(
+      `${h.host.padEnd(9)} ${String(h.samples).padStart(5)}  ${`${h.rssMB[0].toFixed(1)} → ${h.rssMB[1].toFixed(1)}`.padStart(17)}  ${`${h.heapMB[0].toFixed(1)} → ${h.heapMB[1].toFixed(1)}`.padStart(18)}  ${h.rssSlope.toFixed(2).padStart(19)}  ${h.heapSlope.toFixed(2).padStart(20)}  ${`${h.maxSessions} (${h.rssAtMaxMB.toFixed(1)})`.padStart(22)}`,
+    );
+  }
+  for (const f of [...r.failedRuns, ...r.lost.map((x) => `lost: ${x}`), ...r.duplicated.map((x) => `duplicated: ${x}`)].slice(0, 20)) lines.push(f);
+  return lines.join('\n');
+}

@@ -6,7 +6,6 @@
  * being told, a host opens its buckets, and the monitor, in its own account, is refused a write.
  */
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,19 +14,11 @@ import { ensureQueues } from '../../actors/remote.js';
 import type { NatsConnectedTransport } from '../../adapters/transport/nats.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { freePort, natsServerBinary, startNatsServer, type NatsServer } from './server.js';
+import { examplePasswords, freePort, natsServerBinary, startNatsServer, type NatsServer } from './server.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const files = ['n1', 'n2', 'n3'].map((n) => join(root, `examples/nats/cluster/${n}.conf`));
-const secret = (role: string) => `${role}-${randomBytes(18).toString('hex')}`;
-const passwords = {
-  A2A_ORCHESTRATOR_PASSWORD: secret('orch'),
-  A2A_HOST_PASSWORD: secret('host'),
-  A2A_GATEWAY_PASSWORD: secret('gateway'),
-  A2A_MONITOR_PASSWORD: secret('mon'),
-  A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
-  A2A_AGENT_BETA_PASSWORD: secret('beta'),
-};
+const passwords = examplePasswords();
 let nodes: NatsServer[] = [];
 const open: NatsConnectedTransport[] = [];
 const raw: NatsConnection[] = [];

@@ -7,7 +7,6 @@
  * as the example documents.
  */
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -21,7 +20,7 @@ import { ensureQueues, subjects } from '../../actors/remote.js';
 import { isA2AError } from '../../actors/errors.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Transport, TransportMessage } from '../../machines/ports.js';
-import { natsServerBinary, startNatsServer, type NatsServer } from './server.js';
+import { examplePasswords, natsServerBinary, secret, startNatsServer, type NatsServer } from './server.js';
 import { a2aHost, capture, killAll, splitWorkspace, waitFor } from './cluster.js';
 import { ownerOf, registered, SeedAgent, specFor, startGateway, waitUntil, type Track, type Wire } from './seed004Kit.js';
 
@@ -29,16 +28,7 @@ const root = resolve(import.meta.dirname, '../..');
 const exampleConfig = readFileSync(join(root, 'examples/nats/server.conf'), 'utf8');
 const s = subjects('default');
 
-/** Random per run, never all digits (see the note on passwords in the example). */
-const secret = (role: string) => `${role}-${randomBytes(18).toString('hex')}`;
-const passwords = {
-  A2A_ORCHESTRATOR_PASSWORD: secret('orch'),
-  A2A_HOST_PASSWORD: secret('host'),
-  A2A_GATEWAY_PASSWORD: secret('gateway'),
-  A2A_MONITOR_PASSWORD: secret('mon'),
-  A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
-  A2A_AGENT_BETA_PASSWORD: secret('beta'),
-};
+const passwords = examplePasswords();
 const allSecrets = Object.values(passwords);
 /** Each user's inbox prefix, as the example's permissions allow (A2A_NATS_INBOX_PREFIX). */
 const inboxPrefix = {

@@ -7,6 +7,7 @@
  * it is missing the fixture throws: a NATS test that silently skips would hide a broken adapter.
  * Every server started here is killed when the test process exits, and its store dir removed.
  */
+import { randomBytes } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
@@ -302,4 +303,19 @@ async function placeable(urls: string, replicas: number): Promise<void> {
   } finally {
     await nc.close();
   }
+}
+
+/** A random password per run, never all digits (see the note on passwords in examples/nats/server.conf). */
+export const secret = (role: string) => `${role}-${randomBytes(18).toString('hex')}`;
+
+/** The passwords examples/nats/server.conf reads from the server's environment, one per role, random per run. */
+export function examplePasswords() {
+  return {
+    A2A_ORCHESTRATOR_PASSWORD: secret('orch'),
+    A2A_HOST_PASSWORD: secret('host'),
+    A2A_GATEWAY_PASSWORD: secret('gateway'),
+    A2A_MONITOR_PASSWORD: secret('mon'),
+    A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
+    A2A_AGENT_BETA_PASSWORD: secret('beta'),
+  };
 }

@@ -85,10 +85,11 @@ export async function relayHostEvents(
   const s = subjects(ns);
   return transport.consume(
     s.queues.hostEvents.name,
-    // removed by the server after a day without a reader (a run never resumed); its events stay queued until their max age.
+    // removed by the server after a minute without a reader (a run stopped, or ended): a run
+    // resumed later attaches a new one, and its events stay queued until their max age.
     // Acknowledged within a log flush (200 ms): a short ackWait brings back soon what a server
     // restart lost in flight (delivered, never received), well within the drain at the run's end.
-    { consumer: `events-${runId}`, filter: s.hostEventsOf(runId), ackWaitMs: RELAY_ACK_WAIT_MS, maxInFlight: 1024, inactiveMs: 86_400_000 },
+    { consumer: `events-${runId}`, filter: s.hostEventsOf(runId), ackWaitMs: RELAY_ACK_WAIT_MS, maxInFlight: 1024, inactiveMs: 60_000 },
     async (message) => {
       const parsed = RunEvent.safeParse(message.data);
       const origin = (message.data as { origin?: unknown } | null)?.origin;

@@ -30,6 +30,8 @@ export interface NatsServer {
   log(): string;
   /** Whether its process runs (not stopped or killed since its last start). */
   readonly running: boolean;
+  /** Its process id while it runs. */
+  readonly pid: number | undefined;
 }
 
 export interface NatsServerOptions {
@@ -241,6 +243,9 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     log: () => output.join(''),
     get running() {
       return child !== null && child.exitCode === null && child.signalCode === null;
+    },
+    get pid() {
+      return child?.pid;
     },
   };
 }

@@ -10,6 +10,7 @@
  * is MB per 1,000 sub-tasks (least squares). `npm run soak` prints it (test/soak/index.ts); a short
  * version is a test (test/nats/soak.test.ts).
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -63,6 +64,22 @@ export interface SoakReport {
   hosts: HostFigures[];
   /** Messages still in each work queue after the last run (unacknowledged): 0 each. */
   leftInQueues: Record<string, number>;
+  /** Consumers on the cluster's streams 1.2 s after the last run. */
+  consumers: number;
+  /** Each node's RSS (MB) before the first run and after the last. */
+  serverRssStartMB: number[];
+  serverRssMB: number[];
+}
+
+/** A process's resident memory in MB (Linux /proc), NaN when unknown. */
+function rssOf(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
 }
 
 interface Sample {
@@ -127,6 +144,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     });
     await Promise.all(hosts.map((h) => served(h)));
 
+    const serverRssStartMB = cluster.nodes.map((n) => rssOf(n.pid));
     const start = Date.now();
     const failedRuns: string[] = [];
     const lost: string[] = [];
@@ -157,7 +175,12 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
       if (Object.values(left).every((n) => n === 0) || Date.now() > drainedBy) break;
       await new Promise((r) => setTimeout(r, 100));
     }
+    // what the servers hold after it: the consumers left (per-session ones go 15 s after their
+    // session), and each node's memory
     await new Promise((r) => setTimeout(r, 1_200));
+    let consumers = 0;
+    for await (const si of jsm.streams.list()) consumers += si.state.consumer_count;
+    const serverRssMB = cluster.nodes.map((n) => rssOf(n.pid));
     if (warmDone === Infinity) warmDone = Math.floor(done * o.warmup);
     const figures: HostFigures[] = [...samples.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
@@ -178,7 +201,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
         };
       });
     const sessions = runs * ids.length;
-    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left };
+    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB };
   } finally {
     for (const h of hosts) h.child.kill('SIGTERM');
     await Promise.all(hosts.map((h) => Promise.race([h.exited, new Promise((r) => setTimeout(r, 5_000))])));
@@ -225,7 +248,7 @@ function mostAtOnce(ws: string, runs: number): Map<string, { count: number; at: 
 export function formatSoak(r: SoakReport): string {
   const lines = [
     `runs ${r.runs} (${r.failedRuns.length} failed) in ${(r.ms / 1000).toFixed(0)} s · sessions ${r.sessions} (sub-tasks ${r.subtasks}) · lost ${r.lost.length} · duplicated ${r.duplicated.length} · ${r.sessionsPerSec.toFixed(1)} remote sessions/s`,
-    `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')}`,
+    `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')} · consumers left: ${r.consumers} · nats-server RSS MB: ${r.serverRssStartMB.map((a, i) => `${a.toFixed(0)} → ${r.serverRssMB[i]!.toFixed(0)}`).join(', ')}`,
     '',
     'host      beats  RSS MB first→last  heap MB first→last  RSS MB/1k sub-tasks  heap MB/1k sub-tasks  most sessions (RSS MB)',
   ];

@@ -31,6 +31,12 @@ const SEED = faultSeed(4242);
 const TRIALS = Math.max(1, Number(process.env.FAULT_CLUSTER_TRIALS ?? 2) || 2);
 /** The longest a trial's run may take: the worst seen was 15 s (an election of 9 s, then the run). */
 const RUN_LIMIT_MS = 22_000;
+/**
+ * The longest a restarted node may take to be back in step: 4.1 s while consumers lived an hour,
+ * 16.1 s since the per-session ones go 15 s after their session (the node replays the consumers
+ * made and removed while it was down before its streams report current).
+ */
+const CATCH_UP_LIMIT_MS = 26_000;
 const SPAWN = streamNameFor('spawn', 'default');
 const leaderRow: Row = { fault: 'cluster: spawn-stream leader killed', trials: 0, passed: 0, lost: 0, duplicated: 0, figure: '' };
 const hostRow: Row = { fault: "cluster: a host's node killed", trials: 0, passed: 0, lost: 0, duplicated: 0, figure: '' };
@@ -69,7 +75,7 @@ afterAll(async () => {
  * still catches up leaves no quorum (a double fault, not this test's). The consumers of ended
  * sessions are left out: an idle one can stay a couple of entries behind until it is used.
  */
-async function inStep(node: string, ms = 8_000): Promise<number> {
+async function inStep(node: string, ms = CATCH_UP_LIMIT_MS): Promise<number> {
   const start = Date.now();
   let lagging: string[] = [];
   const ok = (c: { leader?: string; replicas?: Array<{ name: string; current: boolean }> } | undefined) =>
@@ -185,21 +191,23 @@ describe('fault: a node of a 3-node NATS cluster dies mid-run', () => {
         runTimes.push(trial.ms);
       }, RUN_LIMIT_MS + 6_000);
 
-      afterAll(async () => {
-        // the next trial starts from a whole cluster, whatever this one did
-        if (cluster.node(killed).running) return;
-        await cluster.node(killed).restart();
-        await inStep(killed).catch(() => 0);
-      }, 20_000);
-
       it('completes the run and loses and duplicates nothing', () => {
         checkRun(runId, trial, leaderRow, `seed ${SEED + n}, killed ${killed}`);
       });
 
-      it('the killed node, started again, catches up', async () => {
-        await cluster.node(killed).restart();
-        recovered.push(await inStep(killed));
-        leaderRow.passed++;
+      describe('the killed node, started again', () => {
+        // the next trial starts from a whole cluster, whatever this one did
+        let caughtUp: number | Error;
+        beforeAll(async () => {
+          await cluster.node(killed).restart();
+          caughtUp = await inStep(killed).catch((error: Error) => error);
+        }, CATCH_UP_LIMIT_MS + 4_000);
+
+        it('catches up: every stream and shared consumer current, with it among the peers', () => {
+          if (caughtUp instanceof Error) throw caughtUp;
+          recovered.push(caughtUp);
+          leaderRow.passed++;
+        });
       });
     });
   }
@@ -216,21 +224,15 @@ describe('fault: a node of a 3-node NATS cluster dies mid-run', () => {
       hostRow.trials++;
     }, RUN_LIMIT_MS + 6_000);
 
-    afterAll(async () => {
-      if (!cluster.node('n3').running) await cluster.node('n3').restart();
-    });
-
     it('completes the run and loses and duplicates nothing', () => {
       checkRun('host-node', trial, hostRow, 'n3 killed');
     });
 
-    it('keeps the sessions on their host: none restored elsewhere, no host lost', async () => {
+    it('keeps the sessions on their host: none restored elsewhere, no host lost', () => {
       const events = new FileRunStore(ws).events('host-node');
       const placed = events.filter((e) => e.type === 'subtask.placed');
       expect(placed.filter((e) => e.agentType === '@coder').map((e) => e.data.host)).toEqual(Array(PLAN.workers * PLAN.parts).fill('coder'));
       expect(events.filter((e) => e.type === 'session.restored' || e.type === 'host.lost').map((e) => e.type)).toEqual([]);
-      await cluster.node('n3').restart();
-      await inStep('n3');
       hostRow.passed++;
       hostRow.figure = `run took ${trial.ms} ms; no session restored, no host lost`;
     });

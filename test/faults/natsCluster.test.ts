@@ -54,9 +54,12 @@ beforeAll(async () => {
   ws = faultWorkspace(PLAN, 'a2a-fault-cluster-');
   nc = await connect({ servers: cluster.urls.split(',') });
   jsm = await jetstreamManager(nc);
-  // hosts on different nodes: the architect on n2, the coders on n3; the runs on all three
-  arch = a2aHost(cluster.node('n2').url, ws, 'arch', 'architect', { heartbeatMs: 300 });
-  coder = a2aHost(cluster.node('n3').url, ws, 'coder', 'coder', { heartbeatMs: 300 });
+  // hosts on different nodes: the architect on n2, the coders on n3; the runs on all three. A
+  // host is taken for dead after 3 silent heartbeats: at 300 ms (the failover tests' setting) a
+  // host whose node dies can be taken for dead while its client reconnects to another node; at
+  // 1 s (the default is 2 s), not
+  arch = a2aHost(cluster.node('n2').url, ws, 'arch', 'architect', { heartbeatMs: 1_000 });
+  coder = a2aHost(cluster.node('n3').url, ws, 'coder', 'coder', { heartbeatMs: 1_000 });
   await Promise.all([served(arch), served(coder)]);
 }, 30_000);
 
@@ -231,8 +234,9 @@ describe('fault: a node of a 3-node NATS cluster dies mid-run', () => {
     it('keeps the sessions on their host: none restored elsewhere, no host lost', () => {
       const events = new FileRunStore(ws).events('host-node');
       const placed = events.filter((e) => e.type === 'subtask.placed');
-      expect(placed.filter((e) => e.agentType === '@coder').map((e) => e.data.host)).toEqual(Array(PLAN.workers * PLAN.parts).fill('coder'));
-      expect(events.filter((e) => e.type === 'session.restored' || e.type === 'host.lost').map((e) => e.type)).toEqual([]);
+      const context = events.filter((e) => e.type === 'warning' || e.type.startsWith('host.') || e.type === 'session.restored' || e.type === 'subtask.placed').map((e) => `${e.type} ${e.subTaskId ?? ''} ${JSON.stringify(e.data).slice(0, 200)}`).join('\n');
+      expect(placed.filter((e) => e.agentType === '@coder').map((e) => e.data.host), context).toEqual(Array(PLAN.workers * PLAN.parts).fill('coder'));
+      expect(events.filter((e) => e.type === 'session.restored' || e.type === 'host.lost').map((e) => e.type), context).toEqual([]);
       hostRow.passed++;
       hostRow.figure = `run took ${trial.ms} ms; no session restored, no host lost`;
     });

@@ -176,7 +176,7 @@ async function persist(op: () => Promise<void>, stopped: () => boolean, onRetry:
  * resumed owner, or a reader back after an outage, attaches a new consumer and gets them. Long
  * enough for the acks deferred to the owner's next snapshot, which follow its last pull.
  */
-export const CONSUMER_IDLE_MS = 15_000;
+const CONSUMER_IDLE_MS = 15_000;
 
 let downCounter = 0;
 const downId = (sessionId: string) => `${sessionId}:down:${Date.now().toString(36)}:${process.pid}:${(downCounter++).toString(36)}`;

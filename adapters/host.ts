@@ -94,6 +94,9 @@ interface Running {
 }
 
 /** Acks waiting for a session's next snapshot; the host flushes them when it writes one. */
+/** Whether wire id `id` is `root` or one of its descendants (a sub-task's id extends its parent's with ".n"). */
+const under = (id: string, root: string) => id === root || id.startsWith(`${root}.`);
+
 export class DeferredAcks {
   readonly #bySession = new Map<string, Array<() => Promise<void>>>();
 
@@ -120,10 +123,6 @@ export class DeferredAcks {
     return taken;
   }
 
-  /** Sessions with acks waiting (for tests and heartbeats). */
-  get size(): number {
-    return this.#bySession.size;
-  }
 }
 
 export class Host {
@@ -366,14 +365,12 @@ export class Host {
     return this.#o.deferredAcks.takeWhere(this.#inTree(key));
   }
 
-  /** Whether a session (by wire id) is of tree `key` here: see #deferredOf. */
+  /** Whether a session (by wire id) is of tree `key` here: the deepest running root it is under. */
   #inTree(key: string): (session: string) => boolean {
     const roots = [...this.#running.keys()];
     return (session) => {
       let best: string | null = null;
-      for (const root of roots) {
-        if ((session === root || session.startsWith(`${root}.`)) && (best === null || root.length > best.length)) best = root;
-      }
+      for (const root of roots) if (under(session, root) && (best === null || root.length > best.length)) best = root;
       return best === key;
     };
   }
@@ -395,8 +392,9 @@ export class Host {
       // overwrite the claim of the one that runs it now (its report was refused by the owner)
       const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
       const written = await this.#snapshots!.update(id, record, running.revision).catch(() => null);
-      if (written !== null) for (const ack of deferred) await ack().catch(() => undefined);
-      if (written === null) {
+      if (written !== null) {
+        for (const ack of deferred) await ack().catch(() => undefined);
+      } else {
         this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} finished ${running.spec.id}, but another host holds it now: its record is left to that host` } });
       }
     } finally {
@@ -414,7 +412,7 @@ export class Host {
     // goes with the last tree that uses it
     if (this.#o.onTreeEnded) {
       const roots = [...this.#running.keys()];
-      this.#o.onTreeEnded((key) => !roots.some((root) => key === root || key.startsWith(`${root}.`) || root.startsWith(`${key}.`)));
+      this.#o.onTreeEnded((key) => !roots.some((root) => under(key, root) || under(root, key)));
     }
     if (running.timer) clearTimeout(running.timer);
     running.unsubscribe();

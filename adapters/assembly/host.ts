@@ -28,9 +28,6 @@ import { commandRunnerFor } from './sandbox.js';
 import { natsCredentials, warnIfUnauthenticated } from './nats.js';
 import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
 
-/** How often a host lets go of the pause gates of runs that are not paused. */
-const PAUSE_PRUNE_MS = 60_000;
-
 export interface HostOptions extends CodeInputs {
   /** The NATS server(s); credentials come from A2A_NATS_USER/PASSWORD/TOKEN, never from here. */
   nats: string;
@@ -122,6 +119,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         runtime.ids.forget?.(unused);
         runtime.budget.forget(unused);
         runtime.costs?.ledger.forget(unused);
+        // a host serves many runs over its life: the pause gates of runs not paused go too
+        runtime.pauses.prune();
       },
       refuse: commandRefusal((name) => registry.has(name)),
       clock: realClock,
@@ -131,9 +130,6 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     });
     // the pause of each run this host serves sessions of (a2a pause on the run's machine)
     const unfollow = await followPauses(transport, ns, runtime.pauses, (message) => bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${message}` } }));
-    // a host serves many runs over its life: the gates of runs not paused are let go now and then
-    const pruning = setInterval(() => runtime.pauses.prune(), PAUSE_PRUNE_MS);
-    pruning.unref();
     await host.start();
     let closed = false;
     return {
@@ -146,7 +142,6 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       async close() {
         if (closed) return;
         closed = true;
-        clearInterval(pruning);
         await host.stop();
         await mcp.closeAll();
         await unfollow();

@@ -53,14 +53,9 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
 
   /** The key's last value as its stream's leader has it (null when missing or deleted). */
   const latest = async (key: string): Promise<{ payload: string; revision: number } | null> => {
-    try {
-      const m = await link.jsm.streams.getMessage(`KV_${name}`, { last_by_subj: `$KV.${name}.${key}` });
-      if (!m || m.header?.get('KV-Operation')) return null;
-      return { payload: new TextDecoder().decode(m.data), revision: m.seq };
-    } catch (error) {
-      if (isApiError(error, JetStreamApiCodes.NoMessageFound)) return null;
-      throw error;
-    }
+    // null when the key has no message; a delete or purge marker is a message with KV-Operation
+    const m = await link.jsm.streams.getMessage(`KV_${name}`, { last_by_subj: `$KV.${name}.${key}` });
+    return !m || m.header?.get('KV-Operation') ? null : { payload: new TextDecoder().decode(m.data), revision: m.seq };
   };
 
   /** A compare-and-set write, retried across a restart; null when it lost to another writer. */

@@ -22,7 +22,7 @@ import { FileRunStore } from '../../adapters/store/file.js';
 import { streamNameFor } from '../../adapters/transport/natsQueues.js';
 import { bucketNameFor } from '../../adapters/transport/natsKv.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import { a2aHost, capture, killAll, served, type Proc } from '../nats/cluster.js';
+import { a2aHost, capture, killAll, served, waitFor, type Proc } from '../nats/cluster.js';
 import { startNatsCluster, type NatsCluster } from '../nats/server.js';
 import { faultSeed, faultWorkspace, printTable, seeded, sessionIds, tally, type Row } from './harness.js';
 
@@ -102,19 +102,17 @@ async function inStep(node: string, ms = CATCH_UP_LIMIT_MS): Promise<number> {
   }
 }
 
-/** Resolves once the run's log has an event `match` finds (polled: the run writes it as it goes). */
-async function reached(runId: string, what: string, match: (e: { type: string; agentType?: string; data: Record<string, unknown> }) => boolean, ms = 10_000): Promise<void> {
+/** Resolves once the run's log has an event `match` finds (the run writes it as it goes). */
+function reached(runId: string, what: string, match: (e: { type: string; agentType?: string }) => boolean): Promise<void> {
   const store = new FileRunStore(ws);
-  const start = Date.now();
-  for (;;) {
+  const has = () => {
     try {
-      if (store.events(runId).some((e) => match(e as never))) return;
+      return store.events(runId).some(match);
     } catch {
-      // not created yet
+      return false; // not created yet
     }
-    if (Date.now() - start > ms) throw new Error(`run ${runId} did not reach ${what} within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  };
+  return waitFor(`run ${runId} to reach ${what}`, has, 10_000);
 }
 
 /** The node that leads `stream` now (waiting out an election). */

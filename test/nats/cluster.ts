@@ -40,10 +40,10 @@ export function a2aProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv =
 }
 
 /** `a2a host` serving `agents` for the workspace's script. */
-export function a2aHost(url: string, ws: string, id: string, agents: string, options: { heartbeatMs?: number; drainMs?: number; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {}): Proc {
+export function a2aHost(url: string, ws: string, id: string, agents: string, options: { heartbeatMs?: number; drainMs?: number; env?: NodeJS.ProcessEnv } = {}): Proc {
   const args = ['host', '--nats', url, '--agents', agents, '--id', id, '--script', join(ws, 'script.json'), '--workspace', ws];
   args.push('--heartbeat', String(options.heartbeatMs ?? 200), '--drain', String(options.drainMs ?? 2_000));
-  return a2aProcess(args, ws, options.env, options.nodeArgs);
+  return a2aProcess(args, ws, options.env);
 }
 
 /** SIGKILLs every process started here that is still running (afterEach). */

@@ -28,8 +28,6 @@ export interface NatsServer {
   restart(): Promise<void>;
   /** The last lines the server printed (since its last start): errors, permission violations. */
   log(): string;
-  /** Whether its process runs (not stopped or killed since its last start). */
-  readonly running: boolean;
   /** Its process id while it runs. */
   readonly pid: number | undefined;
 }
@@ -241,9 +239,6 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       await start();
     },
     log: () => output.join(''),
-    get running() {
-      return child !== null && child.exitCode === null && child.signalCode === null;
-    },
     get pid() {
       return child?.pid;
     },

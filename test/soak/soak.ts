@@ -213,20 +213,25 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
 
 /**
  * Per host, the most sessions it held at once over all runs, and when: from each run's log, a
- * session is held from its placement (`subtask.placed`, naming the host) to its result.
+ * session is held from its first state to its last, as the host that ran it stamped them
+ * (`session.state`, relayed from that host), so that a late relay cannot shorten or split it.
  */
 function mostAtOnce(ws: string, runs: number): Map<string, { count: number; at: number }> {
   const store = new FileRunStore(ws);
   const edges = new Map<string, Array<[number, number]>>();
   for (let k = 1; k <= runs; k++) {
-    const events = store.events(`soak-${k}`);
-    const ended = new Map<string, number>();
-    for (const e of events) if (e.type === 'subtask.result' && e.subTaskId) ended.set(e.subTaskId, e.ts);
-    for (const e of events) {
-      if (e.type !== 'subtask.placed' || !e.subTaskId || typeof e.data.host !== 'string') continue;
-      const list = edges.get(e.data.host) ?? [];
-      list.push([e.ts, 1], [ended.get(e.subTaskId) ?? e.ts, -1]);
-      edges.set(e.data.host, list);
+    const spans = new Map<string, { host: string; from: number; to: number }>();
+    for (const e of store.events(`soak-${k}`)) {
+      const host = e.data.relayedFrom;
+      if (e.type !== 'session.state' || !e.subTaskId || typeof host !== 'string') continue;
+      const span = spans.get(e.subTaskId);
+      if (span) span.to = e.ts;
+      else spans.set(e.subTaskId, { host, from: e.ts, to: e.ts });
+    }
+    for (const { host, from, to } of spans.values()) {
+      const list = edges.get(host) ?? [];
+      list.push([from, 1], [to, -1]);
+      edges.set(host, list);
     }
   }
   const most = new Map<string, { count: number; at: number }>();

@@ -44,6 +44,7 @@ export const DEFAULT_MATRIX: Readonly<Record<PermissionAction, Tier>> = {
   // a program's own tools run as its code does; an MCP server's tools are somebody else's code
   custom_tool: 'auto_approve',
   mcp_tool: 'ask_user',
+  remote_agent_delegation: 'ask_user',
 };
 
 /** The `permissions` section of a config file (and what permissions.md parses into). */

@@ -6,7 +6,7 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { AgentBackend, McpServerConfig, McpServerName, PreferredModels, type AgentCapability, type ParsedAgentType } from '../machines/protocol.js';
+import { AgentBackend, McpServerConfig, McpServerName, PreferredModels, RemoteAgentConfig, type AgentCapability, type ParsedAgentType } from '../machines/protocol.js';
 import { A2AError, describeIssues } from './errors.js';
 import { errorText } from '../machines/errorText.js';
 
@@ -24,7 +24,16 @@ export interface AgentDefinition {
    * files, its config, a plan's config) may not, since cloning one and running a2a would run them.
    */
   mcpDeclaredIn?: { where: string; trusted: boolean };
+  /**
+   * A remote A2A agent (`remote:` in its file): its sessions send their task to that server
+   * (adapters/a2aProtocol/delegate.ts) instead of calling a model. `trusted` as for MCP servers:
+   * only the user's own config and code may send a token from the environment or the secrets file.
+   */
+  remote?: RemoteAgentConfig & { declaredIn: { where: string; trusted: boolean } };
 }
+
+/** The tools of a remote A2A agent's sessions, unless its file lists others. */
+export const REMOTE_AGENT_TOOLS: ReadonlyArray<string> = ['a2a_remote_task', 'a2a_notify_orchestrator', 'a2a_subtask_complete'];
 
 /** Frontmatter of an agent file; every field optional so that a later layer can override a few. */
 export const AgentFrontmatter = z.strictObject({
@@ -46,6 +55,8 @@ export const AgentFrontmatter = z.strictObject({
       }
     })
     .optional(),
+  /** A remote A2A agent: `{ url, token?: { env } | { secret }, timeoutMs? }`. */
+  remote: RemoteAgentConfig.optional(),
 });
 export type AgentFrontmatter = z.infer<typeof AgentFrontmatter>;
 
@@ -168,7 +179,7 @@ export class AgentRegistry {
       strengths: patch.strengths ?? existing?.capability.strengths ?? [],
       weaknesses: patch.weaknesses ?? existing?.capability.weaknesses ?? [],
       canSpawnSubTasks: patch.canSpawnSubTasks ?? existing?.capability.canSpawnSubTasks ?? false,
-      tools: patch.tools ?? existing?.capability.tools ?? [],
+      tools: patch.tools ?? existing?.capability.tools ?? (patch.remote ? [...REMOTE_AGENT_TOOLS] : []),
       source,
     };
     const preferredModels = patch.preferredModels ?? existing?.capability.preferredModels;
@@ -182,6 +193,7 @@ export class AgentRegistry {
       systemPrompt: patch.systemPrompt?.trim() ? patch.systemPrompt.trim() : (existing?.systemPrompt ?? ''),
       files: [...(existing?.files ?? []), file],
       ...(mcpServers && Object.keys(mcpServers).length ? { mcpServers, ...(mcpDeclaredIn ? { mcpDeclaredIn } : {}) } : {}),
+      ...(patch.remote ? { remote: { ...patch.remote, declaredIn: { where: file, trusted: source !== 'workspace' } } } : existing?.remote ? { remote: existing.remote } : {}),
     });
   }
 
@@ -219,6 +231,7 @@ export class AgentRegistry {
   distrustMcp(name: string, where: string): void {
     const found = this.#agents.get(name);
     if (found?.mcpServers) found.mcpDeclaredIn = { where, trusted: false };
+    if (found?.remote) found.remote = { ...found.remote, declaredIn: { where, trusted: false } };
   }
 
   has(name: string): boolean {

@@ -67,6 +67,7 @@ const EXAMPLES: Record<string, string[]> = {
   graph: ['a2a graph worker', 'a2a graph orchestrator --format json', 'a2a graph idleInquiry --format paths'],
   inspect: ['a2a inspect', 'a2a inspect --port 0'],
   studio: ['a2a studio', 'a2a studio --port 7420', 'a2a studio --nats nats://127.0.0.1:4222 --namespace team'],
+  serve: ['a2a serve --a2a', 'a2a serve --a2a --port 7430 --agent coder', 'A2A_SERVE_TOKEN=… a2a serve --a2a --host 0.0.0.0'],
   mcp: ['a2a mcp', 'a2a mcp --http --port 7410', 'claude mcp add a2a -- npx a2a mcp   (Claude Code: a2a as its MCP server)'],
   stop: ['a2a stop', 'a2a stop <runId>'],
 };
@@ -368,6 +369,25 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
       // the MCP SDK is loaded only for this command
       const { mcpCommand } = await import('./commands/mcp.js');
       code = await mcpCommand(options, { stderr: io.stderr }, packageVersion());
+    });
+
+  program
+    .command('serve')
+    .description('Serve a2a over the Agent2Agent protocol (--a2a): other agents send it tasks, follow them, answer its questions, cancel them')
+    .option('--a2a', 'the Agent2Agent protocol (JSON-RPC and REST, v1.0 and v0.3)')
+    .addOption(new Option('--port <n>', 'port (default: any free port)').argParser(int('--port')))
+    .option('--host <host>', 'interface to listen on (default 127.0.0.1; another one needs A2A_SERVE_TOKEN)')
+    .option('--url <url>', 'the URL the agent card gives (behind a proxy; default: the address listened on)')
+    .option('--agent <type>', 'the agent type of a message that names no skill (default: the config\'s default agent)')
+    .option('--workspace <dir>', 'workspace directory (default: the current directory)')
+    .option('--script <file>', 'script for the scripted model')
+    .option('--model <profile>', 'model profile for the workers')
+    .option('--config <file>', 'config file')
+    .option('--nats <url>', 'run the tasks on a NATS deployment (hosts take their sub-tasks)')
+    .option('--namespace <ns>', 'the NATS namespace (default: default)')
+    .action(async (options) => {
+      const { serveCommand } = await import('./commands/serve.js');
+      code = await serveCommand(options, { stderr: io.stderr }, packageVersion());
     });
 
   program

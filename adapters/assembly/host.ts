@@ -65,7 +65,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const ns = options.namespace ?? 'default';
   const loaded = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}) });
   const { config } = loaded;
-  const catalog = new ToolCatalog([...builtinTools(), ...checkedTools(options.tools ?? [])]);
+  const catalog = new ToolCatalog([...builtinTools({ secretsFile: secretsFileOf(config, workspace) }), ...checkedTools(options.tools ?? [])]);
   const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
   if (options.agents?.length) registry.addDefined(options.agents);
   if (!Array.isArray(options.serve)) throw new A2AError('VALIDATION_ERROR', 'serve: give the agent types the host serves, as a list (["coder", "reviewer"])', { where: 'serve' });

@@ -14,6 +14,7 @@ import type { SessionSpec } from '../../machines/protocol.js';
 import { userConfigDir } from '../config.js';
 import { ORGANISER_AGENT } from '../../actors/organiser.js';
 import { ModelPool } from '../model/factory.js';
+import { RemoteAgentDriver } from '../a2aProtocol/delegate.js';
 import type { Script } from '../model/scripted.js';
 
 /** Where a process reads keys and other secrets that are not in its environment. */
@@ -33,7 +34,10 @@ export function modelsFor(config: RunConfig, registry: AgentRegistry, script: Sc
   });
   const resolved = new WeakMap<SessionSpec, ResolvedModel>();
   const fixed: ResolvedModel | null = given ? { model: given, name: given.modelName ?? given.id, requestModel: given.modelName ?? given.id, profile: 'code' } : null;
+  const remote: ResolvedModel = { model: new RemoteAgentDriver(), name: 'a2a-remote', requestModel: 'a2a-remote', profile: 'remote' };
   const resolveModel: ModelResolver = (spec) => {
+    // a remote A2A agent's sessions are driven by its server's answers, whatever the profiles say
+    if (registry.get(spec.agent.agentName).remote) return remote;
     if (fixed) return fixed;
     let found = resolved.get(spec);
     if (!found) {

@@ -221,7 +221,7 @@ function prepare(target: Target, request: RunRequest, runId: string) {
   extra.push({ source: 'command-line flags', data: flagLayer(request) });
   const loaded = loadConfig({ workspace, ...(request.config ? { explicitFile: request.config } : {}), extra });
   const { config, policy } = loaded;
-  const catalog = new ToolCatalog([...builtinTools(), ...checkedTools(request.tools ?? [])]);
+  const catalog = new ToolCatalog([...builtinTools({ secretsFile: secretsFileOf(config, workspace) }), ...checkedTools(request.tools ?? [])]);
   const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
   if (request.agents?.length) registry.addDefined(request.agents);
   const scriptFile = request.script

@@ -7,6 +7,7 @@ import type { ToolDefinition } from '../../actors/tools/index.js';
 import { a2aTools } from '../../actors/tools/a2a.js';
 import { codingTools } from '../../actors/tools/coding.js';
 import { artifactTools } from '../../actors/tools/artifacts.js';
+import { remoteAgentTool, type RemoteToolOptions } from '../a2aProtocol/delegate.js';
 
 /** What a program gives a run or a host in code, beside the files and config it reads. */
 export interface CodeInputs {
@@ -21,8 +22,8 @@ export interface CodeInputs {
 }
 
 
-export function builtinTools(): ToolDefinition<z.ZodType>[] {
-  return [...a2aTools, ...codingTools, ...artifactTools] as ToolDefinition<z.ZodType>[];
+export function builtinTools(options: RemoteToolOptions = {}): ToolDefinition<z.ZodType>[] {
+  return [...a2aTools, ...codingTools, ...artifactTools, remoteAgentTool(options)] as ToolDefinition<z.ZodType>[];
 }
 
 /** A program's tools: each made with defineTool, and no name twice or taken from a2a's own. */

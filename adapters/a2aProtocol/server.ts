@@ -1,0 +1,627 @@
+/**
+ * a2a as an Agent2Agent server (`a2a serve --a2a`): other frameworks' agents send it work with
+ * the protocol, built on the SDK's server side (its request handler, its JSON-RPC and REST
+ * transports on Express, v0.3 clients through its compat layer).
+ *
+ * One A2A task is one run of the runtime (a worker of the agent type the message's skill names,
+ * with its sub-tasks), started through the library API in the served workspace, so `a2a status`,
+ * `a2a inbox` and `a2a audit` see it too. The run's events become the task's: sub-tasks started
+ * and workers' reports as WORKING status messages, results as artifacts, a question for a person
+ * as INPUT_REQUIRED and a permission that asks the user as AUTH_REQUIRED (the client's next
+ * message in the task answers it), the run's end as exactly one terminal state. CancelTask stops
+ * the run (every sub-task still reports, as cancelled). Messages of one `contextId` are one
+ * conversation: a new task in it starts with what the earlier ones asked and answered.
+ *
+ * Tasks are durable: every event is written to the task's record (records.ts) before it is sent.
+ * SubscribeToTask replays a task's events from the record (all of them, or those after the
+ * `Last-Event-ID` header: the `seq` in each event's metadata), then follows it live. A server
+ * that restarts resumes the runs of the tasks it had not finished.
+ */
+import { AgentCard, StreamResponse, Task, TaskState, type Artifact, type Message, type SubscribeToTaskRequest, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
+import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
+import {
+  AgentEvent,
+  DefaultExecutionEventBus,
+  DefaultRequestHandler,
+  DefaultPushNotificationSender,
+  type ExecutionEventBusManager,
+  InMemoryPushNotificationStore,
+  type AgentExecutionEvent,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+  type ServerCallContext,
+} from '@a2a-js/sdk/server';
+import { jsonRpcHandler, restHandler, type UserBuilder } from '@a2a-js/sdk/server/express';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { timingSafeEqual, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
+import type { A2AServedEvent, A2AServedTask, RunEvent } from '../../machines/protocol.js';
+import { loadConfig } from '../config.js';
+import { loadRegistry } from '../config.js';
+import { ToolCatalog } from '../../actors/tools/index.js';
+import { builtinTools } from '../assembly/tools.js';
+import { errorText } from '../../machines/errorText.js';
+import { redactText } from '../../actors/secrets.js';
+import { startRun, type Run, type RunRequest } from '../assembly/library.js';
+import { partsText, textPart } from './client.js';
+import { FileServedTasks, RecordTaskStore, taskOf, type ServedTasks } from './records.js';
+
+export const JSONRPC_PATH = '/a2a/jsonrpc';
+export const REST_PATH = '/a2a/rest';
+export const CARD_PATH = '/.well-known/agent-card.json';
+
+export interface A2AServeOptions {
+  /** Where runs start (default: the current directory). */
+  workspace?: string;
+  /** 127.0.0.1 unless said otherwise; another address needs a token. */
+  host?: string;
+  /** 0: any free port. */
+  port?: number;
+  /** A bearer token every request but the card's must carry (timing-safe comparison). */
+  token?: string;
+  /** The agent type of a message that names no skill (default: the config's default agent). */
+  agent?: string;
+  /** What every run is started with besides its task (script, model, config, nats, settings …). */
+  run?: Omit<RunRequest, 'task' | 'plan' | 'target' | 'workspace' | 'resume'>;
+  /** Where tasks are kept (default: files under the workspace). */
+  records?: ServedTasks;
+  notify?: (line: string) => void;
+  version?: string;
+  /** The URL the card gives (default: the address listened on). */
+  publicUrl?: string;
+}
+
+const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+/** States at which an `execute` call returns (and a blocking SendMessage answers). */
+const STOPS = new Set<TaskState>([...TERMINAL, TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED]);
+const YES = /^\s*(y|yes|approve|approved|allow|ok|okay|accept)\b/i;
+const NO = /^\s*(n|no|deny|denied|reject|refuse)\b/i;
+/** Run event ids kept per task, to recognise what a resumed run repeats. */
+const MAX_FACTS = 5_000;
+
+function clip(text: string, max = 400): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function agentMessage(text: string, taskId: string, contextId: string): Message {
+  return { messageId: randomUUID(), contextId, taskId, role: 2, parts: [textPart(redactText(text))], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+/** One task this process holds: its record, the run behind it, who listens. */
+interface Held {
+  record: A2AServedTask;
+  run: Run | null;
+  /**
+   * The SDK's buses of the requests on this task (a send, its follow-ups, a cancel): one per
+   * request (see RequestBuses), each given every event from its request on, so that a stream
+   * still open at AUTH_REQUIRED follows the task to its end while a follow-up answers it.
+   */
+  buses: Set<ExecutionEventBus>;
+  /** Resolved when the task reaches a stop state (see STOPS). */
+  waiters: Array<() => void>;
+  listeners: Set<(event: A2AServedEvent) => void>;
+  off: (() => void) | null;
+}
+
+/**
+ * The runtime behind the protocol: the SDK's `AgentExecutor`, and what the request handler's
+ * resubscribe reads. Every event goes record first, then live listeners, then the SDK's bus.
+ */
+export class RuntimeExecutor implements AgentExecutor {
+  readonly records: ServedTasks;
+  readonly #held = new Map<string, Held>();
+  readonly #options: A2AServeOptions;
+  readonly #workspace: string;
+  readonly #notify: (line: string) => void;
+  readonly #agents: () => string[];
+  readonly #defaultAgent: string;
+
+  constructor(options: A2AServeOptions, agents: () => string[], defaultAgent: string) {
+    this.#options = options;
+    this.#workspace = resolve(options.workspace ?? process.cwd());
+    this.#notify = options.notify ?? ((line) => void process.stderr.write(`${line}\n`));
+    this.records = options.records ?? new FileServedTasks(this.#workspace, this.#notify);
+    this.#agents = agents;
+    this.#defaultAgent = defaultAgent;
+  }
+
+  holds(taskId: string): boolean {
+    return this.#held.has(taskId);
+  }
+
+  held(taskId: string): Held | undefined {
+    return this.#held.get(taskId);
+  }
+
+  /** Sends one event of a task: numbered, folded into the task, written, then delivered. */
+  #publish(held: Held, event: AgentExecutionEvent): void {
+    const record = held.record;
+    const seq = record.events.length + 1;
+    let task = taskOf(record);
+    if (event.kind === 'statusUpdate' || event.kind === 'artifactUpdate') event.data.metadata = { ...(event.data.metadata ?? {}), seq };
+    if (event.kind === 'task') task = event.data;
+    else if (event.kind === 'statusUpdate' && event.data.status) {
+      task.status = event.data.status;
+      if (event.data.status.message) task.history.push(event.data.status.message);
+    } else if (event.kind === 'artifactUpdate' && event.data.artifact) {
+      const artifact = event.data.artifact;
+      const at = task.artifacts.findIndex((a) => a.artifactId === artifact.artifactId);
+      if (at < 0) task.artifacts.push(artifact);
+      else if (event.data.append) task.artifacts[at] = { ...task.artifacts[at]!, parts: [...task.artifacts[at]!.parts, ...artifact.parts] };
+      else task.artifacts[at] = artifact;
+    }
+    const wire = StreamResponse.toJSON({ payload: { $case: event.kind, value: event.data } as StreamResponse['payload'] }) as Record<string, unknown>;
+    const served: A2AServedEvent = { seq, at: Date.now(), event: wire };
+    record.task = Task.toJSON(task) as Record<string, unknown>;
+    record.events.push(served);
+    record.updatedAt = served.at;
+    this.records.write(record).catch((e: unknown) => this.#notify(`a2a serve: could not write task ${task.id}: ${errorText(e)}`));
+    for (const listener of held.listeners) listener(served);
+    for (const bus of held.buses) bus.publish(event);
+    const state = task.status?.state;
+    if (state !== undefined && STOPS.has(state)) {
+      for (const done of held.waiters.splice(0)) done();
+      if (TERMINAL.has(state)) {
+        held.buses.clear();
+        held.off?.();
+        this.#held.delete(task.id);
+      }
+    }
+  }
+
+  #status(held: Held, state: TaskState, text: string | null, metadata?: Record<string, unknown>): void {
+    const task = taskOf(held.record);
+    const data: TaskStatusUpdateEvent = {
+      taskId: task.id,
+      contextId: task.contextId,
+      status: { state, message: text === null ? undefined : agentMessage(text, task.id, task.contextId), timestamp: now() },
+      metadata: metadata ? { ...metadata } : undefined,
+    };
+    this.#publish(held, AgentEvent.statusUpdate(data));
+  }
+
+  #artifact(held: Held, artifact: Omit<Artifact, 'metadata' | 'extensions' | 'description'> & { description?: string }): void {
+    const task = taskOf(held.record);
+    this.#publish(
+      held,
+      AgentEvent.artifactUpdate({
+        taskId: task.id,
+        contextId: task.contextId,
+        artifact: { description: '', metadata: undefined, extensions: [], ...artifact },
+        append: false,
+        lastChunk: true,
+        metadata: undefined,
+      }),
+    );
+  }
+
+  #until(held: Held): Promise<void> {
+    const state = taskOf(held.record).status?.state;
+    return new Promise((done) => held.waiters.push(done));
+  }
+
+  async execute(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const found = this.#held.get(request.taskId);
+    if (found) {
+      // the protocol wants the task first on every request's stream: this request's only
+      bus.publish(AgentEvent.task(taskOf(found.record)));
+      found.buses.add(bus);
+      const waiting = this.#until(found);
+      this.#answer(found, request.userMessage);
+      await waiting;
+      return;
+    }
+    const existing = await this.records.read(request.taskId);
+    if (existing) {
+      // a task this process does not hold: finished, or its run could not be resumed
+      const held = this.#hold(existing, bus);
+      this.#publish(held, AgentEvent.task(taskOf(existing)));
+      if (!TERMINAL.has(taskOf(existing).status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+        this.#status(held, TaskState.TASK_STATE_FAILED, `this server no longer holds the run behind task ${request.taskId} (${existing.runId ?? 'none'}); start a new task`);
+      }
+      held.buses.clear();
+      this.#held.delete(request.taskId);
+      return;
+    }
+    await this.#start(request, bus);
+  }
+
+  #hold(record: A2AServedTask, bus: ExecutionEventBus | null): Held {
+    const held: Held = { record, run: null, buses: new Set(bus ? [bus] : []), waiters: [], listeners: new Set(), off: null };
+    this.#held.set(String(record.task.id), held);
+    return held;
+  }
+
+  async #start(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const message = request.userMessage;
+    const text = partsText(message.parts).trim();
+    const skill = String(message.metadata?.skill ?? request.request.metadata?.skill ?? '').replace(/^@/, '');
+    const agents = this.#agents();
+    const agent = skill || this.#defaultAgent;
+    const task: Task = {
+      id: request.taskId,
+      contextId: request.contextId,
+      status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
+      artifacts: [],
+      history: [message],
+      metadata: { agent: `@${agent}` },
+    };
+    const held = this.#hold(
+      { version: 1, task: Task.toJSON(task) as Record<string, unknown>, runId: null, workspace: this.#workspace, agent, facts: [], waitingFor: null, events: [], updatedAt: Date.now() },
+      bus,
+    );
+    {
+      this.#publish(held, AgentEvent.task(task));
+      if (!text) return this.#status(held, TaskState.TASK_STATE_REJECTED, 'the message has no text: send the task as a text part (data parts are read as JSON text)');
+      if (!agents.includes(agent)) {
+        return this.#status(held, TaskState.TASK_STATE_REJECTED, `unknown skill "${skill}": this server's skills are ${agents.map((a) => `"${a}"`).join(', ')} (set message.metadata.skill)`);
+      }
+      const earlier = await this.#conversation(request.contextId, request.taskId);
+      const prompt = earlier ? `${earlier}\n\nThe new request:\n${text}` : text;
+      const waiting = this.#until(held);
+      let run: Run;
+      try {
+        run = await startRun({ ...(this.#options.run ?? {}), workspace: this.#workspace, task: prompt, agent: `@${agent}`, questions: 'human' });
+      } catch (e) {
+        this.#status(held, TaskState.TASK_STATE_FAILED, `the run could not start: ${errorText(e)}`);
+        return;
+      }
+      held.record.runId = run.id;
+      this.#bind(held, run);
+      this.#status(held, TaskState.TASK_STATE_WORKING, `run ${run.id} started: @${agent} works on it`);
+      await waiting;
+    }
+  }
+
+  /** What earlier tasks of the conversation asked and answered, for a new task in it. */
+  async #conversation(contextId: string, taskId: string): Promise<string> {
+    const earlier = (await this.records.all())
+      .filter((r) => r.task.contextId === contextId && r.task.id !== taskId)
+      .sort((a, b) => a.updatedAt - b.updatedAt)
+      .map(taskOf);
+    if (earlier.length === 0) return '';
+    const lines = earlier.map((t) => {
+      const asked = partsText(t.history[0]?.parts);
+      const answered = t.artifacts.map((a) => partsText(a.parts)).join('\n') || partsText(t.status?.message?.parts);
+      return `- asked: ${clip(asked, 2000)}\n  answered (${TaskState[t.status?.state ?? 0]?.replace('TASK_STATE_', '').toLowerCase()}): ${clip(answered, 4000)}`;
+    });
+    return `Earlier in this conversation:\n${lines.join('\n')}`;
+  }
+
+  /** Turns the run's events into the task's. */
+  #bind(held: Held, run: Run): void {
+    held.run = run;
+    const facts = new Set(held.record.facts);
+    const seen = (event: RunEvent): boolean => {
+      if (!event.id) return false;
+      if (facts.has(event.id)) return true;
+      facts.add(event.id);
+      held.record.facts.push(event.id);
+      if (held.record.facts.length > MAX_FACTS) held.record.facts.splice(0, held.record.facts.length - MAX_FACTS);
+      return false;
+    };
+    const off = run.on((e) => {
+      const event = e as RunEvent;
+      if (!this.#held.has(String(held.record.task.id)) || seen(event)) return;
+      try {
+        this.#onRunEvent(held, event);
+      } catch (error) {
+        this.#notify(`a2a serve: task ${String(held.record.task.id)}: ${errorText(error)}`);
+      }
+    });
+    held.off = off;
+    run.done.catch((error: unknown) => {
+      if (this.#held.has(String(held.record.task.id))) this.#status(held, TaskState.TASK_STATE_FAILED, `the run failed: ${errorText(error)}`);
+    });
+  }
+
+  #onRunEvent(held: Held, event: RunEvent): void {
+    const d = event.data as Record<string, unknown>;
+    const who = event.subTaskId ?? event.workerId ?? 'the run';
+    switch (event.type) {
+      case 'subtask.spawned':
+        return this.#status(held, TaskState.TASK_STATE_WORKING, `${event.subTaskId} (${event.agentType ?? 'agent'}) started: ${clip(String(d.prompt ?? ''), 200)}`, { subTaskId: event.subTaskId });
+      case 'subtask.result':
+        // a worker's own result is the task's: it comes with the run's end
+        if (!event.subTaskId || event.subTaskId === event.workerId) return;
+        this.#artifact(held, { artifactId: `result-${event.subTaskId}`, name: `${event.subTaskId}: ${String(d.status)}`, parts: [textPart(redactText(String(d.output ?? '') || String(d.error ?? '')))] });
+        return;
+      case 'update.queued':
+        if (d.updateType === 'progress' && d.message) return this.#status(held, TaskState.TASK_STATE_WORKING, `${String(d.from)}: ${clip(String(d.message))}`);
+        return;
+      case 'human.asked': {
+        const kind = d.kind === 'permission' ? 'permission' : 'question';
+        held.record.waitingFor = { id: String(d.id), kind };
+        const ask = kind === 'permission' ? `${String(d.title)}\nAnswer yes or no (or a data part {"approved": true|false, "reason": "…"}).` : String(d.title);
+        return this.#status(held, kind === 'permission' ? TaskState.TASK_STATE_AUTH_REQUIRED : TaskState.TASK_STATE_INPUT_REQUIRED, ask, { itemId: String(d.id), kind, requesterId: String(d.requesterId ?? '') });
+      }
+      case 'human.answered':
+        if (held.record.waitingFor?.id === String(d.id)) held.record.waitingFor = null;
+        return this.#status(held, TaskState.TASK_STATE_WORKING, `${d.kind === 'permission' ? (d.approved ? 'approved' : 'denied') : 'answered'} by ${String(d.by)}${d.text ? `: ${clip(String(d.text), 200)}` : ''}`);
+      case 'run.finished':
+        return this.#finish(held, event);
+      default:
+        if (event.type === 'session.state' && !event.subTaskId && d.state === 'running' && who) return;
+    }
+  }
+
+  #finish(held: Held, event: RunEvent): void {
+    const d = event.data as { status?: string; summary?: { tasks?: Array<{ id: string; result: { status: string; output: string; error?: string } | null; note: string | null }>; stopReason?: string | null } };
+    const tasks = d.summary?.tasks ?? [];
+    for (const t of tasks) {
+      if (!t.result) continue;
+      this.#artifact(held, { artifactId: `result-${t.id}`, name: 'result', parts: [textPart(redactText(t.result.output || t.result.error || ''))] });
+    }
+    const result = tasks[0]?.result ?? null;
+    if (d.status === 'cancelled') return this.#status(held, TaskState.TASK_STATE_CANCELED, d.summary?.stopReason ?? 'cancelled');
+    if (d.status === 'completed' && result && result.status !== 'failed') {
+      return this.#status(held, TaskState.TASK_STATE_COMPLETED, result.status === 'partial' ? `partly done: ${result.error ?? 'see the result'}` : 'done', { resultStatus: result.status });
+    }
+    return this.#status(held, TaskState.TASK_STATE_FAILED, result?.error ?? tasks[0]?.note ?? d.summary?.stopReason ?? 'the run failed');
+  }
+
+  /** The client's next message in a task: the answer to what it waits for, else new instructions. */
+  #answer(held: Held, message: Message): void {
+    const text = partsText(message.parts).trim();
+    const data = message.parts.find((p) => p.content?.$case === 'data')?.content;
+    const given = data?.$case === 'data' && data.value && typeof data.value === 'object' ? (data.value as { approved?: unknown; reason?: unknown; text?: unknown }) : null;
+    const run = held.run;
+    if (!run) return this.#status(held, TaskState.TASK_STATE_FAILED, 'this task has no run to give the message to');
+    const pending = run.pending();
+    const waiting = held.record.waitingFor;
+    const item = pending.find((p) => p.id === waiting?.id) ?? pending[0];
+    const by = 'a2a-client';
+    try {
+      if (item?.kind === 'permission') {
+        const approved = typeof given?.approved === 'boolean' ? given.approved : YES.test(text) ? true : NO.test(text) ? false : null;
+        if (approved === null) {
+          return this.#status(held, TaskState.TASK_STATE_AUTH_REQUIRED, `"${clip(text, 80)}" is not an answer to "${item.title}": answer yes or no, or send a data part {"approved": true|false}`, { itemId: item.id, kind: 'permission' });
+        }
+        run.answer(item.id, { approved, by, ...(typeof given?.reason === 'string' ? { reason: given.reason } : {}) });
+        return;
+      }
+      if (item) {
+        run.answer(item.id, { text: typeof given?.text === 'string' ? given.text : text, by });
+        return;
+      }
+      if (!text) return this.#status(held, TaskState.TASK_STATE_WORKING, 'an empty message: nothing to pass on');
+      const worker = run.tree().roots[0]?.id;
+      run.redirect(worker?.replace(/^w-/, '') ?? 'task', text, by);
+      this.#status(held, TaskState.TASK_STATE_WORKING, `passed to the worker as new instructions: ${clip(text, 200)}`);
+    } catch (e) {
+      this.#status(held, TaskState.TASK_STATE_WORKING, `the message could not be passed on: ${errorText(e)}`);
+    }
+  }
+
+  async cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
+    const held = this.#held.get(taskId);
+    if (!held) return;
+    held.buses.add(bus);
+    const waiting = this.#until(held);
+    if (held.run) held.run.stop('cancelled by the A2A client');
+    else this.#status(held, TaskState.TASK_STATE_CANCELED, 'cancelled by the A2A client');
+    await waiting;
+  }
+
+  /** Live events of a held task, from now on (resubscribe). */
+  listen(taskId: string, listener: (event: A2AServedEvent) => void): (() => void) | null {
+    const held = this.#held.get(taskId);
+    if (!held) return null;
+    held.listeners.add(listener);
+    return () => held.listeners.delete(listener);
+  }
+
+  /** After a restart: every task not finished gets its run back (resumed), or fails saying why. */
+  async recover(): Promise<{ resumed: string[]; failed: string[] }> {
+    const resumed: string[] = [];
+    const failed: string[] = [];
+    for (const record of await this.records.all()) {
+      const task = taskOf(record);
+      if (TERMINAL.has(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED) || this.#held.has(task.id)) continue;
+      const held = this.#hold(record, null);
+      if (!record.runId) {
+        this.#status(held, TaskState.TASK_STATE_FAILED, 'the server stopped before this task\'s run started');
+        failed.push(task.id);
+        continue;
+      }
+      try {
+        const run = await startRun({ ...(this.#options.run ?? {}), workspace: record.workspace, resume: record.runId });
+        this.#bind(held, run);
+        this.#status(held, TaskState.TASK_STATE_WORKING, `the server restarted: run ${record.runId} resumed`);
+        resumed.push(task.id);
+      } catch (e) {
+        this.#status(held, TaskState.TASK_STATE_FAILED, `the server restarted and could not resume run ${record.runId}: ${errorText(e)}`);
+        failed.push(task.id);
+      }
+    }
+    return { resumed, failed };
+  }
+
+  /** Stops every run this server holds (the server stops). */
+  async close(): Promise<void> {
+    // a run stopped this way ends its task as CANCELED (said, not lost); a server killed
+    // instead resumes its tasks' runs when it starts again
+    const runs = [...this.#held.values()].map((h) => h.run).filter((r): r is Run => !!r);
+    for (const run of runs) run.stop('the A2A server stopped');
+    await Promise.allSettled(runs.map((r) => r.done));
+    for (const held of this.#held.values()) held.off?.();
+    this.#held.clear();
+  }
+}
+
+/**
+ * A bus per request instead of one per task: the SDK wants every request's stream to begin with
+ * the task, which on a shared bus would break a stream still open at AUTH_REQUIRED. The executor
+ * gives each bus the events of its task (Held.buses).
+ */
+class RequestBuses implements ExecutionEventBusManager {
+  readonly #latest = new Map<string, ExecutionEventBus>();
+
+  createOrGetByTaskId(taskId: string): ExecutionEventBus {
+    const bus = new DefaultExecutionEventBus();
+    this.#latest.set(taskId, bus);
+    return bus;
+  }
+
+  getByTaskId(taskId: string): ExecutionEventBus | undefined {
+    return this.#latest.get(taskId);
+  }
+
+  cleanupByTaskId(taskId: string): void {
+    this.#latest.delete(taskId);
+  }
+}
+
+/** The SDK's request handler, with SubscribeToTask answered from the durable record. */
+class RuntimeRequestHandler extends DefaultRequestHandler {
+  readonly #executor: RuntimeExecutor;
+
+  constructor(card: AgentCard, store: RecordTaskStore, executor: RuntimeExecutor) {
+    const pushes = new InMemoryPushNotificationStore();
+    super(card, store, executor, new RequestBuses(), pushes, new DefaultPushNotificationSender(pushes));
+    this.#executor = executor;
+  }
+
+  override async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const record = await this.#executor.records.read(params.id);
+    if (!record) throw new TaskNotFoundError(`no task ${params.id} on this server`);
+    const headers = context.state.get('headers') as Record<string, string | string[] | undefined> | undefined;
+    const header = headers?.['last-event-id'];
+    const after = Number.parseInt(Array.isArray(header) ? (header[0] ?? '') : (header ?? ''), 10);
+    const from = Number.isInteger(after) && after >= 0 ? after : 0;
+    // live events are taken from now on, so that none falls between the replay and the follow
+    const live: A2AServedEvent[] = [];
+    let wake: (() => void) | null = null;
+    const off = this.#executor.listen(params.id, (event) => {
+      live.push(event);
+      wake?.();
+    });
+    try {
+      yield { payload: { $case: 'task', value: taskOf(record) } };
+      let last = from;
+      const ended = (e: A2AServedEvent): boolean => {
+        const status = (e.event as { statusUpdate?: { status?: { state?: string } } }).statusUpdate?.status?.state;
+        return status !== undefined && ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED', 'TASK_STATE_INPUT_REQUIRED'].includes(status);
+      };
+      for (const e of record.events) {
+        if (e.seq <= last) continue;
+        last = e.seq;
+        // the task as it was then: the snapshot above says more
+        if ('task' in e.event) continue;
+        yield StreamResponse.fromJSON(e.event);
+      }
+      if (!off) return;
+      const state = taskOf(record).status?.state;
+      if (state !== undefined && (TERMINAL.has(state) || state === TaskState.TASK_STATE_INPUT_REQUIRED) && record.events.length > 0) return;
+      for (;;) {
+        while (live.length) {
+          const e = live.shift()!;
+          if (e.seq <= last) continue;
+          last = e.seq;
+          yield StreamResponse.fromJSON(e.event);
+          if (ended(e)) return;
+        }
+        await new Promise<void>((done) => (wake = done));
+        wake = null;
+      }
+    } finally {
+      off?.();
+    }
+  }
+}
+
+/** The agent card: one skill per agent type (the organiser's workflow too, where it exists). */
+export function agentCard(options: { url: string; version: string; agents: Array<{ id: string; description: string; strengths: string[] }>; token: boolean }): AgentCard {
+  const interfaces = [
+    { url: `${options.url}${JSONRPC_PATH}`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' },
+    { url: `${options.url}${REST_PATH}`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' },
+  ];
+  return AgentCard.fromJSON({
+    name: 'a2a',
+    description: 'An a2a team: a worker of the agent type the skill names, with the sub-tasks it spawns in parallel; questions and permissions come back as INPUT_REQUIRED / AUTH_REQUIRED.',
+    version: options.version,
+    supportedInterfaces: duplicateInterfacesForLegacy(interfaces, ['JSONRPC', 'HTTP+JSON']).map((i) => ({ ...i })),
+    capabilities: { streaming: true, pushNotifications: true },
+    defaultInputModes: ['text/plain', 'application/json'],
+    defaultOutputModes: ['text/plain'],
+    skills: options.agents.map((a) => ({ id: a.id, name: `@${a.id}`, description: a.description, tags: ['a2a', ...a.strengths.slice(0, 4)], examples: [], inputModes: [], outputModes: [] })),
+    ...(options.token ? { securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'the token a2a serve was started with (A2A_SERVE_TOKEN)' } } }, securityRequirements: [{ schemes: { bearer: { list: [] } } }] } : {}),
+  });
+}
+
+function tokenMatches(given: string | undefined, expected: string): boolean {
+  if (!given?.startsWith('Bearer ')) return false;
+  const a = Buffer.from(given.slice(7));
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export interface RunningA2AServer {
+  url: string;
+  card: AgentCard;
+  executor: RuntimeExecutor;
+  recovered: { resumed: string[]; failed: string[] };
+  close(): Promise<void>;
+}
+
+/** Starts the server: reads the agents, recovers unfinished tasks, listens. */
+export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServer> {
+  const workspace = resolve(options.workspace ?? process.cwd());
+  const host = options.host ?? '127.0.0.1';
+  if (!options.token && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
+    throw new Error(`a2a serve: listening on ${host} needs a token (set A2A_SERVE_TOKEN): without one, anyone who reaches the port could run agents in ${workspace}`);
+  }
+  const loaded = loadConfig({ workspace, ...(options.run?.config ? { explicitFile: options.run.config } : {}) });
+  const registry = loadRegistry({ workspace, knownTools: new ToolCatalog(builtinTools()).names(), userAgents: loaded.config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
+  if (options.run?.agents?.length) registry.addDefined(options.run.agents);
+  const served = registry.list().filter((a) => !a.remote);
+  const defaultAgent = (options.agent ?? loaded.config.defaultAgent ?? 'agent').replace(/^@/, '');
+  if (!registry.has(defaultAgent)) throw new Error(`a2a serve: --agent ${defaultAgent} is not an agent type here; known: ${registry.names().join(', ')}`);
+  const executor = new RuntimeExecutor({ ...options, workspace }, () => served.map((a) => a.capability.id), defaultAgent);
+  const app = express();
+  const httpServer = await new Promise<Server>((done, fail) => {
+    const s = app.listen(options.port ?? 0, host, () => done(s));
+    s.once('error', fail);
+  });
+  const address = httpServer.address() as AddressInfo;
+  const url = options.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+  const card = agentCard({ url, version: options.version ?? '0.0.0', agents: served.map((a) => a.capability), token: !!options.token });
+  const store = new RecordTaskStore(executor.records, (id) => executor.holds(id), workspace);
+  const handler = new RuntimeRequestHandler(card, store, executor);
+  const userBuilder: UserBuilder = async () => ({ isAuthenticated: !!options.token, userName: options.token ? 'a2a-client' : 'anonymous' });
+  // the card is public (clients read it to learn how to authenticate); everything else needs the token
+  app.use(CARD_PATH, legacyAgentCardRouter({ agentCardProvider: async () => card, cache: { maxAge: 0 } }));
+  app.get(CARD_PATH, (_req, res) => void res.type('application/json').send(JSON.stringify(AgentCard.toJSON(card))));
+  if (options.token) {
+    const token = options.token;
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      if (tokenMatches(req.header('authorization'), token)) return next();
+      res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: 'missing or wrong bearer token: send Authorization: Bearer <the token a2a serve was started with>' });
+    });
+  }
+  app.use(JSONRPC_PATH, jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
+  app.use(REST_PATH, restHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
+  const recovered = await executor.recover();
+  return {
+    url,
+    card,
+    executor,
+    recovered,
+    async close() {
+      await executor.close();
+      await new Promise<void>((done) => {
+        httpServer.closeAllConnections();
+        httpServer.close(() => done());
+      });
+    },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * `a2a serve --a2a`: the runtime as an Agent2Agent server (adapters/a2aProtocol/server.ts). It
+ * listens on 127.0.0.1; a token (A2A_SERVE_TOKEN, at least 16 characters) makes every request
+ * but the card's carry `Authorization: Bearer <token>`, and is required on any other address.
+ */
+import { secrets } from '../../actors/secrets.js';
+import { errorText } from '../../machines/errorText.js';
+
+export interface ServeCommandOptions {
+  a2a?: boolean;
+  port?: number;
+  host?: string;
+  workspace?: string;
+  agent?: string;
+  script?: string;
+  model?: string;
+  config?: string;
+  nats?: string;
+  namespace?: string;
+  url?: string;
+}
+
+export interface ServeIo {
+  stderr: NodeJS.WritableStream;
+  /** Resolves when the server should stop (default: SIGINT or SIGTERM). */
+  until?: Promise<void>;
+  onListening?: (url: string) => void;
+}
+
+export async function serveCommand(options: ServeCommandOptions, io: ServeIo, version: string): Promise<number> {
+  const notify = (line: string) => void io.stderr.write(`${line}\n`);
+  if (!options.a2a) {
+    notify('a2a serve: say which protocol to serve: --a2a (the Agent2Agent protocol). For MCP, use a2a mcp.');
+    return 2;
+  }
+  const token = process.env.A2A_SERVE_TOKEN?.trim() || undefined;
+  if (token && token.length < 16) {
+    notify('a2a serve: A2A_SERVE_TOKEN is shorter than 16 characters: use a longer, random token');
+    return 2;
+  }
+  if (token) secrets.add('A2A_SERVE_TOKEN', token);
+  // the SDK and Express are loaded only for this command
+  const { serveA2A } = await import('../../adapters/a2aProtocol/server.js');
+  let server;
+  try {
+    server = await serveA2A({
+      version,
+      notify,
+      ...(options.workspace ? { workspace: options.workspace } : {}),
+      ...(options.host ? { host: options.host } : {}),
+      ...(options.port !== undefined ? { port: options.port } : {}),
+      ...(options.agent ? { agent: options.agent } : {}),
+      ...(options.url ? { publicUrl: options.url } : {}),
+      ...(token ? { token } : {}),
+      run: {
+        ...(options.script ? { script: options.script } : {}),
+        ...(options.model ? { model: options.model } : {}),
+        ...(options.config ? { config: options.config } : {}),
+        ...(options.nats ? { nats: options.nats } : {}),
+        ...(options.namespace ? { namespace: options.namespace } : {}),
+      },
+    });
+  } catch (e) {
+    notify(`a2a serve: ${errorText(e)}`);
+    return 2;
+  }
+  const skills = server.card.skills.map((s) => s.id).join(', ');
+  notify(`a2a A2A server on ${server.url} (card: ${server.url}/.well-known/agent-card.json; JSON-RPC /a2a/jsonrpc, REST /a2a/rest; v1.0 and v0.3)`);
+  notify(`skills: ${skills}${token ? '; requests need Authorization: Bearer $A2A_SERVE_TOKEN' : '; no token (loopback only): set A2A_SERVE_TOKEN to require one'}`);
+  if (server.recovered.resumed.length || server.recovered.failed.length) {
+    notify(`unfinished tasks: ${server.recovered.resumed.length} resumed${server.recovered.failed.length ? `, ${server.recovered.failed.length} failed (${server.recovered.failed.join(', ')})` : ''}`);
+  }
+  io.onListening?.(server.url);
+  await (io.until ??
+    new Promise<void>((done) => {
+      process.once('SIGINT', done);
+      process.once('SIGTERM', done);
+    }));
+  await server.close();
+  return 0;
+}

@@ -1,0 +1,192 @@
+/**
+ * `a2a serve --a2a` against the SDK's own client on loopback: the card, a task sent, streamed and
+ * read back, sub-tasks as status and artifacts, a question (INPUT_REQUIRED) and a permission
+ * (AUTH_REQUIRED) answered by the client's next message, cancel, list, a reconnect that replays
+ * what the client missed, bad input, the token.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TaskState, type StreamResponse } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveA2A, type RunningA2AServer } from '../../adapters/a2aProtocol/server.js';
+import { tempDir } from '../helpers.js';
+import { artifacts, clientOf, drain, lastStatusText, message, send, SERVE_SCRIPT, seqOf, states, taskIdOf } from './fixtures.js';
+
+let server: RunningA2AServer;
+let client: Client;
+let workspace: string;
+
+beforeAll(async () => {
+  workspace = tempDir('a2a-serve-');
+  server = await serveA2A({
+    workspace,
+    version: '9.9.9',
+    agent: 'coder',
+    notify: () => undefined,
+    run: { scriptData: SERVE_SCRIPT, settings: { permissions: { ask_user: ['file_creation_in_worktree'] } } },
+  });
+  client = await clientOf(server.url);
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+const inputRequired = (e: StreamResponse) => e.payload?.$case === 'statusUpdate' && [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED].includes(e.payload.value.status!.state);
+
+describe('a2a serve --a2a', () => {
+  it('serves an agent card: one skill per agent type, v1.0 and v0.3 interfaces', async () => {
+    const v1 = (await (await fetch(`${server.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<string, any>;
+    expect(v1.name).toBe('a2a');
+    expect(v1.version).toBe('9.9.9');
+    expect(v1.skills.map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining(['coder', 'architect', 'reviewer']));
+    expect(v1.capabilities.streaming).toBe(true);
+    expect(v1.supportedInterfaces).toEqual(expect.arrayContaining([expect.objectContaining({ protocolBinding: 'JSONRPC', protocolVersion: '1.0', url: `${server.url}/a2a/jsonrpc` })]));
+    expect(v1.securitySchemes).toBeUndefined();
+    // a v0.3 client sends no version header and gets the v0.3 card
+    const v03 = (await (await fetch(`${server.url}/.well-known/agent-card.json`)).json()) as Record<string, any>;
+    expect(v03.protocolVersion).toBe('0.3');
+    expect(v03.url).toBe(`${server.url}/a2a/jsonrpc`);
+  });
+
+  it('runs a task: SUBMITTED, WORKING, the result as an artifact, COMPLETED; GetTask reads it back', async () => {
+    const events = await drain(send(client, message('Say hello in Python', { skill: 'coder' })));
+    expect(states(events)).toEqual(['task:SUBMITTED', 'WORKING', 'COMPLETED']);
+    const id = taskIdOf(events);
+    const task = await client.getTask({ tenant: '', id });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(artifacts(task)).toEqual(['print("hello world")']);
+    expect(task.metadata?.agent).toBe('@coder');
+    // every status and artifact event is numbered, from 2 (1 is the task itself)
+    expect(events.map(seqOf).filter((n) => n !== undefined)).toEqual([2, 3, 4]);
+  });
+
+  it('answers a blocking SendMessage with the finished task', async () => {
+    const result = await client.sendMessage({ tenant: '', message: message('hello again', { skill: 'coder' }), configuration: undefined, metadata: undefined });
+    expect('status' in result && result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('streams sub-tasks as status messages and their results as artifacts', async () => {
+    const events = await drain(send(client, message('fan out into two parts', { skill: 'coder' })));
+    const texts = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' ? [lastStatusText([e])] : []));
+    expect(texts).toEqual(expect.arrayContaining([expect.stringMatching(/^w-task\.1 \(@coder\) started: part A/), expect.stringMatching(/^w-task\.2 \(@coder\) started: part B/)]));
+    const task = await client.getTask({ tenant: '', id: taskIdOf(events) });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts.map((a) => a.name)).toEqual(['w-task.1: success', 'w-task.2: success', 'result']);
+    expect(artifacts(task)).toContain('A and B, combined');
+  });
+
+  it('asks the client what the worker asks (INPUT_REQUIRED); the next message in the task answers it', async () => {
+    const first = await drain(send(client, message('Design the schema: which database?', { skill: 'coder' })));
+    expect(states(first).at(-1)).toBe('INPUT_REQUIRED');
+    expect(lastStatusText(first)).toBe('Which database should I use?');
+    const id = taskIdOf(first);
+    const task = await client.getTask({ tenant: '', id });
+    const second = await drain(send(client, message('postgres', { taskId: id, contextId: task.contextId })));
+    expect(second[0]!.payload?.$case).toBe('task');
+    expect(states(second).at(-1)).toBe('COMPLETED');
+    expect(second.some((e) => lastStatusText([e]).startsWith('answered by a2a-client: postgres'))).toBe(true);
+    expect(artifacts(await client.getTask({ tenant: '', id }))).toContain('schema for postgres');
+  });
+
+  it('asks for a permission (AUTH_REQUIRED); a reply that is no answer is refused and asked again; yes approves', async () => {
+    const stream = send(client, message('write a file with notes', { skill: 'coder' }));
+    const first = await drain(stream, inputRequired);
+    expect(states(first).at(-1)).toBe('AUTH_REQUIRED');
+    expect(lastStatusText(first)).toMatch(/file_creation_in_worktree[\s\S]*Answer yes or no/);
+    const id = taskIdOf(first);
+    const contextId = (await client.getTask({ tenant: '', id })).contextId;
+    const unclear = await drain(send(client, message('maybe later', { taskId: id, contextId })), inputRequired);
+    expect(lastStatusText(unclear)).toMatch(/"maybe later" is not an answer to .*: answer yes or no/);
+    const approved = await drain(send(client, message('yes', { taskId: id, contextId })));
+    expect(states(approved).at(-1)).toBe('COMPLETED');
+    expect(approved.some((e) => /^approved by a2a-client/.test(lastStatusText([e])))).toBe(true);
+    expect(readFileSync(join(workspace, 'notes.txt'), 'utf8')).toBe('notes');
+  });
+
+  it('cancels a task: the run is stopped and the task ends CANCELED, once', async () => {
+    const stream = send(client, message('work forever', { skill: 'coder' }));
+    const started = await drain(stream, (e) => states([e])[0] === 'WORKING');
+    const id = taskIdOf(started);
+    const cancelled = await client.cancelTask({ tenant: '', id, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const task = await client.getTask({ tenant: '', id });
+    const terminal = (await drain(client.resubscribeTask({ tenant: '', id }))).filter((e) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(states([e])[0] ?? ''));
+    expect(terminal).toHaveLength(1);
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+
+  it('lists tasks by context, newest first, and pages them', async () => {
+    const a = taskIdOf(await drain(send(client, message('hello one', { skill: 'coder', contextId: 'ctx-list' }))));
+    const b = taskIdOf(await drain(send(client, message('hello two', { skill: 'coder', contextId: 'ctx-list' }))));
+    const listed = await client.listTasks({ tenant: '', contextId: 'ctx-list', status: 0, pageSize: 1, pageToken: '', historyLength: 0, statusTimestampAfter: undefined });
+    expect(listed.totalSize).toBe(2);
+    expect(listed.tasks.map((t) => t.id)).toEqual([b]);
+    expect(listed.tasks[0]!.history).toEqual([]);
+    const next = await client.listTasks({ tenant: '', contextId: 'ctx-list', status: 0, pageSize: 1, pageToken: listed.nextPageToken, statusTimestampAfter: undefined });
+    expect(next.tasks.map((t) => t.id)).toEqual([a]);
+  });
+
+  it('gives a new task of a conversation what the earlier tasks asked and answered', async () => {
+    await drain(send(client, message('hello from the first task', { skill: 'coder', contextId: 'ctx-talk' })));
+    const second = await drain(send(client, message('hello, and now the second', { skill: 'coder', contextId: 'ctx-talk' })));
+    const runId = (await server.executor.records.read(taskIdOf(second)))!.runId!;
+    const log = readFileSync(join(workspace, '.a2a', 'runs', runId, 'events.jsonl'), 'utf8');
+    const deployed = log.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'worker.deployed');
+    expect(deployed.data.prompt).toMatch(/Earlier in this conversation:\n- asked: hello from the first task\n  answered \(completed\): print\("hello world"\)[\s\S]*The new request:\nhello, and now the second/);
+  });
+
+  it('replays a task to a client that reconnects: everything, or what follows Last-Event-ID', async () => {
+    const stream = send(client, message('slow hello', { skill: 'coder' }));
+    // the client drops after the first events (the task still runs)
+    const seen = await drain(stream, (e) => states([e])[0] === 'WORKING');
+    const id = taskIdOf(seen);
+    const last = Math.max(...seen.map(seqOf).filter((n): n is number => n !== undefined));
+    const rest = await drain(client.resubscribeTask({ tenant: '', id }, { serviceParameters: { 'Last-Event-ID': String(last) } }));
+    expect(rest[0]!.payload?.$case).toBe('task');
+    const seqs = rest.map(seqOf).filter((n): n is number => n !== undefined);
+    expect(seqs[0]).toBe(last + 1);
+    expect(seqs).toEqual(seqs.map((_, i) => last + 1 + i));
+    expect(states(rest).at(-1)).toBe('COMPLETED');
+    // without the header: the whole task again, from its first status
+    const all = await drain(client.resubscribeTask({ tenant: '', id }));
+    expect(all.map(seqOf).filter((n) => n !== undefined)[0]).toBe(2);
+    expect(states(all).at(-1)).toBe('COMPLETED');
+  });
+
+  it('refuses bad input with a reason and loses nothing: no text, an unknown skill, an unknown task', async () => {
+    const empty = await drain(send(client, { ...message(''), parts: [] }));
+    expect(states(empty).at(-1)).toBe('REJECTED');
+    expect(lastStatusText(empty)).toMatch(/no text/);
+    const unknown = await drain(send(client, message('hello', { skill: 'wizard' })));
+    expect(states(unknown).at(-1)).toBe('REJECTED');
+    expect(lastStatusText(unknown)).toMatch(/unknown skill "wizard": this server's skills are .*"coder"/);
+    await expect(client.getTask({ tenant: '', id: 'no-such-task' })).rejects.toThrow(/not found|no-such-task/i);
+    const raw = await fetch(`${server.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":42}}' });
+    const body = (await raw.json()) as { error?: { code: number; message: string } };
+    expect(body.error?.code).toBeLessThan(0);
+  });
+});
+
+describe('a2a serve --a2a with a token', () => {
+  it('requires the bearer token for everything but the card, and says so in the card', async () => {
+    const token = 'tok-0123456789abcdef-xyz';
+    const guarded = await serveA2A({ workspace: tempDir('a2a-serve-token-'), version: '1', agent: 'coder', token, notify: () => undefined, run: { scriptData: SERVE_SCRIPT } });
+    try {
+      const card = (await (await fetch(`${guarded.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as Record<string, any>;
+      expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe('Bearer');
+      const refused = await fetch(`${guarded.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer wrong' }, body: '{}' });
+      expect(refused.status).toBe(401);
+      expect(await refused.text()).toMatch(/bearer token/);
+      const events = await drain(send(await clientOf(guarded.url, token), message('hello', { skill: 'coder' })));
+      expect(states(events).at(-1)).toBe('COMPLETED');
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('will not listen beyond loopback without a token', async () => {
+    await expect(serveA2A({ workspace: tempDir(), host: '0.0.0.0', notify: () => undefined })).rejects.toThrow(/needs a token \(set A2A_SERVE_TOKEN\)/);
+  });
+});

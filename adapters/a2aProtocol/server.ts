@@ -39,7 +39,8 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { timingSafeEqual, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { A2AServedEvent, A2AServedTask, RunEvent } from '../../machines/protocol.js';
 import { loadConfig } from '../config.js';
 import { loadRegistry } from '../config.js';
@@ -270,7 +271,12 @@ export class RuntimeExecutor implements AgentExecutor {
       const waiting = this.#until(held);
       let run: Run;
       try {
-        run = await startRun({ ...(this.#options.run ?? {}), workspace: this.#workspace, task: prompt, agent: `@${agent}`, questions: 'human' });
+        // the task as a plan file (not a task string, which would be read as a path when it names one),
+        // so that the run is recorded with what started it and a restarted server can resume it
+        const planFile = join(this.#workspace, '.a2a', 'a2a-protocol', 'plans', `${request.taskId}.json`);
+        mkdirSync(dirname(planFile), { recursive: true });
+        writeFileSync(planFile, JSON.stringify({ id: 'a2a-task', tasks: [{ id: 'task', prompt, agent: `@${agent}` }] }));
+        run = await startRun({ ...(this.#options.run ?? {}), workspace: this.#workspace, target: planFile, questions: 'human' });
       } catch (e) {
         this.#status(held, TaskState.TASK_STATE_FAILED, `the run could not start: ${errorText(e)}`);
         return;

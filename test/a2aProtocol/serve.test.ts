@@ -138,7 +138,7 @@ describe('a2a serve --a2a', () => {
   });
 
   it('replays a task to a client that reconnects: everything, or what follows Last-Event-ID', async () => {
-    const stream = send(client, message('slow hello', { skill: 'coder' }));
+    const stream = send(client, message('take it slow', { skill: 'coder' }));
     // the client drops after the first events (the task still runs)
     const seen = await drain(stream, (e) => states([e])[0] === 'WORKING');
     const id = taskIdOf(seen);

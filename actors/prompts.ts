@@ -138,6 +138,26 @@ function describeInbox(item: InboxItem): string {
   }
 }
 
+const INJECTION_HEAD = '[a2a] Since your last step:\n\n';
+
+/**
+ * The messages others sent a session (`Message from <who>: <text>`), read back out of a user
+ * message: an injection's message items without their framing, or a plain message as it is.
+ * (A remote A2A agent's driver forwards exactly what the parent said.)
+ */
+export function messagesIn(content: string): string[] {
+  if (!content.startsWith(INJECTION_HEAD)) return [content];
+  return content
+    .slice(INJECTION_HEAD.length)
+    .replace(/\n\n(All your sub-tasks have finished\.|\d+ of your sub-tasks are still running; their results will follow\.)$/, '')
+    .split(/\n\n- /)
+    .map((item, i) => (i === 0 ? item.replace(/^- /, '') : item))
+    .flatMap((item) => {
+      const found = /^Message from [^:]+: ([\s\S]*)$/.exec(item);
+      return found ? [found[1]!] : [];
+    });
+}
+
 /** One synthetic user message for everything that arrived since the last model call, or null. */
 export function injectionText(inbox: InboxItem[], updates: TaskUpdate[], live = 0, dropped = 0): string | null {
   if (inbox.length === 0 && updates.length === 0) return null;
@@ -148,5 +168,5 @@ export function injectionText(inbox: InboxItem[], updates: TaskUpdate[], live = 
   ];
   const status =
     updates.length === 0 ? '' : live > 0 ? `\n\n${live} of your sub-tasks are still running; their results will follow.` : '\n\nAll your sub-tasks have finished.';
-  return `[a2a] Since your last step:\n\n${lines.map((l) => `- ${l}`).join('\n\n')}${status}`;
+  return `${INJECTION_HEAD}${lines.map((l) => `- ${l}`).join('\n\n')}${status}`;
 }

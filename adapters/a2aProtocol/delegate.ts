@@ -25,8 +25,9 @@ import { A2AError } from '../../actors/errors.js';
 import { secrets } from '../../actors/secrets.js';
 import type { ToolContext, ToolDefinition } from '../../actors/tools/index.js';
 import { errorText } from '../../machines/errorText.js';
+import { messagesIn } from '../../actors/prompts.js';
 import { fromFile } from '../model/secrets.js';
-import { clientFor, emptyView, fold, TERMINAL, userMessage, type RemoteState, type RemoteView } from './client.js';
+import { clientFor, emptyView, fold, foldTask, TERMINAL, userMessage, type RemoteState, type RemoteView } from './client.js';
 
 export const REMOTE_TOOL = 'a2a_remote_task';
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
@@ -165,21 +166,29 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
         const text = action === 'send' ? taskText(ctx) : (args.text ?? '');
         return client.sendMessageStream({ tenant: '', message: userMessage(text, action === 'reply' ? { taskId: view.taskId, contextId: view.contextId } : {}), configuration: undefined, metadata: undefined }, call);
       };
+      // where the task stands now: a task that ended (or asks) while nobody followed it cannot be subscribed to
+      const settled = async (): Promise<boolean> => {
+        foldTask(view, await client.getTask({ tenant: '', id: view.taskId }, { signal: abort.signal }));
+        return TERMINAL.has(view.state) || view.state === 'input-required' || view.state === 'auth-required';
+      };
       try {
         let action: RemoteArgs['action'] = args.action;
         let retried = false;
         for (;;) {
+          let broke: string;
           try {
+            if (action === 'wait' && (await settled())) return result();
             const attempt = new AbortController();
             const how = await follow(open(action, attempt), view, silenceMs, attempt);
             if (how === 'stop') return result();
-            // the stream ended before the task did: follow it once more from where it stands
-            if (retried || !view.taskId) return result(`the remote agent's stream ended while its task was ${view.state}`);
+            broke = `the remote agent's stream ended while its task was ${view.state}`;
           } catch (e) {
             if (ctx.signal.aborted) throw e;
             if (abort.signal.aborted) return cancelled(client, view, ctx, result, `the remote agent did not finish within ${Math.round(timeoutMs / 1000)} s (remote.timeoutMs); its task was cancelled`);
-            if (retried || !view.taskId) return result(`the remote agent's stream broke: ${errorText(e)}`);
+            broke = `the remote agent's stream broke: ${errorText(e)}`;
           }
+          // follow it once more from where it stands (a dropped connection), then give up
+          if (retried || !view.taskId) return result(broke);
           retried = true;
           action = 'wait';
         }
@@ -273,7 +282,7 @@ export class RemoteAgentDriver implements Model {
       return reply(`The remote task ended: ${state}.`, [call(`remote-${n}`, 'a2a_subtask_complete', { status: 'failed', output: output(r), error })]);
     }
     // what the parent (or anyone) said since: the answer to forward
-    const said = since.filter((m): m is Extract<ChatMessage, { role: 'user' }> => m.role === 'user').map((m) => m.content);
+    const said = since.flatMap((m) => (m.role === 'user' ? messagesIn(m.content) : []));
     if (said.length) return reply('Forwarding to the remote agent.', [call(`remote-${n}`, REMOTE_TOOL, { action: 'reply', ...ids, text: said.join('\n\n') })]);
     if (state === 'input-required' || state === 'auth-required') {
       const asked = since.some((m) => m.role === 'tool' && m.name === 'a2a_notify_orchestrator');

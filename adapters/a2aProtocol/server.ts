@@ -342,7 +342,8 @@ export class RuntimeExecutor implements AgentExecutor {
         this.#artifact(held, { artifactId: `result-${event.subTaskId}`, name: `${event.subTaskId}: ${String(d.status)}`, parts: [textPart(redactText(String(d.output ?? '') || String(d.error ?? '')))] });
         return;
       case 'update.queued':
-        if (d.updateType === 'progress' && d.message) return this.#status(held, TaskState.TASK_STATE_WORKING, `${String(d.from)}: ${clip(String(d.message))}`);
+        // a question comes as INPUT_REQUIRED once the orchestrator hands it to a person (human.asked)
+        if (d.updateType === 'progress' && d.kind !== 'question' && d.message) return this.#status(held, TaskState.TASK_STATE_WORKING, `${String(d.from)}: ${clip(String(d.message))}`);
         return;
       case 'human.asked': {
         const kind = d.kind === 'permission' ? 'permission' : 'question';

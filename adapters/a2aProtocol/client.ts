@@ -120,17 +120,21 @@ function cardLocation(url: string): { base: string; path?: string } {
   return { base: url.replace(/\/$/, '') };
 }
 
+/** `fetch` with `Authorization: Bearer <token>` on every request (plain fetch without a token). */
+export function bearerFetch(token: string | undefined): typeof fetch {
+  if (!token) return fetch;
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('Authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+}
+
 export function clientFor(url: string, token: string | undefined): Promise<Client> {
   const key = `${url}\u0000${token ?? ''}`;
   let found = clients.get(key);
   if (!found) {
-    const authed: typeof fetch = token
-      ? (input, init) => {
-          const headers = new Headers(init?.headers);
-          headers.set('Authorization', `Bearer ${token}`);
-          return fetch(input, { ...init, headers });
-        }
-      : fetch;
+    const authed = bearerFetch(token);
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
         transports: [new JsonRpcTransportFactory({ fetchImpl: authed, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl: authed, legacyCompat: { enabled: true } })],

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState, type Message, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
-import { partsText } from '../../adapters/a2aProtocol/client.js';
+import { bearerFetch, partsText } from '../../adapters/a2aProtocol/client.js';
 import { parseScript } from '../../adapters/model/scripted.js';
 
 const complete = (output: string) => ({ name: 'a2a_subtask_complete', arguments: { status: 'success', output } });
@@ -48,13 +48,7 @@ export const SERVE_SCRIPT = parseScript({
 }, 'the served runs\' script');
 
 export async function clientOf(url: string, token?: string): Promise<Client> {
-  const fetchImpl: typeof fetch = token
-    ? (input, init) => {
-        const headers = new Headers(init?.headers);
-        headers.set('Authorization', `Bearer ${token}`);
-        return fetch(input, { ...init, headers });
-      }
-    : fetch;
+  const fetchImpl = bearerFetch(token);
   const { JsonRpcTransportFactory, ClientFactoryOptions } = await import('@a2a-js/sdk/client');
   return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] })).createFromUrl(url);
 }

@@ -1413,7 +1413,7 @@ export type ArtifactContent = z.infer<typeof ArtifactContent>;
 // ---------------------------------------------------------------------------------------------
 
 /** An A2A task id or context id as this server makes them and accepts them from clients. */
-export const A2AProtocolId = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'letters, digits, ".", "_", ":" and "-", at most 128');
+export const A2AProtocolId = z.string().regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/, 'letters, digits, ".", "_" and "-" (not first), at most 128');
 
 /** One A2A event of a served task, numbered from 1 (its `seq` is the SSE event id a client resumes from). */
 export const A2AServedEvent = z.strictObject({

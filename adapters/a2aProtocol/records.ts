@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { A2AServedTask, A2AProtocolId } from '../../machines/protocol.js';
 import { inlineIssues } from '../../actors/errors.js';
 import { stateJson } from '../../actors/secrets.js';
+import type { KeyValue } from '../../machines/ports.js';
 
 /** Where served tasks are kept. */
 export interface ServedTasks {
@@ -83,6 +84,68 @@ export class FileServedTasks implements ServedTasks {
       const file = join(this.dir, name);
       const found = this.#parse(readFileSync(file, 'utf8'), file);
       if (found) out.push(found);
+    }
+    return out;
+  }
+}
+
+/** The KV bucket of served tasks with `--nats` (`a2a_<ns>_protocol_tasks`). */
+export const SERVED_TASKS_BUCKET = 'protocol_tasks';
+
+/**
+ * Served tasks in a key-value bucket (JetStream KV with `--nats`): every server of a namespace
+ * reads the same tasks. Writes of one task go out in the order they were made (one chain per
+ * task), each a copy taken when it was made.
+ */
+export class KvServedTasks implements ServedTasks {
+  readonly #kv: KeyValue;
+  readonly #warn: (line: string) => void;
+  readonly #chains = new Map<string, Promise<void>>();
+
+  constructor(kv: KeyValue, warn: (line: string) => void) {
+    this.#kv = kv;
+    this.#warn = warn;
+  }
+
+  #key(taskId: string): string | null {
+    return A2AProtocolId.safeParse(taskId).success ? `t.${taskId}` : null;
+  }
+
+  #parse(value: unknown, key: string): A2AServedTask | null {
+    const parsed = A2AServedTask.safeParse(value);
+    if (parsed.success) return parsed.data;
+    this.#warn(`served task ${key} in the KV bucket: not a served task record (${inlineIssues(parsed.error.issues)}); it is left out`);
+    return null;
+  }
+
+  async read(taskId: string): Promise<A2AServedTask | null> {
+    const key = this.#key(taskId);
+    if (!key) return null;
+    await this.#chains.get(taskId);
+    const found = await this.#kv.get(key);
+    return found ? this.#parse(found.value, key) : null;
+  }
+
+  write(record: A2AServedTask): Promise<void> {
+    const taskId = String(record.task.id);
+    const key = this.#key(taskId);
+    if (!key) return Promise.reject(new Error(`task id "${taskId.slice(0, 80)}" is not allowed`));
+    // redacted and copied now: the record goes on changing while the write waits its turn
+    const copy: unknown = JSON.parse(stateJson(record));
+    const next = (this.#chains.get(taskId) ?? Promise.resolve()).then(() => this.#kv.put(key, copy)).then(() => undefined);
+    const settled = next.catch(() => undefined);
+    this.#chains.set(taskId, settled);
+    void settled.then(() => this.#chains.get(taskId) === settled && this.#chains.delete(taskId));
+    return next;
+  }
+
+  async all(): Promise<A2AServedTask[]> {
+    await Promise.all(this.#chains.values());
+    const out: A2AServedTask[] = [];
+    for (const key of await this.#kv.keys('t.')) {
+      const found = await this.#kv.get(key);
+      const parsed = found ? this.#parse(found.value, key) : null;
+      if (parsed) out.push(parsed);
     }
     return out;
   }

@@ -50,7 +50,9 @@ import { errorText } from '../../machines/errorText.js';
 import { redactText } from '../../actors/secrets.js';
 import { startRun, type Run, type RunRequest } from '../assembly/library.js';
 import { partsText, textPart } from './client.js';
-import { FileServedTasks, RecordTaskStore, taskOf, type ServedTasks } from './records.js';
+import { FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
+import { connectNats } from '../transport/nats.js';
+import { natsCredentials } from '../assembly/nats.js';
 
 export const JSONRPC_PATH = '/a2a/jsonrpc';
 export const REST_PATH = '/a2a/rest';
@@ -593,7 +595,12 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   const served = registry.list().filter((a) => !a.remote);
   const defaultAgent = (options.agent ?? loaded.config.defaultAgent ?? 'agent').replace(/^@/, '');
   if (!registry.has(defaultAgent)) throw new Error(`a2a serve: --agent ${defaultAgent} is not an agent type here; known: ${registry.names().join(', ')}`);
-  const executor = new RuntimeExecutor({ ...options, workspace }, () => served.map((a) => a.capability.id), defaultAgent);
+  // with --nats the tasks live in the namespace's KV bucket, where every server of it reads them
+  const nats = options.run?.nats
+    ? await connectNats({ servers: options.run.nats, namespace: options.run.namespace ?? 'default', name: 'a2a-serve', ...natsCredentials(), onWarning: (line) => (options.notify ?? console.error)(`a2a serve: NATS: ${line}`) })
+    : null;
+  const records = options.records ?? (nats ? new KvServedTasks(await nats.keyValue(SERVED_TASKS_BUCKET), options.notify ?? ((line) => void process.stderr.write(`${line}\n`))) : undefined);
+  const executor = new RuntimeExecutor({ ...options, workspace, ...(records ? { records } : {}) }, () => served.map((a) => a.capability.id), defaultAgent);
   const app = express();
   const httpServer = await new Promise<Server>((done, fail) => {
     const s = app.listen(options.port ?? 0, host, () => done(s));
@@ -629,6 +636,7 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
         httpServer.closeAllConnections();
         httpServer.close(() => done());
       });
+      await nats?.close();
     },
   };
 }

@@ -5,12 +5,15 @@
  * what the client missed, bad input, the token.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { TaskState, type StreamResponse } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveA2A, type RunningA2AServer } from '../../adapters/a2aProtocol/server.js';
 import { tempDir } from '../helpers.js';
+import { waitFor } from '../nats/cluster.js';
 import { artifacts, clientOf, drain, lastStatusText, message, send, SERVE_SCRIPT, seqOf, states, taskIdOf } from './fixtures.js';
 
 let server: RunningA2AServer;
@@ -153,6 +156,60 @@ describe('a2a serve --a2a', () => {
     const all = await drain(client.resubscribeTask({ tenant: '', id }));
     expect(all.map(seqOf).filter((n) => n !== undefined)[0]).toBe(2);
     expect(states(all).at(-1)).toBe('COMPLETED');
+  });
+
+  it('serves the REST binding too: send, then read the task back', async () => {
+    const sent = await fetch(`${server.url}/a2a/rest/message:send`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+      body: JSON.stringify({ message: { messageId: 'rest-1', role: 'ROLE_USER', parts: [{ text: 'hello over REST' }], metadata: { skill: 'coder' } } }),
+    });
+    expect(sent.status).toBe(200);
+    const task = ((await sent.json()) as { task: { id: string; status: { state: string } } }).task;
+    expect(task.status.state).toBe('TASK_STATE_COMPLETED');
+    const read = (await (await fetch(`${server.url}/a2a/rest/tasks/${task.id}`, { headers: { 'A2A-Version': '1.0' } })).json()) as { artifacts: Array<{ parts: Array<{ text: string }> }> };
+    expect(read.artifacts[0]!.parts[0]!.text).toBe('print("hello world")');
+  });
+
+  it('answers a v0.3 client (no A2A-Version header: message/send, tasks/get)', async () => {
+    const rpc = async (method: string, params: unknown) =>
+      (await (await fetch(`${server.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: method, method, params }) })).json()) as { result?: any; error?: unknown };
+    const sent = await rpc('message/send', { message: { kind: 'message', messageId: 'v03-1', role: 'user', parts: [{ kind: 'text', text: 'hello from v0.3' }], metadata: { skill: 'coder' } } });
+    expect(sent.error).toBeUndefined();
+    expect(sent.result.kind).toBe('task');
+    expect(sent.result.status.state).toBe('completed');
+    const got = await rpc('tasks/get', { id: sent.result.id });
+    expect(got.result.artifacts[0].parts[0].text).toBe('print("hello world")');
+  });
+
+  it('posts the task\'s events to a push-notification webhook the client registered', async () => {
+    const received: Array<{ auth: string | undefined; body: any }> = [];
+    const hook = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.push({ auth: req.headers['x-a2a-notification-token'] as string | undefined, body: JSON.parse(body) });
+        res.end();
+      });
+    });
+    await new Promise<void>((done) => hook.listen(0, '127.0.0.1', () => done()));
+    try {
+      const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+      const stream = client.sendMessageStream({
+        tenant: '',
+        message: message('take it slow', { skill: 'coder' }),
+        configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { tenant: '', id: 'hook-1', taskId: '', url, token: 'hook-token', authentication: undefined }, historyLength: undefined, returnImmediately: false } as never,
+        metadata: undefined,
+      });
+      const events = await drain(stream);
+      const id = taskIdOf(events);
+      const configs = await client.listTaskPushNotificationConfig({ tenant: '', taskId: id, pageSize: 10, pageToken: '' });
+      expect(configs.configs.map((c) => c.url)).toEqual([url]);
+      await waitFor('the COMPLETED notification', () => received.some((r) => JSON.stringify(r.body).includes('TASK_STATE_COMPLETED')), 5_000);
+      expect(received.every((r) => r.auth === 'hook-token')).toBe(true);
+    } finally {
+      hook.close();
+    }
   });
 
   it('refuses bad input with a reason and loses nothing: no text, an unknown skill, an unknown task', async () => {

@@ -1,0 +1,72 @@
+/**
+ * `a2a serve --a2a --nats` with the example server's permissions (the orchestrator user): tasks
+ * are kept in the namespace's KV bucket, so that another server of the namespace, in another
+ * workspace, reads them (GetTask, ListTasks, SubscribeToTask's replay).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { TaskState } from '@a2a-js/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { a2aHost, a2aProcess, killAll, served, waitFor, type Proc } from '../nats/cluster.js';
+import { examplePasswords, freePort, startNatsServer, type NatsServer } from '../nats/server.js';
+import { tempDir } from '../helpers.js';
+import { artifacts, clientOf, drain, message, send, SERVE_SCRIPT, states, taskIdOf } from './fixtures.js';
+
+const root = resolve(import.meta.dirname, '../..');
+const passwords = examplePasswords();
+let nats: NatsServer;
+const env = () => ({ ...process.env, A2A_NATS_USER: 'orchestrator', A2A_NATS_PASSWORD: passwords.A2A_ORCHESTRATOR_PASSWORD, A2A_NATS_INBOX_PREFIX: '_INBOX_orchestrator' });
+const hostEnv = () => ({ ...process.env, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD, A2A_NATS_INBOX_PREFIX: '_INBOX_host' });
+
+async function serve(ws: string, port: number): Promise<Proc> {
+  writeFileSync(join(ws, 'script.json'), JSON.stringify(SERVE_SCRIPT));
+  const p = a2aProcess(['serve', '--a2a', '--port', String(port), '--agent', 'coder', '--script', 'script.json', '--nats', nats.url], ws, env());
+  await waitFor('the A2A server to listen', () => p.out().includes('a2a A2A server on ') || p.child.exitCode !== null, 20_000, p.out);
+  if (p.child.exitCode !== null) throw new Error(`a2a serve exited: ${p.out()}`);
+  return p;
+}
+
+let a: string;
+let b: string;
+let taskId = '';
+let events: Awaited<ReturnType<typeof drain>>;
+
+beforeAll(async () => {
+  nats = await startNatsServer({ base: readFileSync(join(root, 'examples/nats/server.conf'), 'utf8'), env: passwords });
+  const [pa, pb] = await Promise.all([freePort(), freePort()]);
+  a = `http://127.0.0.1:${pa}`;
+  b = `http://127.0.0.1:${pb}`;
+  // with --nats the runs' workers are placed on hosts: one serves the coder
+  const hostWs = tempDir('a2a-serve-nats-host-');
+  writeFileSync(join(hostWs, 'script.json'), JSON.stringify(SERVE_SCRIPT));
+  const host = a2aHost(nats.url, hostWs, 'coder-host', 'coder', { heartbeatMs: 1_000, env: hostEnv() });
+  await Promise.all([served(host), serve(tempDir('a2a-serve-nats-a-'), pa), serve(tempDir('a2a-serve-nats-b-'), pb)]);
+  events = await drain(send(await clientOf(a), message('hello over nats', { skill: 'coder', contextId: 'ctx-nats' })));
+  taskId = taskIdOf(events);
+}, 25_000);
+
+afterAll(async () => {
+  killAll();
+  await nats?.stop();
+});
+
+describe('a2a serve --a2a --nats', () => {
+  it('runs the task on the server it was sent to', () => {
+    expect(states(events).at(-1)).toBe('COMPLETED');
+  });
+
+  it('keeps the task in the namespace: another server reads it, lists it and replays it', async () => {
+    const other = await clientOf(b);
+    const task = await other.getTask({ tenant: '', id: taskId });
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(artifacts(task)).toEqual(['print("hello world")']);
+    const listed = await other.listTasks({ tenant: '', contextId: 'ctx-nats', status: 0, pageToken: '', statusTimestampAfter: undefined });
+    expect(listed.tasks.map((t) => t.id)).toEqual([taskId]);
+    const replay = await drain(other.resubscribeTask({ tenant: '', id: taskId }));
+    expect(states(replay).at(-1)).toBe('COMPLETED');
+  });
+
+  it('was allowed every request by the orchestrator user\'s permissions', () => {
+    expect(nats.log()).not.toMatch(/Permissions Violation.*protocol_tasks/);
+  });
+});

@@ -57,6 +57,8 @@ import { natsCredentials } from '../assembly/nats.js';
 export const JSONRPC_PATH = '/a2a/jsonrpc';
 export const REST_PATH = '/a2a/rest';
 export const CARD_PATH = '/.well-known/agent-card.json';
+/** The skill of the organiser's SDLC workflow (seed 003): the message is its goal. */
+export const WORKFLOW_SKILL = 'sdlc-workflow';
 
 export interface A2AServeOptions {
   /** Where runs start (default: the current directory). */
@@ -277,8 +279,9 @@ export class RuntimeExecutor implements AgentExecutor {
         // so that the run is recorded with what started it and a restarted server can resume it
         const planFile = join(this.#workspace, '.a2a', 'a2a-protocol', 'plans', `${request.taskId}.json`);
         mkdirSync(dirname(planFile), { recursive: true });
-        writeFileSync(planFile, JSON.stringify({ id: 'a2a-task', tasks: [{ id: 'task', prompt, agent: `@${agent}` }] }));
-        run = await startRun({ ...(this.#options.run ?? {}), workspace: this.#workspace, target: planFile, questions: 'human' });
+        const workflow = agent === WORKFLOW_SKILL;
+        writeFileSync(planFile, JSON.stringify(workflow ? { workflow: 'sdlc', id: 'a2a-task', goal: prompt } : { id: 'a2a-task', tasks: [{ id: 'task', prompt, agent: `@${agent}` }] }));
+        run = await startRun({ ...(this.#options.run ?? {}), workspace: this.#workspace, target: planFile, questions: 'human', ...(workflow ? { workflow: 'sdlc' } : {}) });
       } catch (e) {
         this.#status(held, TaskState.TASK_STATE_FAILED, `the run could not start: ${errorText(e)}`);
         return;
@@ -356,6 +359,13 @@ export class RuntimeExecutor implements AgentExecutor {
       case 'human.answered':
         if (held.record.waitingFor?.id === String(d.id)) held.record.waitingFor = null;
         return this.#status(held, TaskState.TASK_STATE_WORKING, `${d.kind === 'permission' ? (d.approved ? 'approved' : 'denied') : 'answered'} by ${String(d.by)}${d.text ? `: ${clip(String(d.text), 200)}` : ''}`);
+      case 'workflow.state':
+        return this.#status(held, TaskState.TASK_STATE_WORKING, `workflow: ${String(d.state)}${d.reason ? ` (${clip(String(d.reason), 200)})` : ''}`, { workflowState: String(d.state) });
+      case 'artifact.created':
+      case 'artifact.updated':
+        // a new version replaces the artifact's content (same artifactId, append false)
+        this.#artifact(held, { artifactId: `artifact-${String(d.artifactId)}`, name: `${String(d.artifactType)} ${String(d.artifactId)} v${String(d.version)} (${String(d.status)}, by ${String(d.producer)})`, parts: [textPart(redactText(String(d.brief ?? '')))] });
+        return;
       case 'run.finished':
         return this.#finish(held, event);
       default:
@@ -364,7 +374,21 @@ export class RuntimeExecutor implements AgentExecutor {
   }
 
   #finish(held: Held, event: RunEvent): void {
-    const d = event.data as { status?: string; summary?: { tasks?: Array<{ id: string; result: { status: string; output: string; error?: string } | null; note: string | null }>; stopReason?: string | null } };
+    const d = event.data as {
+      status?: string;
+      summary?: {
+        tasks?: Array<{ id: string; result: { status: string; output: string; error?: string } | null; note: string | null }>;
+        stopReason?: string | null;
+        workflow?: { status: 'completed' | 'failed' | 'stopped'; state: string; reason: string | null; completion: unknown } | null;
+      };
+    };
+    const workflow = d.summary?.workflow;
+    if (workflow) {
+      if (workflow.completion) this.#artifact(held, { artifactId: 'workflow-completion', name: 'completion', parts: [textPart(redactText(JSON.stringify(workflow.completion, null, 2)))] });
+      if (d.status === 'cancelled' || workflow.status === 'stopped') return this.#status(held, TaskState.TASK_STATE_CANCELED, workflow.reason ?? d.summary?.stopReason ?? 'stopped');
+      if (workflow.status === 'completed') return this.#status(held, TaskState.TASK_STATE_COMPLETED, `the workflow ended in ${workflow.state}`);
+      return this.#status(held, TaskState.TASK_STATE_FAILED, `the workflow ended in ${workflow.state}: ${workflow.reason ?? 'failed'}`);
+    }
     const tasks = d.summary?.tasks ?? [];
     for (const t of tasks) {
       if (!t.result) continue;
@@ -600,7 +624,8 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
     ? await connectNats({ servers: options.run.nats, namespace: options.run.namespace ?? 'default', name: 'a2a-serve', ...natsCredentials(), onWarning: (line) => (options.notify ?? console.error)(`a2a serve: NATS: ${line}`) })
     : null;
   const records = options.records ?? (nats ? new KvServedTasks(await nats.keyValue(SERVED_TASKS_BUCKET), options.notify ?? ((line) => void process.stderr.write(`${line}\n`))) : undefined);
-  const executor = new RuntimeExecutor({ ...options, workspace, ...(records ? { records } : {}) }, () => served.map((a) => a.capability.id), defaultAgent);
+  const skills = [...served.map((a) => a.capability.id), WORKFLOW_SKILL];
+  const executor = new RuntimeExecutor({ ...options, workspace, ...(records ? { records } : {}) }, () => skills, defaultAgent);
   const app = express();
   const httpServer = await new Promise<Server>((done, fail) => {
     const s = app.listen(options.port ?? 0, host, () => done(s));
@@ -608,7 +633,19 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   });
   const address = httpServer.address() as AddressInfo;
   const url = options.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
-  const card = agentCard({ url, version: options.version ?? '0.0.0', agents: served.map((a) => a.capability), token: !!options.token });
+  const card = agentCard({
+    url,
+    version: options.version ?? '0.0.0',
+    agents: [
+      ...served.map((a) => a.capability),
+      {
+        id: WORKFLOW_SKILL,
+        description: "The organiser's SDLC workflow (seed 003) on the message as its goal: plan, review, structure, parallel implementation, review, documentation, tests, merge; the artifacts come back as they are made.",
+        strengths: ['workflow'],
+      },
+    ],
+    token: !!options.token,
+  });
   const store = new RecordTaskStore(executor.records, (id) => executor.holds(id), workspace);
   const handler = new RuntimeRequestHandler(card, store, executor);
   const userBuilder: UserBuilder = async () => ({ isAuthenticated: !!options.token, userName: options.token ? 'a2a-client' : 'anonymous' });

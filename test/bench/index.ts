@@ -147,6 +147,15 @@ row('run_command `true` in the bubblewrap sandbox, plain directory', sandboxed, 
 row('run_command `true` in the bubblewrap sandbox, git worktree', sandboxedGit, 'ms', `${sandboxedGit.toFixed(1)} ms`);
 row('  cost of the sandbox per command (git worktree)', sandboxedGit - unconfined, 'ms', `+${(sandboxedGit - unconfined).toFixed(1)} ms`);
 
+// a sub-task delegated over the Agent2Agent protocol on loopback, against the same sub-task in process
+const roundTrips = measure('a2a', 20, undefined, Math.min(RUNS, 3));
+const direct = med(roundTrips, 'directP50');
+const viaSdk = med(roundTrips, 'sdkP50');
+const viaA2a = med(roundTrips, 'a2aP50');
+row('run with one sub-task, in process (p50 of 20)', direct, 'ms', `${direct.toFixed(1)} ms`);
+row('  the sub-task delegated to an SDK-built A2A agent on loopback', viaSdk, 'ms', `${viaSdk.toFixed(1)} ms (+${(viaSdk - direct).toFixed(1)} ms)`);
+row('  the sub-task delegated to another a2a (a2a serve --a2a) on loopback', viaA2a, 'ms', `${viaA2a.toFixed(1)} ms (+${(viaA2a - direct).toFixed(1)} ms)`);
+
 let natsRuns = 0;
 if (NATS) {
   // 1,000 round trips each way, 40 remote spawns (after warm-ups), on a private loopback server

@@ -382,3 +382,70 @@ export async function commandCost(n: number): Promise<{ sandboxedMs: number; san
     rmSync(base, { recursive: true, force: true });
   }
 }
+
+/**
+ * One A2A delegation on loopback against the same work done by an in-process sub-task: a worker
+ * spawns one sub-task that answers at once, and the run's wall time is taken (`samples` runs per
+ * kind, after 3 warm-up runs): a local @coder; a remote agent built with the SDK alone
+ * (test/a2aProtocol/remoteServer.ts); another a2a served with `serveA2A`.
+ */
+export async function a2aRoundTrip(samples: number): Promise<Record<string, number>> {
+  const { startRun } = await import('../../adapters/assembly/library.js');
+  const { serveA2A } = await import('../../adapters/a2aProtocol/server.js');
+  const { remoteAgent } = await import('../a2aProtocol/remoteServer.js');
+  const { SERVE_SCRIPT } = await import('../a2aProtocol/fixtures.js');
+  const script = (type: string, prompt: string) =>
+    parseScript(
+      {
+        rules: [
+          {
+            agent: 'architect',
+            depth: 0,
+            prompt: 'go',
+            turns: [{ toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [{ agentType: type, prompt, expectedOutput: 'x' }] } }] }, { text: 'waiting' }],
+            reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'ok' } }] } }],
+          },
+          { agent: 'coder', depth: 1, turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'bonjour' } }] }] },
+        ],
+      },
+      'the round-trip script',
+    );
+  const dirs: string[] = [];
+  const dir = (prefix: string) => {
+    const d = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(d);
+    return d;
+  };
+  const time = async (type: string, prompt: string, url?: string): Promise<number[]> => {
+    const out: number[] = [];
+    for (let i = 0; i < samples + 3; i++) {
+      const t = performance.now();
+      const run = await startRun({
+        workspace: dir('a2a-bench-rt-'),
+        task: 'go',
+        agent: '@architect',
+        store: 'memory',
+        notify: () => undefined,
+        scriptData: script(type, prompt),
+        ...(url ? { agents: [{ name: 'translator', description: 'remote', remote: { url } as never }] } : {}),
+        settings: { permissions: { auto_approve: ['remote_agent_delegation'] } },
+      });
+      const outcome = await run.done;
+      if (outcome.status !== 'completed') throw new Error(`the round-trip run ended ${outcome.status}`);
+      if (i >= 3) out.push(performance.now() - t);
+    }
+    return out.sort((a, b) => a - b);
+  };
+  const remote = await remoteAgent();
+  const served = await serveA2A({ workspace: dir('a2a-bench-served-'), version: 'bench', agent: 'coder', notify: () => undefined, run: { scriptData: SERVE_SCRIPT, store: 'memory' } });
+  try {
+    const direct = await time('@coder', 'part');
+    const sdk = await time('@translator', 'translate hello', remote.url);
+    const a2a = await time('@translator', 'say hello', served.url);
+    return { directP50: percentile(direct, 0.5), sdkP50: percentile(sdk, 0.5), a2aP50: percentile(a2a, 0.5) };
+  } finally {
+    await remote.close();
+    await served.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+}

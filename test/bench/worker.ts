@@ -6,7 +6,7 @@
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { rawXState } from './baseline.js';
-import { commandCost, fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
+import { a2aRoundTrip, commandCost, fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
 
 const [scenario, nText, parallelText] = process.argv.slice(2);
 const n = Number(nText);
@@ -83,8 +83,12 @@ switch (scenario) {
     // n: commands per runner
     out = await commandCost(n);
     break;
+  case 'a2a':
+    // n: runs per kind (direct, an SDK-built A2A server, another a2a)
+    out = await a2aRoundTrip(n);
+    break;
   default:
-    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats or command`);
+    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command or a2a`);
 }
 console.log(JSON.stringify({ scenario, n, parallel, ...out }));
 process.exit(0);

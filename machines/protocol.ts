@@ -1437,7 +1437,8 @@ export const A2AServedTask = z.strictObject({
   facts: z.array(z.string()),
   /** The person's item the task waits for (INPUT_REQUIRED / AUTH_REQUIRED). */
   waitingFor: z.object({ id: z.string(), kind: z.enum(['permission', 'question']) }).nullable(),
-  events: z.array(A2AServedEvent),
+  /** The last event folded into `task`: the events after it (in the task's log) are folded in when it is read. */
+  seq: z.number().int().min(0),
   updatedAt: z.number(),
 });
 export type A2AServedTask = z.infer<typeof A2AServedTask>;

@@ -1,31 +1,97 @@
 /**
- * What `a2a serve --a2a` keeps of the tasks it serves: one record per task (the protocol's Task,
- * the run behind it, the A2A events sent so far, numbered), under
- * `<workspace>/.a2a/a2a-protocol/tasks/<taskId>.json`, written atomically after every event, so
- * that a client that reconnects, or a server that restarts, finds all of it. Every record read
- * back is checked with its schema (machines/protocol.ts); one that fails is reported and skipped,
- * never half-used.
+ * What `a2a serve --a2a` keeps of the tasks it serves, in two parts per task:
+ * - its events, numbered from 1, in an append-only log: each appended before it is sent (the
+ *   file store appends synchronously), so a client that reconnects, or a server that restarts,
+ *   finds every event a client may have seen;
+ * - a snapshot (the protocol's Task, the run behind it, what it waits for), written now and then
+ *   (server.ts: at most every 200 ms, and at once when the task stops or ends), with the number of
+ *   the last event folded into it. Reading a task folds the events after that number in, so a
+ *   snapshot that lags loses nothing.
+ * A task of 2,000 events costs 2,000 appends and a few dozen snapshots, instead of 2,000 rewrites
+ * of a growing record.
  *
- * `RecordTaskStore` is the SDK's TaskStore over these records: GetTask and ListTasks read them.
- * The runtime writes the tasks it runs itself (server.ts, in the order of its events); the SDK's
- * own writes are kept only for tasks the runtime does not hold (one that failed before a run
- * started).
+ * Files: `<workspace>/.a2a/a2a-protocol/tasks/<taskId>.json` and `<taskId>.events.jsonl`; with
+ * `--nats`, the namespace's KV bucket (`t.<taskId>` and `e.<taskId>.<seq>`). Everything read back
+ * is checked with its schema (machines/protocol.ts); what fails is reported and left out, never
+ * half-used.
+ *
+ * `RecordTaskStore` is the SDK's TaskStore over these: GetTask and ListTasks read them (a task the
+ * server holds is read from memory). The runtime writes the tasks it runs itself; the SDK's own
+ * writes are kept only for tasks the runtime does not hold.
  */
-import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
+import { StreamResponse, Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { A2AServedTask, A2AProtocolId } from '../../machines/protocol.js';
+import { A2AServedEvent, A2AServedTask, A2AProtocolId } from '../../machines/protocol.js';
 import { inlineIssues } from '../../actors/errors.js';
 import { stateJson } from '../../actors/secrets.js';
 import type { KeyValue } from '../../machines/ports.js';
 
+/** A task as read back: its snapshot with every logged event folded in, and the events. */
+export interface ServedRead {
+  record: A2AServedTask;
+  events: A2AServedEvent[];
+}
+
 /** Where served tasks are kept. */
 export interface ServedTasks {
-  read(taskId: string): Promise<A2AServedTask | null>;
+  read(taskId: string): Promise<ServedRead | null>;
+  /** Appends one event to the task's log (in order; the file store before it returns). */
+  append(taskId: string, event: A2AServedEvent): Promise<void>;
+  /** Writes the task's snapshot. */
   write(record: A2AServedTask): Promise<void>;
-  /** Every readable record (unreadable ones are reported through `warn` and left out). */
+  /** Every readable task, events folded in (unreadable ones are reported and left out). */
   all(): Promise<A2AServedTask[]>;
+}
+
+/**
+ * Folds one event into a task (status, history, artifacts), as the protocol's task evolves: used
+ * as events are sent and when a task is read back.
+ */
+export function applyEvent(task: Task, wire: Record<string, unknown>): Task {
+  const payload = StreamResponse.fromJSON(wire).payload;
+  if (!payload) return task;
+  if (payload.$case === 'task') return payload.value;
+  if (payload.$case === 'statusUpdate' && payload.value.status) {
+    task.status = payload.value.status;
+    if (payload.value.status.message) pushHistory(task, payload.value.status.message);
+  } else if (payload.$case === 'artifactUpdate' && payload.value.artifact) {
+    const artifact = payload.value.artifact;
+    const at = task.artifacts.findIndex((a) => a.artifactId === artifact.artifactId);
+    if (at < 0) task.artifacts.push(artifact);
+    else if (payload.value.append) task.artifacts[at] = { ...task.artifacts[at]!, parts: [...task.artifacts[at]!.parts, ...artifact.parts] };
+    else task.artifacts[at] = artifact;
+  }
+  return task;
+}
+
+/** The agent's messages kept in a task's history (the client's are all kept); the log has every one. */
+export const HISTORY_AGENT_MESSAGES = 50;
+
+function pushHistory(task: Task, message: Task['history'][number]): void {
+  task.history.push(message);
+  let agents = 0;
+  for (const m of task.history) if (m.role !== 1) agents++;
+  if (agents <= HISTORY_AGENT_MESSAGES) return;
+  // drop the oldest agent messages beyond the limit
+  let drop = agents - HISTORY_AGENT_MESSAGES;
+  task.history = task.history.filter((m) => m.role === 1 || drop-- <= 0);
+}
+
+function fold(record: A2AServedTask, events: A2AServedEvent[]): A2AServedTask {
+  const later = events.filter((e) => e.seq > record.seq);
+  if (later.length === 0) return record;
+  let task = Task.fromJSON(record.task);
+  for (const e of later) task = applyEvent(task, e.event);
+  return { ...record, task: Task.toJSON(task) as Record<string, unknown>, seq: later.at(-1)!.seq };
+}
+
+function checked<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: Parameters<typeof inlineIssues>[0] } } }, value: unknown, where: string, warn: (line: string) => void): T | null {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  warn(`${where}: ${inlineIssues(parsed.error.issues)}; left out`);
+  return null;
 }
 
 export class FileServedTasks implements ServedTasks {
@@ -37,34 +103,59 @@ export class FileServedTasks implements ServedTasks {
     this.#warn = warn;
   }
 
-  #file(taskId: string): string {
+  #file(taskId: string, suffix = '.json'): string {
     // ids come from clients: only names that cannot leave the directory
-    const checked = A2AProtocolId.safeParse(taskId);
-    if (!checked.success) throw new Error(`task id "${taskId.slice(0, 80)}" is not allowed: ${checked.error.issues[0]?.message}`);
-    return join(this.dir, `${taskId}.json`);
+    const ok = A2AProtocolId.safeParse(taskId);
+    if (!ok.success) throw new Error(`task id "${taskId.slice(0, 80)}" is not allowed: ${ok.error.issues[0]?.message}`);
+    return join(this.dir, `${taskId}${suffix}`);
   }
 
-  #parse(text: string, file: string): A2AServedTask | null {
+  #snapshot(file: string): A2AServedTask | null {
     let data: unknown;
     try {
-      data = JSON.parse(text);
+      data = JSON.parse(readFileSync(file, 'utf8'));
     } catch {
       this.#warn(`${file}: not valid JSON; this task is left out`);
       return null;
     }
-    const parsed = A2AServedTask.safeParse(data);
-    if (!parsed.success) {
-      this.#warn(`${file}: not a served task record (${inlineIssues(parsed.error.issues)}); it is left out`);
-      return null;
-    }
-    return parsed.data;
+    return checked(A2AServedTask, data, `${file}: not a served task record`, this.#warn);
   }
 
-  async read(taskId: string): Promise<A2AServedTask | null> {
+  #events(taskId: string): A2AServedEvent[] {
+    const file = this.#file(taskId, '.events.jsonl');
+    if (!existsSync(file)) return [];
+    const out: A2AServedEvent[] = [];
+    const lines = readFileSync(file, 'utf8').split('\n');
+    lines.forEach((line, i) => {
+      if (!line) return;
+      let data: unknown;
+      try {
+        data = JSON.parse(line);
+      } catch {
+        // a line cut by a kill in the middle of a write: only the last can be
+        if (i < lines.length - 1 && lines.slice(i + 1).some(Boolean)) this.#warn(`${file}:${i + 1}: not valid JSON; left out`);
+        return;
+      }
+      const event = checked(A2AServedEvent, data, `${file}:${i + 1}`, this.#warn);
+      if (event) out.push(event);
+    });
+    return out;
+  }
+
+  async read(taskId: string): Promise<ServedRead | null> {
     if (!A2AProtocolId.safeParse(taskId).success) return null;
     const file = this.#file(taskId);
     if (!existsSync(file)) return null;
-    return this.#parse(readFileSync(file, 'utf8'), file);
+    const record = this.#snapshot(file);
+    if (!record) return null;
+    const events = this.#events(taskId);
+    return { record: fold(record, events), events };
+  }
+
+  async append(taskId: string, event: A2AServedEvent): Promise<void> {
+    const file = this.#file(taskId, '.events.jsonl');
+    mkdirSync(this.dir, { recursive: true });
+    appendFileSync(file, `${stateJson(event)}\n`);
   }
 
   async write(record: A2AServedTask): Promise<void> {
@@ -81,9 +172,8 @@ export class FileServedTasks implements ServedTasks {
     const out: A2AServedTask[] = [];
     for (const name of readdirSync(this.dir)) {
       if (!name.endsWith('.json')) continue;
-      const file = join(this.dir, name);
-      const found = this.#parse(readFileSync(file, 'utf8'), file);
-      if (found) out.push(found);
+      const record = this.#snapshot(join(this.dir, name));
+      if (record) out.push(fold(record, this.#events(String(record.task.id))));
     }
     return out;
   }
@@ -94,8 +184,8 @@ export const SERVED_TASKS_BUCKET = 'protocol_tasks';
 
 /**
  * Served tasks in a key-value bucket (JetStream KV with `--nats`): every server of a namespace
- * reads the same tasks. Writes of one task go out in the order they were made (one chain per
- * task), each a copy taken when it was made.
+ * reads the same tasks. A task's writes go out in the order they were made (one chain per task),
+ * each a copy taken when it was made.
  */
 export class KvServedTasks implements ServedTasks {
   readonly #kv: KeyValue;
@@ -107,31 +197,13 @@ export class KvServedTasks implements ServedTasks {
     this.#warn = warn;
   }
 
-  #key(taskId: string): string | null {
-    return A2AProtocolId.safeParse(taskId).success ? `t.${taskId}` : null;
+  #ok(taskId: string): boolean {
+    return A2AProtocolId.safeParse(taskId).success;
   }
 
-  #parse(value: unknown, key: string): A2AServedTask | null {
-    const parsed = A2AServedTask.safeParse(value);
-    if (parsed.success) return parsed.data;
-    this.#warn(`served task ${key} in the KV bucket: not a served task record (${inlineIssues(parsed.error.issues)}); it is left out`);
-    return null;
-  }
-
-  async read(taskId: string): Promise<A2AServedTask | null> {
-    const key = this.#key(taskId);
-    if (!key) return null;
-    await this.#chains.get(taskId);
-    const found = await this.#kv.get(key);
-    return found ? this.#parse(found.value, key) : null;
-  }
-
-  write(record: A2AServedTask): Promise<void> {
-    const taskId = String(record.task.id);
-    const key = this.#key(taskId);
-    if (!key) return Promise.reject(new Error(`task id "${taskId.slice(0, 80)}" is not allowed`));
-    // redacted and copied now: the record goes on changing while the write waits its turn
-    const copy: unknown = JSON.parse(stateJson(record));
+  #queue(taskId: string, key: string, value: unknown): Promise<void> {
+    // redacted and copied now: the task goes on changing while the write waits its turn
+    const copy: unknown = JSON.parse(stateJson(value));
     const next = (this.#chains.get(taskId) ?? Promise.resolve()).then(() => this.#kv.put(key, copy)).then(() => undefined);
     const settled = next.catch(() => undefined);
     this.#chains.set(taskId, settled);
@@ -139,13 +211,44 @@ export class KvServedTasks implements ServedTasks {
     return next;
   }
 
+  async #events(taskId: string): Promise<A2AServedEvent[]> {
+    const out: A2AServedEvent[] = [];
+    for (const key of await this.#kv.keys(`e.${taskId}.`)) {
+      const found = await this.#kv.get(key);
+      const event = found ? checked(A2AServedEvent, found.value, `served task event ${key} in the KV bucket`, this.#warn) : null;
+      if (event) out.push(event);
+    }
+    return out.sort((a, b) => a.seq - b.seq);
+  }
+
+  async read(taskId: string): Promise<ServedRead | null> {
+    if (!this.#ok(taskId)) return null;
+    await this.#chains.get(taskId);
+    const found = await this.#kv.get(`t.${taskId}`);
+    const record = found ? checked(A2AServedTask, found.value, `served task t.${taskId} in the KV bucket`, this.#warn) : null;
+    if (!record) return null;
+    const events = await this.#events(taskId);
+    return { record: fold(record, events), events };
+  }
+
+  append(taskId: string, event: A2AServedEvent): Promise<void> {
+    if (!this.#ok(taskId)) return Promise.reject(new Error(`task id "${taskId.slice(0, 80)}" is not allowed`));
+    return this.#queue(taskId, `e.${taskId}.${event.seq}`, event);
+  }
+
+  write(record: A2AServedTask): Promise<void> {
+    const taskId = String(record.task.id);
+    if (!this.#ok(taskId)) return Promise.reject(new Error(`task id "${taskId.slice(0, 80)}" is not allowed`));
+    return this.#queue(taskId, `t.${taskId}`, record);
+  }
+
   async all(): Promise<A2AServedTask[]> {
     await Promise.all(this.#chains.values());
     const out: A2AServedTask[] = [];
     for (const key of await this.#kv.keys('t.')) {
       const found = await this.#kv.get(key);
-      const parsed = found ? this.#parse(found.value, key) : null;
-      if (parsed) out.push(parsed);
+      const record = found ? checked(A2AServedTask, found.value, `served task ${key} in the KV bucket`, this.#warn) : null;
+      if (record) out.push(fold(record, await this.#events(String(record.task.id))));
     }
     return out;
   }
@@ -161,19 +264,19 @@ const MAX_PAGE = 100;
 /** The SDK's TaskStore over the served records (GetTask, ListTasks, and the SDK's bookkeeping). */
 export class RecordTaskStore implements TaskStore {
   readonly #records: ServedTasks;
-  /** Tasks the runtime writes itself (it holds their run): the SDK's copies of them are not kept. */
-  readonly #owned: (taskId: string) => boolean;
+  /** A task the runtime holds and writes itself (its live Task), or undefined. */
+  readonly #held: (taskId: string) => Task | undefined;
   readonly #workspace: string;
 
-  constructor(records: ServedTasks, owned: (taskId: string) => boolean, workspace: string) {
+  constructor(records: ServedTasks, held: (taskId: string) => Task | undefined, workspace: string) {
     this.#records = records;
-    this.#owned = owned;
+    this.#held = held;
     this.#workspace = workspace;
   }
 
   async save(task: Task, _context: ServerCallContext): Promise<void> {
-    if (this.#owned(task.id)) return;
-    const existing = await this.#records.read(task.id);
+    if (this.#held(task.id)) return;
+    const existing = (await this.#records.read(task.id))?.record;
     await this.#records.write({
       version: 1,
       task: Task.toJSON(task) as Record<string, unknown>,
@@ -182,20 +285,22 @@ export class RecordTaskStore implements TaskStore {
       agent: existing?.agent ?? '',
       facts: existing?.facts ?? [],
       waitingFor: existing?.waitingFor ?? null,
-      events: existing?.events ?? [],
+      seq: existing?.seq ?? 0,
       updatedAt: Date.now(),
     });
   }
 
   async load(taskId: string, _context: ServerCallContext): Promise<Task | undefined> {
+    const held = this.#held(taskId);
+    if (held) return held;
     const found = await this.#records.read(taskId);
-    return found ? taskOf(found) : undefined;
+    return found ? taskOf(found.record) : undefined;
   }
 
   async list(params: ListTasksRequest, _context: ServerCallContext): Promise<ListTasksResponse> {
     const after = params.statusTimestampAfter ? Date.parse(params.statusTimestampAfter) : null;
     const all = (await this.#records.all())
-      .map(taskOf)
+      .map((r) => this.#held(String(r.task.id)) ?? taskOf(r))
       .filter((t) => !params.contextId || t.contextId === params.contextId)
       .filter((t) => !params.status || t.status?.state === params.status)
       .filter((t) => after === null || (t.status?.timestamp ? Date.parse(t.status.timestamp) > after : false))

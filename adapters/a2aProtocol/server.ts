@@ -50,7 +50,7 @@ import { errorText } from '../../machines/errorText.js';
 import { redactText } from '../../actors/secrets.js';
 import { startRun, type Run, type RunRequest } from '../assembly/library.js';
 import { partsText, textPart } from './client.js';
-import { FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
+import { applyEvent, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
 import { connectNats } from '../transport/nats.js';
 import { natsCredentials } from '../assembly/nats.js';
 
@@ -86,6 +86,8 @@ const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.T
 const STOPS = new Set<TaskState>([...TERMINAL, TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED]);
 const YES = /^\s*(y|yes|approve|approved|allow|ok|okay|accept)\b/i;
 const NO = /^\s*(n|no|deny|denied|reject|refuse)\b/i;
+/** How often a running task's snapshot is written at most (its events are appended one by one). */
+const SNAPSHOT_MS = 200;
 /** Run event ids kept per task, to recognise what a resumed run repeats. */
 const MAX_FACTS = 5_000;
 
@@ -103,7 +105,14 @@ function agentMessage(text: string, taskId: string, contextId: string): Message 
 
 /** One task this process holds: its record, the run behind it, who listens. */
 interface Held {
+  /** The snapshot as last written (its `task` and `seq` lag behind `task` until the next flush). */
   record: A2AServedTask;
+  /** The task as it is now. */
+  task: Task;
+  /** Every event of the task, for SubscribeToTask (kept while the task is held). */
+  events: A2AServedEvent[];
+  /** The snapshot's pending write (at most one per SNAPSHOT_MS). */
+  flush: NodeJS.Timeout | null;
   run: Run | null;
   /**
    * The SDK's buses of the requests on this task (a send, its follow-ups, a cancel): one per
@@ -147,44 +156,45 @@ export class RuntimeExecutor implements AgentExecutor {
     return this.#held.get(taskId);
   }
 
-  /** Sends one event of a task: numbered, folded into the task, written, then delivered. */
+  /** Sends one event of a task: numbered, folded into the task, logged, then delivered. */
   #publish(held: Held, event: AgentExecutionEvent): void {
-    const record = held.record;
-    const seq = record.events.length + 1;
-    let task = taskOf(record);
+    const seq = (held.events.at(-1)?.seq ?? held.record.seq) + 1;
     if (event.kind === 'statusUpdate' || event.kind === 'artifactUpdate') event.data.metadata = { ...(event.data.metadata ?? {}), seq };
-    if (event.kind === 'task') task = event.data;
-    else if (event.kind === 'statusUpdate' && event.data.status) {
-      task.status = event.data.status;
-      if (event.data.status.message) task.history.push(event.data.status.message);
-    } else if (event.kind === 'artifactUpdate' && event.data.artifact) {
-      const artifact = event.data.artifact;
-      const at = task.artifacts.findIndex((a) => a.artifactId === artifact.artifactId);
-      if (at < 0) task.artifacts.push(artifact);
-      else if (event.data.append) task.artifacts[at] = { ...task.artifacts[at]!, parts: [...task.artifacts[at]!.parts, ...artifact.parts] };
-      else task.artifacts[at] = artifact;
-    }
     const wire = StreamResponse.toJSON({ payload: { $case: event.kind, value: event.data } as StreamResponse['payload'] }) as Record<string, unknown>;
     const served: A2AServedEvent = { seq, at: Date.now(), event: wire };
-    record.task = Task.toJSON(task) as Record<string, unknown>;
-    record.events.push(served);
-    record.updatedAt = served.at;
-    this.records.write(record).catch((e: unknown) => this.#notify(`a2a serve: could not write task ${task.id}: ${errorText(e)}`));
+    held.task = event.kind === 'task' ? structuredClone(event.data) : applyEvent(held.task, wire);
+    held.events.push(served);
+    const id = held.task.id;
+    this.records.append(id, served).catch((e: unknown) => this.#notify(`a2a serve: could not log event ${seq} of task ${id}: ${errorText(e)}`));
+    const state = held.task.status?.state;
+    const stops = state !== undefined && STOPS.has(state);
+    // the first snapshot at once: a server killed now must find the task when it starts again
+    if (stops || held.record.seq === 0) this.#flush(held);
+    else held.flush ??= setTimeout(() => this.#flush(held), SNAPSHOT_MS);
     for (const listener of held.listeners) listener(served);
     for (const bus of held.buses) bus.publish(event);
-    const state = task.status?.state;
-    if (state !== undefined && STOPS.has(state)) {
+    if (stops) {
       for (const done of held.waiters.splice(0)) done();
       if (TERMINAL.has(state)) {
         held.buses.clear();
         held.off?.();
-        this.#held.delete(task.id);
+        this.#held.delete(id);
       }
     }
   }
 
+  /** Writes the task's snapshot now (the events are in its log already). */
+  #flush(held: Held): void {
+    if (held.flush) clearTimeout(held.flush);
+    held.flush = null;
+    held.record.task = Task.toJSON(held.task) as Record<string, unknown>;
+    held.record.seq = held.events.at(-1)?.seq ?? held.record.seq;
+    held.record.updatedAt = Date.now();
+    this.records.write(held.record).catch((e: unknown) => this.#notify(`a2a serve: could not write task ${held.task.id}: ${errorText(e)}`));
+  }
+
   #status(held: Held, state: TaskState, text: string | null, metadata?: Record<string, unknown>): void {
-    const task = taskOf(held.record);
+    const task = held.task;
     const data: TaskStatusUpdateEvent = {
       taskId: task.id,
       contextId: task.contextId,
@@ -195,7 +205,7 @@ export class RuntimeExecutor implements AgentExecutor {
   }
 
   #artifact(held: Held, artifact: Omit<Artifact, 'metadata' | 'extensions' | 'description'> & { description?: string }): void {
-    const task = taskOf(held.record);
+    const task = held.task;
     this.#publish(
       held,
       AgentEvent.artifactUpdate({
@@ -210,7 +220,6 @@ export class RuntimeExecutor implements AgentExecutor {
   }
 
   #until(held: Held): Promise<void> {
-    const state = taskOf(held.record).status?.state;
     return new Promise((done) => held.waiters.push(done));
   }
 
@@ -218,7 +227,7 @@ export class RuntimeExecutor implements AgentExecutor {
     const found = this.#held.get(request.taskId);
     if (found) {
       // the protocol wants the task first on every request's stream: this request's only
-      bus.publish(AgentEvent.task(taskOf(found.record)));
+      bus.publish(AgentEvent.task(structuredClone(found.task)));
       found.buses.add(bus);
       const waiting = this.#until(found);
       this.#answer(found, request.userMessage);
@@ -228,10 +237,10 @@ export class RuntimeExecutor implements AgentExecutor {
     const existing = await this.records.read(request.taskId);
     if (existing) {
       // a task this process does not hold: finished, or its run could not be resumed
-      const held = this.#hold(existing, bus);
-      this.#publish(held, AgentEvent.task(taskOf(existing)));
-      if (!TERMINAL.has(taskOf(existing).status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
-        this.#status(held, TaskState.TASK_STATE_FAILED, `this server no longer holds the run behind task ${request.taskId} (${existing.runId ?? 'none'}); start a new task`);
+      const held = this.#hold(existing.record, bus, existing.events);
+      this.#publish(held, AgentEvent.task(structuredClone(held.task)));
+      if (!TERMINAL.has(held.task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
+        this.#status(held, TaskState.TASK_STATE_FAILED, `this server no longer holds the run behind task ${request.taskId} (${existing.record.runId ?? 'none'}); start a new task`);
       }
       held.buses.clear();
       this.#held.delete(request.taskId);
@@ -240,8 +249,8 @@ export class RuntimeExecutor implements AgentExecutor {
     await this.#start(request, bus);
   }
 
-  #hold(record: A2AServedTask, bus: ExecutionEventBus | null): Held {
-    const held: Held = { record, run: null, buses: new Set(bus ? [bus] : []), waiters: [], listeners: new Set(), off: null };
+  #hold(record: A2AServedTask, bus: ExecutionEventBus | null, events: A2AServedEvent[] = []): Held {
+    const held: Held = { record, task: taskOf(record), events, flush: null, run: null, buses: new Set(bus ? [bus] : []), waiters: [], listeners: new Set(), off: null };
     this.#held.set(String(record.task.id), held);
     return held;
   }
@@ -261,7 +270,7 @@ export class RuntimeExecutor implements AgentExecutor {
       metadata: { agent: `@${agent}` },
     };
     const held = this.#hold(
-      { version: 1, task: Task.toJSON(task) as Record<string, unknown>, runId: null, workspace: this.#workspace, agent, facts: [], waitingFor: null, events: [], updatedAt: Date.now() },
+      { version: 1, task: Task.toJSON(task) as Record<string, unknown>, runId: null, workspace: this.#workspace, agent, facts: [], waitingFor: null, seq: 0, updatedAt: Date.now() },
       bus,
     );
     {
@@ -270,7 +279,8 @@ export class RuntimeExecutor implements AgentExecutor {
       if (!agents.includes(agent)) {
         return this.#status(held, TaskState.TASK_STATE_REJECTED, `unknown skill "${skill}": this server's skills are ${agents.map((a) => `"${a}"`).join(', ')} (set message.metadata.skill)`);
       }
-      const earlier = await this.#conversation(request.contextId, request.taskId);
+      // only a context the client named has earlier tasks (else the SDK made a new one)
+      const earlier = message.contextId ? await this.#conversation(request.contextId, request.taskId) : '';
       const prompt = earlier ? `${earlier}\n\nThe new request:\n${text}` : text;
       const waiting = this.#until(held);
       let run: Run;
@@ -287,6 +297,8 @@ export class RuntimeExecutor implements AgentExecutor {
         return;
       }
       held.record.runId = run.id;
+      // the run id at once: it is what a restarted server resumes
+      this.#flush(held);
       this.#bind(held, run);
       this.#status(held, TaskState.TASK_STATE_WORKING, `run ${run.id} started: @${agent} works on it`);
       await waiting;
@@ -460,7 +472,8 @@ export class RuntimeExecutor implements AgentExecutor {
     for (const record of await this.records.all()) {
       const task = taskOf(record);
       if (TERMINAL.has(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED) || this.#held.has(task.id)) continue;
-      const held = this.#hold(record, null);
+      // its events from the log: a client that resubscribes gets them all
+      const held = this.#hold(record, null, (await this.records.read(task.id))?.events ?? []);
       if (!record.runId) {
         this.#status(held, TaskState.TASK_STATE_FAILED, 'the server stopped before this task\'s run started');
         failed.push(task.id);
@@ -486,7 +499,10 @@ export class RuntimeExecutor implements AgentExecutor {
     const runs = [...this.#held.values()].map((h) => h.run).filter((r): r is Run => !!r);
     for (const run of runs) run.stop('the A2A server stopped');
     await Promise.allSettled(runs.map((r) => r.done));
-    for (const held of this.#held.values()) held.off?.();
+    for (const held of this.#held.values()) {
+      held.off?.();
+      if (held.flush) this.#flush(held);
+    }
     this.#held.clear();
   }
 }
@@ -525,8 +541,12 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   }
 
   override async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    const record = await this.#executor.records.read(params.id);
-    if (!record) throw new TaskNotFoundError(`no task ${params.id} on this server`);
+    const held = this.#executor.held(params.id);
+    const read = held ? null : await this.#executor.records.read(params.id);
+    if (!held && !read) throw new TaskNotFoundError(`no task ${params.id} on this server`);
+    const snapshot = held ? structuredClone(held.task) : taskOf(read!.record);
+    // the events so far: a copy, since a held task's list grows while this replays
+    const logged = held ? [...held.events] : read!.events;
     const headers = context.state.get('headers') as Record<string, string | string[] | undefined> | undefined;
     const header = headers?.['last-event-id'];
     const after = Number.parseInt(Array.isArray(header) ? (header[0] ?? '') : (header ?? ''), 10);
@@ -539,13 +559,13 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
       wake?.();
     });
     try {
-      yield { payload: { $case: 'task', value: taskOf(record) } };
+      yield { payload: { $case: 'task', value: snapshot } };
       let last = from;
       const ended = (e: A2AServedEvent): boolean => {
         const status = (e.event as { statusUpdate?: { status?: { state?: string } } }).statusUpdate?.status?.state;
         return status !== undefined && ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED', 'TASK_STATE_INPUT_REQUIRED'].includes(status);
       };
-      for (const e of record.events) {
+      for (const e of logged) {
         if (e.seq <= last) continue;
         last = e.seq;
         // the task as it was then: the snapshot above says more
@@ -553,8 +573,8 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
         yield StreamResponse.fromJSON(e.event);
       }
       if (!off) return;
-      const state = taskOf(record).status?.state;
-      if (state !== undefined && (TERMINAL.has(state) || state === TaskState.TASK_STATE_INPUT_REQUIRED) && record.events.length > 0) return;
+      const state = snapshot.status?.state;
+      if (state !== undefined && (TERMINAL.has(state) || state === TaskState.TASK_STATE_INPUT_REQUIRED) && logged.length > 0) return;
       for (;;) {
         while (live.length) {
           const e = live.shift()!;
@@ -646,7 +666,7 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
     ],
     token: !!options.token,
   });
-  const store = new RecordTaskStore(executor.records, (id) => executor.holds(id), workspace);
+  const store = new RecordTaskStore(executor.records, (id) => executor.held(id)?.task, workspace);
   const handler = new RuntimeRequestHandler(card, store, executor);
   const userBuilder: UserBuilder = async () => ({ isAuthenticated: !!options.token, userName: options.token ? 'a2a-client' : 'anonymous' });
   // the card is public (clients read it to learn how to authenticate); everything else needs the token

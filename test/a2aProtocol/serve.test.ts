@@ -134,7 +134,7 @@ describe('a2a serve --a2a', () => {
   it('gives a new task of a conversation what the earlier tasks asked and answered', async () => {
     await drain(send(client, message('hello from the first task', { skill: 'coder', contextId: 'ctx-talk' })));
     const second = await drain(send(client, message('hello, and now the second', { skill: 'coder', contextId: 'ctx-talk' })));
-    const runId = (await server.executor.records.read(taskIdOf(second)))!.runId!;
+    const runId = (await server.executor.records.read(taskIdOf(second)))!.record.runId!;
     const log = readFileSync(join(workspace, '.a2a', 'runs', runId, 'events.jsonl'), 'utf8');
     const deployed = log.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'worker.deployed');
     expect(deployed.data.prompt).toMatch(/Earlier in this conversation:\n- asked: hello from the first task\n  answered \(completed\): print\("hello world"\)[\s\S]*The new request:\nhello, and now the second/);

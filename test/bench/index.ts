@@ -157,6 +157,12 @@ row('  the sub-task sent over A2A to an SDK-built agent (loopback)', viaSdk, 'ms
 row('    cost of the A2A round trip', viaSdk - direct, 'ms', `+${(viaSdk - direct).toFixed(1)} ms`);
 row('  the sub-task sent over A2A to another a2a (a2a serve --a2a)', viaA2a, 'ms', `${viaA2a.toFixed(1)} ms`);
 row('    cost of the round trip, the served run included', viaA2a - direct, 'ms', `+${(viaA2a - direct).toFixed(1)} ms`);
+const fanned = measure('a2a-fanout', 1000, undefined, Math.min(RUNS, 3));
+const fanDirect = med(fanned, 'directMs');
+const fanServed = med(fanned, 'servedMs');
+row('a task of 1,000 parallel sub-tasks, run directly', fanDirect, 'ms', `${fanDirect.toFixed(0)} ms`);
+row('  the same task sent to a2a serve --a2a, streamed to its end', fanServed, 'ms', `${fanServed.toFixed(0)} ms`);
+row('    ratio (2,004 A2A events logged and sent)', fanServed / fanDirect, 'x', `${(fanServed / fanDirect).toFixed(1)}x`, '<= 4x', fanServed / fanDirect <= 4);
 
 let natsRuns = 0;
 if (NATS) {

@@ -449,3 +449,51 @@ export async function a2aRoundTrip(samples: number): Promise<Record<string, numb
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
 }
+
+/**
+ * A task of `n` parallel sub-tasks run directly (startRun) and the same task sent to `a2a serve
+ * --a2a` by the SDK's client, streamed to its end: what serving it over A2A costs (one status and
+ * one artifact per sub-task, each logged and sent).
+ */
+export async function a2aFanout(n: number): Promise<{ directMs: number; servedMs: number; events: number }> {
+  const { startRun } = await import('../../adapters/assembly/library.js');
+  const { serveA2A } = await import('../../adapters/a2aProtocol/server.js');
+  const { clientOf, drain, message, send } = await import('../a2aProtocol/fixtures.js');
+  const script = parseScript(
+    {
+      rules: [
+        {
+          agent: 'coder',
+          depth: 0,
+          prompt: 'fan',
+          turns: [{ toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: Array.from({ length: n }, (_, i) => ({ agentType: '@coder', prompt: `part ${i}`, expectedOutput: 'x' })) } }] }, { text: 'waiting' }],
+          reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'all done' } }] } }],
+        },
+        { agent: 'coder', depth: 1, turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'part done' } }] }] },
+      ],
+    },
+    'the fan-out script',
+  );
+  const limits = { maxParallel: n, maxSubtasks: n, spawnRate: n * 10 };
+  const dirs = [mkdtempSync(join(tmpdir(), 'a2a-bench-fan-')), mkdtempSync(join(tmpdir(), 'a2a-bench-served-fan-'))];
+  try {
+    let t = performance.now();
+    const run = await startRun({ workspace: dirs[0]!, task: 'fan out', agent: '@coder', notify: () => undefined, scriptData: script, ...limits });
+    if ((await run.done).status !== 'completed') throw new Error('the direct fan-out did not complete');
+    const directMs = performance.now() - t;
+    const server = await serveA2A({ workspace: dirs[1]!, version: 'bench', agent: 'coder', notify: () => undefined, run: { scriptData: script, ...limits } });
+    try {
+      const client = await clientOf(server.url);
+      t = performance.now();
+      const events = await drain(send(client, message('fan out', { skill: 'coder' })));
+      const servedMs = performance.now() - t;
+      const last = events.at(-1)?.payload;
+      if (last?.$case !== 'statusUpdate' || last.value.status?.state !== 3) throw new Error('the served fan-out did not complete');
+      return { directMs, servedMs, events: events.length };
+    } finally {
+      await server.close();
+    }
+  } finally {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+}

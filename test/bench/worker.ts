@@ -6,7 +6,7 @@
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { rawXState } from './baseline.js';
-import { a2aRoundTrip, commandCost, fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
+import { a2aFanout, a2aRoundTrip, commandCost, fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
 
 const [scenario, nText, parallelText] = process.argv.slice(2);
 const n = Number(nText);
@@ -87,8 +87,12 @@ switch (scenario) {
     // n: runs per kind (direct, an SDK-built A2A server, another a2a)
     out = await a2aRoundTrip(n);
     break;
+  case 'a2a-fanout':
+    // n: sub-tasks of the one task
+    out = await a2aFanout(n);
+    break;
   default:
-    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command or a2a`);
+    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command, a2a or a2a-fanout`);
 }
 console.log(JSON.stringify({ scenario, n, parallel, ...out }));
 process.exit(0);

@@ -150,7 +150,9 @@ export function messagesIn(content: string): string[] {
   return content
     .slice(INJECTION_HEAD.length)
     .replace(/\n\n(All your sub-tasks have finished\.|\d+ of your sub-tasks are still running; their results will follow\.)$/, '')
-    .split(/\n\n- /)
+    // items are joined by a blank line and "- "; a message's own text may hold the same, so a
+    // split is made only where an item a session's inbox can hold begins
+    .split(/\n\n- (?=Message from [^:\n]+: |\[idle inquiry \d+ of \d+\] |You were paused \()/)
     .map((item, i) => (i === 0 ? item.replace(/^- /, '') : item))
     .flatMap((item) => {
       const found = /^Message from [^:]+: ([\s\S]*)$/.exec(item);

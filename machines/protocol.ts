@@ -1436,7 +1436,7 @@ export const A2AServedTask = z.strictObject({
   /** Run events already turned into A2A events (their ids), so that a resumed run does not repeat them. */
   facts: z.array(z.string()),
   /** The person's item the task waits for (INPUT_REQUIRED / AUTH_REQUIRED). */
-  waitingFor: z.object({ id: z.string(), kind: z.enum(['permission', 'question']) }).nullable(),
+  waitingFor: z.object({ id: z.string(), kind: z.enum(['permission', 'question']), title: z.string().optional() }).nullable(),
   /** The last event folded into `task`: the events after it (in the task's log) are folded in when it is read. */
   seq: z.number().int().min(0),
   updatedAt: z.number(),

@@ -83,6 +83,11 @@ export function fold(view: RemoteView, event: StreamResponse): 'task' | 'status'
     view.status = partsText(p.value.parts);
     if (p.value.taskId) view.taskId = p.value.taskId;
     if (p.value.contextId) view.contextId = p.value.contextId;
+    // a reply without a task is the whole answer (the protocol's direct response)
+    if (!p.value.taskId) {
+      view.state = 'completed';
+      view.artifacts.reply = view.status;
+    }
     return 'message';
   }
   if (p.$case === 'statusUpdate') {
@@ -120,21 +125,33 @@ function cardLocation(url: string): { base: string; path?: string } {
   return { base: url.replace(/\/$/, '') };
 }
 
-/** `fetch` with `Authorization: Bearer <token>` on every request (plain fetch without a token). */
-export function bearerFetch(token: string | undefined): typeof fetch {
+/**
+ * `fetch` with `Authorization: Bearer <token>` (plain fetch without a token). With `origin`, only
+ * requests to that origin carry it: a card may name interfaces on other hosts, which get none.
+ */
+export function bearerFetch(token: string | undefined, origin?: string): typeof fetch {
   if (!token) return fetch;
   return (input, init) => {
+    const target = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    if (origin && target.origin !== origin) return fetch(input, init);
     const headers = new Headers(init?.headers);
     headers.set('Authorization', `Bearer ${token}`);
     return fetch(input, { ...init, headers });
   };
 }
 
+/** A token may go over plain http only to this machine. */
+export function tokenTransportProblem(url: string): string | null {
+  const u = new URL(url);
+  if (u.protocol === 'https:') return null;
+  return ['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname) ? null : `a token is sent over https only (or to this machine): ${u.origin} is plain http`;
+}
+
 export function clientFor(url: string, token: string | undefined): Promise<Client> {
   const key = `${url}\u0000${token ?? ''}`;
   let found = clients.get(key);
   if (!found) {
-    const authed = bearerFetch(token);
+    const authed = bearerFetch(token, new URL(url).origin);
     const factory = new ClientFactory(
       ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
         transports: [new JsonRpcTransportFactory({ fetchImpl: authed, legacyCompat: { enabled: true } }), new RestTransportFactory({ fetchImpl: authed, legacyCompat: { enabled: true } })],

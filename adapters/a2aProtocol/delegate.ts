@@ -27,7 +27,7 @@ import type { ToolContext, ToolDefinition } from '../../actors/tools/index.js';
 import { errorText } from '../../machines/errorText.js';
 import { messagesIn } from '../../actors/prompts.js';
 import { fromFile } from '../model/secrets.js';
-import { clientFor, emptyView, fold, foldTask, TERMINAL, userMessage, type RemoteState, type RemoteView } from './client.js';
+import { clientFor, emptyView, fold, foldTask, tokenTransportProblem, TERMINAL, userMessage, type RemoteState, type RemoteView } from './client.js';
 
 export const REMOTE_TOOL = 'a2a_remote_task';
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
@@ -72,6 +72,8 @@ function tokenOf(ctx: ToolContext, remote: NonNullable<ReturnType<ToolContext['r
       `@${ctx.spec.agent.agentName} is declared in ${remote.declaredIn.where}, a repository's file: it may not send a token from your environment or secrets file. Declare the agent in your user config (~/.config/a2a) or in code. Nothing was sent.`,
     );
   }
+  const insecure = tokenTransportProblem(remote.url);
+  if (insecure) throw new A2AError('TOOL_NOT_ALLOWED', `@${ctx.spec.agent.agentName}: ${insecure}. Nothing was sent.`, { where: 'remote.url' });
   const found = 'env' in ref ? process.env[ref.env]?.trim() : secretsFile ? fromFile(ref.secret, secretsFile) : undefined;
   if (!found) {
     const source = 'env' in ref ? `the environment variable ${ref.env}` : `"${ref.secret}" in ${secretsFile ?? 'the secrets file (none is configured)'}`;
@@ -133,7 +135,7 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       const remote = definition.remote;
       if (!remote) throw new A2AError('TOOL_NOT_ALLOWED', `@${ctx.spec.agent.agentName} is not a remote A2A agent (its file has no "remote:"); ${REMOTE_TOOL} is for remote agents only.`);
       const timeoutMs = remote.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-      const deadline = args.deadline ?? ctx.clock.now() + timeoutMs;
+      let deadline = args.deadline ?? 0;
       const view = emptyView(args.taskId ?? '', args.contextId ?? '');
       const result = (error?: string): { isError: boolean; content: string } => ({
         isError: false,
@@ -146,6 +148,8 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
           return result(`permission remote_agent_delegation was denied by ${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}; nothing was sent to ${remote.url}`);
         }
       }
+      // the remote task's time starts when it is sent (not while a person decided)
+      if (!deadline) deadline = ctx.clock.now() + timeoutMs;
       const token = tokenOf(ctx, remote, options.secretsFile);
       let client: Client;
       try {
@@ -187,8 +191,12 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
             if (abort.signal.aborted) return cancelled(client, view, ctx, result, `the remote agent did not finish within ${Math.round(timeoutMs / 1000)} s (remote.timeoutMs); its task was cancelled`);
             broke = `the remote agent's stream broke: ${errorText(e)}`;
           }
-          // follow it once more from where it stands (a dropped connection), then give up
-          if (retried || !view.taskId) return result(broke);
+          // follow it once more from where it stands (a dropped connection), then give up, and
+          // tell the server so (the task would otherwise go on for nobody)
+          if (retried || !view.taskId) {
+            if (view.taskId) await cancelRemote(client, view.taskId);
+            return result(broke);
+          }
           retried = true;
           action = 'wait';
         }

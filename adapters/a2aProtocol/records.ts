@@ -291,8 +291,9 @@ export class RecordTaskStore implements TaskStore {
   }
 
   async load(taskId: string, _context: ServerCallContext): Promise<Task | undefined> {
+    // a copy: the SDK changes what it loads (history cut to historyLength, its own merges)
     const held = this.#held(taskId);
-    if (held) return held;
+    if (held) return structuredClone(held);
     const found = await this.#records.read(taskId);
     return found ? taskOf(found.record) : undefined;
   }

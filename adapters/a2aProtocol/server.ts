@@ -17,8 +17,8 @@
  * `Last-Event-ID` header: the `seq` in each event's metadata), then follows it live. A server
  * that restarts resumes the runs of the tasks it had not finished.
  */
-import { AgentCard, StreamResponse, Task, TaskState, type Artifact, type Message, type SubscribeToTaskRequest, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
-import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { AgentCard, StreamResponse, Task, TaskState, type Artifact, type CancelTaskRequest, type Message, type SendMessageRequest, type SubscribeToTaskRequest, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
 import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
 import {
@@ -84,8 +84,11 @@ export interface A2AServeOptions {
 const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
 /** States at which an `execute` call returns (and a blocking SendMessage answers). */
 const STOPS = new Set<TaskState>([...TERMINAL, TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED]);
-const YES = /^\s*(y|yes|approve|approved|allow|ok|okay|accept)\b/i;
-const NO = /^\s*(n|no|deny|denied|reject|refuse)\b/i;
+/** The whole reply, not its first word: "ok, but do not delete anything" is no answer. */
+const YES = /^\s*(y|yes|approve|approved|allow|ok|okay|accept)\s*[.!]?\s*$/i;
+const NO = /^\s*(n|no|deny|denied|reject|refuse)\s*[.!]?\s*$/i;
+/** Earlier tasks of a conversation a new task is told about. */
+const CONVERSATION_TASKS = 10;
 /** How often a running task's snapshot is written at most (its events are appended one by one). */
 const SNAPSHOT_MS = 200;
 /** Run event ids kept per task, to recognise what a resumed run repeats. */
@@ -152,12 +155,19 @@ export class RuntimeExecutor implements AgentExecutor {
     return this.#held.has(taskId);
   }
 
+  /** Whether runs of `workspace` are this server's (a task recorded there is ours to run). */
+  ownsWorkspace(workspace: string): boolean {
+    return resolve(workspace) === this.#workspace;
+  }
+
   held(taskId: string): Held | undefined {
     return this.#held.get(taskId);
   }
 
   /** Sends one event of a task: numbered, folded into the task, logged, then delivered. */
   #publish(held: Held, event: AgentExecutionEvent): void {
+    // a task that ended (or that another request let go of) says nothing more: one terminal state
+    if (this.#held.get(held.task.id) !== held) return;
     const seq = (held.events.at(-1)?.seq ?? held.record.seq) + 1;
     if (event.kind === 'statusUpdate' || event.kind === 'artifactUpdate') event.data.metadata = { ...(event.data.metadata ?? {}), seq };
     const wire = StreamResponse.toJSON({ payload: { $case: event.kind, value: event.data } as StreamResponse['payload'] }) as Record<string, unknown>;
@@ -226,6 +236,12 @@ export class RuntimeExecutor implements AgentExecutor {
   async execute(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const found = this.#held.get(request.taskId);
     if (found) {
+      // the client's message resumes a task that waited for it: WORKING first (the SDK ends a
+      // stream whose task reads INPUT_REQUIRED, and this request's stream starts with the task)
+      const state = found.task.status?.state;
+      if (state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED) {
+        this.#status(found, TaskState.TASK_STATE_WORKING, `received: ${clip(partsText(request.userMessage.parts), 200)}`);
+      }
       // the protocol wants the task first on every request's stream: this request's only
       bus.publish(AgentEvent.task(structuredClone(found.task)));
       found.buses.add(bus);
@@ -297,6 +313,11 @@ export class RuntimeExecutor implements AgentExecutor {
         return;
       }
       held.record.runId = run.id;
+      if (this.#held.get(request.taskId) !== held) {
+        // cancelled while the run was starting: it stops at once, and the task stays as it ended
+        run.stop('the A2A task was cancelled before its run started');
+        return;
+      }
       // the run id at once: it is what a restarted server resumes
       this.#flush(held);
       this.#bind(held, run);
@@ -310,6 +331,8 @@ export class RuntimeExecutor implements AgentExecutor {
     const earlier = (await this.records.all())
       .filter((r) => r.task.contextId === contextId && r.task.id !== taskId)
       .sort((a, b) => a.updatedAt - b.updatedAt)
+      // the latest ones: a long conversation does not grow every new prompt without end
+      .slice(-CONVERSATION_TASKS)
       .map(taskOf);
     if (earlier.length === 0) return '';
     const lines = earlier.map((t) => {
@@ -362,15 +385,18 @@ export class RuntimeExecutor implements AgentExecutor {
         // a question comes as INPUT_REQUIRED once the orchestrator hands it to a person (human.asked)
         if (d.updateType === 'progress' && d.kind !== 'question' && d.message) return this.#status(held, TaskState.TASK_STATE_WORKING, `${String(d.from)}: ${clip(String(d.message))}`);
         return;
-      case 'human.asked': {
-        const kind = d.kind === 'permission' ? 'permission' : 'question';
-        held.record.waitingFor = { id: String(d.id), kind };
-        const ask = kind === 'permission' ? `${String(d.title)}\nAnswer yes or no (or a data part {"approved": true|false, "reason": "…"}).` : String(d.title);
-        return this.#status(held, kind === 'permission' ? TaskState.TASK_STATE_AUTH_REQUIRED : TaskState.TASK_STATE_INPUT_REQUIRED, ask, { itemId: String(d.id), kind, requesterId: String(d.requesterId ?? '') });
-      }
-      case 'human.answered':
+      case 'human.asked':
+        // one question at a time: a later one waits until the one shown is answered
+        if (held.record.waitingFor && held.record.waitingFor.id !== String(d.id)) return;
+        return this.#ask(held, { id: String(d.id), kind: d.kind === 'permission' ? 'permission' : 'question', title: String(d.title) });
+      case 'human.answered': {
         if (held.record.waitingFor?.id === String(d.id)) held.record.waitingFor = null;
-        return this.#status(held, TaskState.TASK_STATE_WORKING, `${d.kind === 'permission' ? (d.approved ? 'approved' : 'denied') : 'answered'} by ${String(d.by)}${d.text ? `: ${clip(String(d.text), 200)}` : ''}`);
+        const said = `${d.kind === 'permission' ? (d.approved ? 'approved' : 'denied') : 'answered'} by ${String(d.by)}${d.text ? `: ${clip(String(d.text), 200)}` : ''}`;
+        // another item still waits (two sub-tasks asked at once): it is the next to show
+        const next = held.record.waitingFor ? null : held.run?.pending().find((p) => p.id !== String(d.id));
+        if (next) return this.#ask(held, { id: next.id, kind: next.kind, title: next.title }, `${said}. Next: `);
+        return this.#status(held, TaskState.TASK_STATE_WORKING, said);
+      }
       case 'workflow.state':
         return this.#status(held, TaskState.TASK_STATE_WORKING, `workflow: ${String(d.state)}${d.reason ? ` (${clip(String(d.reason), 200)})` : ''}`, { workflowState: String(d.state) });
       case 'artifact.created':
@@ -383,6 +409,13 @@ export class RuntimeExecutor implements AgentExecutor {
       default:
         if (event.type === 'session.state' && !event.subTaskId && d.state === 'running' && who) return;
     }
+  }
+
+  /** Shows the client what a person must answer: INPUT_REQUIRED for a question, AUTH_REQUIRED for a permission. */
+  #ask(held: Held, item: { id: string; kind: 'permission' | 'question'; title: string }, prefix = ''): void {
+    held.record.waitingFor = item;
+    const ask = item.kind === 'permission' ? `${prefix}${item.title}\nAnswer yes or no (or a data part {"approved": true|false, "reason": "…"}).` : `${prefix}${item.title}`;
+    this.#status(held, item.kind === 'permission' ? TaskState.TASK_STATE_AUTH_REQUIRED : TaskState.TASK_STATE_INPUT_REQUIRED, ask, { itemId: item.id, kind: item.kind });
   }
 
   #finish(held: Held, event: RunEvent): void {
@@ -423,7 +456,10 @@ export class RuntimeExecutor implements AgentExecutor {
     if (!run) return this.#status(held, TaskState.TASK_STATE_FAILED, 'this task has no run to give the message to');
     const pending = run.pending();
     const waiting = held.record.waitingFor;
-    const item = pending.find((p) => p.id === waiting?.id) ?? pending[0];
+    // the item the client names (metadata.itemId, as the status that asked gave it), else the one shown
+    const named = typeof message.metadata?.itemId === 'string' ? message.metadata.itemId : undefined;
+    const item = pending.find((p) => p.id === (named ?? waiting?.id)) ?? (named ? undefined : pending[0]);
+    if (named && !item) return this.#status(held, held.task.status?.state ?? TaskState.TASK_STATE_WORKING, `nothing waits for an answer under itemId "${clip(named, 80)}"; waiting: ${pending.map((p) => p.id).join(', ') || 'nothing'}`);
     const by = 'a2a-client';
     try {
       if (item?.kind === 'permission') {
@@ -472,6 +508,8 @@ export class RuntimeExecutor implements AgentExecutor {
     for (const record of await this.records.all()) {
       const task = taskOf(record);
       if (TERMINAL.has(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED) || this.#held.has(task.id)) continue;
+      // a task of another server of the namespace (--nats): its run is that server's to resume
+      if (resolve(record.workspace) !== this.#workspace) continue;
       // its events from the log: a client that resubscribes gets them all
       const held = this.#hold(record, null, (await this.records.read(task.id))?.events ?? []);
       if (!record.runId) {
@@ -482,7 +520,10 @@ export class RuntimeExecutor implements AgentExecutor {
       try {
         const run = await startRun({ ...(this.#options.run ?? {}), workspace: record.workspace, resume: record.runId });
         this.#bind(held, run);
-        this.#status(held, TaskState.TASK_STATE_WORKING, `the server restarted: run ${record.runId} resumed`);
+        const waiting = record.waitingFor;
+        // it waited for a person: it still does (the run's gate kept the item), and says so again
+        if (waiting) this.#ask(held, { id: waiting.id, kind: waiting.kind, title: waiting.title ?? 'the question asked before the restart' }, `the server restarted: run ${record.runId} resumed, and still waits: `);
+        else this.#status(held, TaskState.TASK_STATE_WORKING, `the server restarted: run ${record.runId} resumed`);
         resumed.push(task.id);
       } catch (e) {
         this.#status(held, TaskState.TASK_STATE_FAILED, `the server restarted and could not resume run ${record.runId}: ${errorText(e)}`);
@@ -515,6 +556,8 @@ export class RuntimeExecutor implements AgentExecutor {
 class RequestBuses implements ExecutionEventBusManager {
   readonly #latest = new Map<string, ExecutionEventBus>();
 
+  constructor(readonly holds: (taskId: string) => boolean) {}
+
   createOrGetByTaskId(taskId: string): ExecutionEventBus {
     const bus = new DefaultExecutionEventBus();
     this.#latest.set(taskId, bus);
@@ -522,7 +565,9 @@ class RequestBuses implements ExecutionEventBusManager {
   }
 
   getByTaskId(taskId: string): ExecutionEventBus | undefined {
-    return this.#latest.get(taskId);
+    // a task the runtime holds always has one: the SDK then cancels through the executor (a task
+    // resumed after a restart has had no request yet)
+    return this.#latest.get(taskId) ?? (this.holds(taskId) ? this.createOrGetByTaskId(taskId) : undefined);
   }
 
   cleanupByTaskId(taskId: string): void {
@@ -536,8 +581,35 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
 
   constructor(card: AgentCard, store: RecordTaskStore, executor: RuntimeExecutor) {
     const pushes = new InMemoryPushNotificationStore();
-    super(card, store, executor, new RequestBuses(), pushes, new DefaultPushNotificationSender(pushes));
+    super(card, store, executor, new RequestBuses((id) => executor.holds(id)), pushes, new DefaultPushNotificationSender(pushes));
     this.#executor = executor;
+  }
+
+  /**
+   * A task another server holds (--nats: the record says which workspace runs it) is answered
+   * there: a message or a cancel here would change it behind that server's back.
+   */
+  async #refuseForeign(taskId: string | undefined): Promise<void> {
+    if (!taskId || this.#executor.holds(taskId)) return;
+    const found = await this.#executor.records.read(taskId);
+    if (!found || TERMINAL.has(taskOf(found.record).status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) return;
+    if (this.#executor.ownsWorkspace(found.record.workspace)) return;
+    throw new UnsupportedOperationError(`task ${taskId} runs on the A2A server serving ${found.record.workspace}: send its messages and its cancel there (this server can read it: GetTask, ListTasks, SubscribeToTask)`);
+  }
+
+  override async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
+    await this.#refuseForeign(params.message?.taskId);
+    return super.sendMessage(params, context);
+  }
+
+  override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    await this.#refuseForeign(params.message?.taskId);
+    yield* super.sendMessageStream(params, context);
+  }
+
+  override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    await this.#refuseForeign(params.id);
+    return super.cancelTask(params, context);
   }
 
   override async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -646,6 +718,8 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   const records = options.records ?? (nats ? new KvServedTasks(await nats.keyValue(SERVED_TASKS_BUCKET), options.notify ?? ((line) => void process.stderr.write(`${line}\n`))) : undefined);
   const skills = [...served.map((a) => a.capability.id), WORKFLOW_SKILL];
   const executor = new RuntimeExecutor({ ...options, workspace, ...(records ? { records } : {}) }, () => skills, defaultAgent);
+  // before the first request: a message for a task being recovered must find it held
+  const recovered = await executor.recover();
   const app = express();
   const httpServer = await new Promise<Server>((done, fail) => {
     const s = app.listen(options.port ?? 0, host, () => done(s));
@@ -669,6 +743,15 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   const store = new RecordTaskStore(executor.records, (id) => executor.held(id)?.task, workspace);
   const handler = new RuntimeRequestHandler(card, store, executor);
   const userBuilder: UserBuilder = async () => ({ isAuthenticated: !!options.token, userName: options.token ? 'a2a-client' : 'anonymous' });
+  if (!options.token) {
+    // without a token only loopback may talk to it: a web page that rebinds its own name to
+    // 127.0.0.1 (DNS rebinding) sends its own Host, which is refused here
+    const allowed = new Set([`127.0.0.1:${address.port}`, `localhost:${address.port}`, `[::1]:${address.port}`, ...(options.publicUrl ? [new URL(options.publicUrl).host] : [])]);
+    app.use((req: Request, res: Response, next: NextFunction) => {
+      if (allowed.has(String(req.headers.host ?? ''))) return next();
+      res.status(421).json({ error: `Host "${String(req.headers.host ?? '').slice(0, 100)}" is not this server: without A2A_SERVE_TOKEN it answers only 127.0.0.1:${address.port} and localhost:${address.port}` });
+    });
+  }
   // the card is public (clients read it to learn how to authenticate); everything else needs the token
   app.use(CARD_PATH, legacyAgentCardRouter({ agentCardProvider: async () => card, cache: { maxAge: 0 } }));
   app.get(CARD_PATH, (_req, res) => void res.type('application/json').send(JSON.stringify(AgentCard.toJSON(card))));
@@ -681,7 +764,6 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   }
   app.use(JSONRPC_PATH, jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
   app.use(REST_PATH, restHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
-  const recovered = await executor.recover();
   return {
     url,
     card,

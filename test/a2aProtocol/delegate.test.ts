@@ -29,6 +29,7 @@ const PARENT = parseScript(
       rule('fail', 'fail please'),
       rule('hang', 'hang around', [{ when: 'still working', turn: { toolCalls: [{ name: 'a2a_cancel_subtask', arguments: { ids: ['$children[0]'], reason: 'no longer needed' } }] } }]),
       rule('die', 'die now'),
+      rule('greet', 'greet in German'),
       rule('hello', 'say hello in Python'),
       rule('which database', 'which database should the schema use', [answer('postgres')]),
     ],
@@ -112,6 +113,18 @@ describe('delegating to a remote A2A agent (a server built with the SDK)', () =>
     const r = await remote();
     const { result } = await delegate('die', { url: r.url, silenceMs: 2000 });
     expect(result).toMatchObject({ status: 'failed', error: expect.stringMatching(/stream (broke|ended)/) });
+  });
+
+  it('takes a direct reply (a Message, no task) as the result', async () => {
+    const r = await remote();
+    const { result } = await delegate('greet', { url: r.url });
+    expect(result).toMatchObject({ status: 'success', output: 'hallo' });
+  });
+
+  it('sends no token over plain http to another machine', async () => {
+    process.env.A2A_TEST_REMOTE_TOKEN = 'remote-token-0123456789';
+    const { result } = await delegate('translate', { url: 'http://agents.example.invalid/translator', token: { env: 'A2A_TEST_REMOTE_TOKEN' } });
+    expect(result).toMatchObject({ status: 'failed', error: expect.stringMatching(/a token is sent over https only \(or to this machine\): http:\/\/agents\.example\.invalid is plain http\. Nothing was sent/) });
   });
 
   it('ends as failed when nothing answers at the URL', async () => {

@@ -43,6 +43,25 @@ export const SERVE_SCRIPT = parseScript({
       turns: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'notes.txt', content: 'notes' } }] }, { toolCalls: [complete('file written')] }],
     },
     { agent: 'coder', depth: 0, prompt: 'forever', turns: [{ hang: true }] },
+    {
+      agent: 'coder',
+      depth: 0,
+      prompt: 'two files at once',
+      turns: [
+        {
+          toolCalls: [
+            {
+              name: 'a2a_spawn_parallel_subtasks',
+              arguments: { subtasks: [{ agentType: '@coder', prompt: 'permit file a.txt', expectedOutput: 'a' }, { agentType: '@coder', prompt: 'permit file b.txt', expectedOutput: 'b' }] },
+            },
+          ],
+        },
+        { text: 'Waiting for both.' },
+      ],
+      reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [complete('both written')] } }],
+    },
+    { agent: 'coder', depth: 1, prompt: 'permit file a.txt', turns: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'a.txt', content: 'a' } }] }, { toolCalls: [complete('a written')] }] },
+    { agent: 'coder', depth: 1, prompt: 'permit file b.txt', turns: [{ toolCalls: [{ name: 'write_file', arguments: { path: 'b.txt', content: 'b' } }] }, { toolCalls: [complete('b written')] }] },
     { agent: 'coder', depth: 0, prompt: 'slow', turns: [{ delayMs: 1500, toolCalls: [complete('slow but done')] }] },
   ],
 }, 'the served runs\' script');

@@ -1,7 +1,8 @@
 /**
  * A remote A2A agent for the delegation tests, built with the SDK alone (its request handler,
  * in-memory store, Express transport): what another framework's agent looks like to a2a.
- * It behaves by the words of the message: translate (status, artifact, COMPLETED), ask
+ * It behaves by the words of the message: translate (status, artifact, COMPLETED), greet (a
+ * Message, no task), ask
  * (INPUT_REQUIRED, then COMPLETED with the answer), fail (FAILED), hang (until cancelled), die
  * (the server goes away mid-stream).
  */
@@ -39,6 +40,8 @@ export async function remoteAgent(options: { token?: string } = {}): Promise<Rem
     async execute(ctx, bus) {
       const text = partsText(ctx.userMessage.parts);
       received.push(text);
+      // a direct reply: a Message and no task at all
+      if (!ctx.task && /greet/i.test(text)) return bus.publish(AgentEvent.message(reply('hallo', '', ctx.contextId)));
       bus.publish(AgentEvent.task(ctx.task ?? { id: ctx.taskId, contextId: ctx.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
       if (ctx.task) {
         // the answer to "ask"

@@ -3,7 +3,7 @@
  * every event sent, the run is resumed, and a client that resubscribes gets what it missed and
  * the task's one terminal state.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ let port: number;
 let before: Awaited<ReturnType<typeof drain>>;
 let after: Awaited<ReturnType<typeof drain>>;
 let taskId = '';
+let foreverId = '';
 let second: Proc;
 
 async function serve(): Promise<Proc> {
@@ -35,6 +36,8 @@ beforeAll(async () => {
   // the worker's only model call takes 1.5 s: the kill lands while it runs
   before = await drain(send(await clientOf(url), message('take it slow', { skill: 'coder' })), (e) => states([e])[0] === 'WORKING');
   taskId = taskIdOf(before);
+  // and one that never ends by itself: cancelled after the restart
+  foreverId = taskIdOf(await drain(send(await clientOf(url), message('work forever', { skill: 'coder' })), (e) => states([e])[0] === 'WORKING'));
   first.child.kill('SIGKILL');
   await new Promise((done) => first.child.once('exit', done));
   second = await serve();
@@ -45,7 +48,7 @@ afterAll(() => killAll());
 
 describe('a2a serve --a2a killed mid-task', () => {
   it('resumes the task\'s run when it starts again, and says so', () => {
-    expect(second.out()).toMatch(/unfinished tasks: 1 resumed/);
+    expect(second.out()).toMatch(/unfinished tasks: 2 resumed/);
     expect(after.some((e) => /^the server restarted: run .* resumed$/.test(lastStatusText([e])))).toBe(true);
   });
 
@@ -59,5 +62,15 @@ describe('a2a serve --a2a killed mid-task', () => {
     const task = await (await clientOf(`http://127.0.0.1:${port}`)).getTask({ tenant: '', id: taskId });
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(artifacts(task)).toContain('slow but done');
+  });
+
+  it('cancels a task it resumed: its run stops, and the task ends CANCELED once', async () => {
+    const client = await clientOf(`http://127.0.0.1:${port}`);
+    const cancelled = await client.cancelTask({ tenant: '', id: foreverId, metadata: undefined });
+    expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const all = await drain(client.resubscribeTask({ tenant: '', id: foreverId }));
+    expect(states(all).filter((s) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(s))).toEqual(['CANCELED']);
+    const runId = JSON.parse(readFileSync(join(ws, '.a2a', 'a2a-protocol', 'tasks', `${foreverId}.json`), 'utf8')).runId as string;
+    await waitFor('the run to be recorded cancelled', () => JSON.parse(readFileSync(join(ws, '.a2a', 'runs', runId, 'run.json'), 'utf8')).status === 'cancelled', 5_000);
   });
 });

@@ -5,7 +5,7 @@
  * what the client missed, bad input, the token.
  */
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { TaskState, type StreamResponse } from '@a2a-js/sdk';
@@ -100,12 +100,37 @@ describe('a2a serve --a2a', () => {
     expect(lastStatusText(first)).toMatch(/file_creation_in_worktree[\s\S]*Answer yes or no/);
     const id = taskIdOf(first);
     const contextId = (await client.getTask({ tenant: '', id })).contextId;
-    const unclear = await drain(send(client, message('maybe later', { taskId: id, contextId })), inputRequired);
-    expect(lastStatusText(unclear)).toMatch(/"maybe later" is not an answer to .*: answer yes or no/);
+    const unclear = await drain(send(client, message('ok, but only the notes', { taskId: id, contextId })), inputRequired);
+    expect(lastStatusText(unclear)).toMatch(/"ok, but only the notes" is not an answer to .*: answer yes or no/);
     const approved = await drain(send(client, message('yes', { taskId: id, contextId })));
     expect(states(approved).at(-1)).toBe('COMPLETED');
     expect(approved.some((e) => /^approved by a2a-client/.test(lastStatusText([e])))).toBe(true);
     expect(readFileSync(join(workspace, 'notes.txt'), 'utf8')).toBe('notes');
+  });
+
+  it('shows two permissions asked at once one after the other, each answered by the next message', async () => {
+    const first = await drain(send(client, message('write two files at once', { skill: 'coder' })), inputRequired);
+    const id = taskIdOf(first);
+    const contextId = (await client.getTask({ tenant: '', id })).contextId;
+    expect(lastStatusText(first)).toMatch(/file_creation_in_worktree.*[ab]\.txt/);
+    const second = await drain(send(client, message('yes', { taskId: id, contextId })), inputRequired);
+    expect(lastStatusText(second)).toMatch(/^approved by a2a-client(: approved)?\. Next: .*file_creation_in_worktree.*[ab]\.txt/);
+    const done = await drain(send(client, message('yes', { taskId: id, contextId })));
+    expect(states(done).at(-1)).toBe('COMPLETED');
+    expect(readFileSync(join(workspace, 'a.txt'), 'utf8') + readFileSync(join(workspace, 'b.txt'), 'utf8')).toBe('ab');
+  });
+
+  it('refuses a request whose Host is not this server\'s when it has no token (DNS rebinding)', async () => {
+    const port = new URL(server.url).port;
+    const status = await new Promise<number>((done, fail) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/a2a/jsonrpc', method: 'POST', headers: { Host: `attacker.example:${port}`, 'Content-Type': 'application/json' } }, (res) => {
+        res.resume();
+        done(res.statusCode ?? 0);
+      });
+      req.on('error', fail);
+      req.end('{}');
+    });
+    expect(status).toBe(421);
   });
 
   it('cancels a task: the run is stopped and the task ends CANCELED, once', async () => {

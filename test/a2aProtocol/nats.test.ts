@@ -66,6 +66,16 @@ describe('a2a serve --a2a --nats', () => {
     expect(states(replay).at(-1)).toBe('COMPLETED');
   });
 
+  it('refuses a message or a cancel for a task another server runs, and leaves the task as it is', async () => {
+    const onA = await clientOf(a);
+    const running = taskIdOf(await drain(send(onA, message('work forever', { skill: 'coder', contextId: 'ctx-nats-2' })), (e) => states([e])[0] === 'WORKING'));
+    const onB = await clientOf(b);
+    await expect(onB.cancelTask({ tenant: '', id: running, metadata: undefined })).rejects.toThrow(/runs on the A2A server serving .*: send its messages and its cancel there/);
+    await expect(drain(send(onB, message('more', { taskId: running, contextId: 'ctx-nats-2' })))).rejects.toThrow(/runs on the A2A server serving/);
+    expect((await onA.getTask({ tenant: '', id: running })).status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    expect((await onA.cancelTask({ tenant: '', id: running, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+
   it('was allowed every request by the orchestrator user\'s permissions', () => {
     expect(nats.log()).not.toMatch(/Permissions Violation.*protocol_tasks/);
   });

@@ -238,7 +238,8 @@ describe('fault: hostile messages to a run in progress', () => {
     // well formed, about what does not exist
     for (let i = 0; i < 20; i++) variants.push({ data: { command: 'reassign', taskId: `ghost-${i}`, agent: '@coder', by: 'mallory' } });
     variants.forEach((v, i) => writeFileSync(join(dir, `req-fuzz-${String(i).padStart(4, '0')}.json`), 'raw' in v ? v.raw : JSON.stringify(v.data)));
-    const replies = () => readdirSync(dir).filter((n) => n.startsWith('res-fuzz-'));
+    // a reply being written is `res-….json.tmp` until its rename: only finished replies count
+    const replies = () => readdirSync(dir).filter((n) => n.startsWith('res-fuzz-') && n.endsWith('.json'));
     await waitFor('a reply to every request', () => replies().length >= variants.length, 8_000, () => `${replies().length} of ${variants.length}`);
     const refused = replies().filter((n) => (JSON.parse(readFileSync(join(dir, n), 'utf8')) as { ok: boolean }).ok === false).length;
     rows.push({ target: 'control', sent: variants.length, answered: refused });

@@ -372,7 +372,6 @@ export class RuntimeExecutor implements AgentExecutor {
 
   #onRunEvent(held: Held, event: RunEvent): void {
     const d = event.data as Record<string, unknown>;
-    const who = event.subTaskId ?? event.workerId ?? 'the run';
     switch (event.type) {
       case 'subtask.spawned':
         return this.#status(held, TaskState.TASK_STATE_WORKING, `${event.subTaskId} (${event.agentType ?? 'agent'}) started: ${clip(String(d.prompt ?? ''), 200)}`, { subTaskId: event.subTaskId });
@@ -406,8 +405,6 @@ export class RuntimeExecutor implements AgentExecutor {
         return;
       case 'run.finished':
         return this.#finish(held, event);
-      default:
-        if (event.type === 'session.state' && !event.subTaskId && d.state === 'running' && who) return;
     }
   }
 

@@ -49,6 +49,7 @@ import type { Budgets, CostLedger } from './cost.js';
 import type { PauseGates } from './pause.js';
 import type { ArtifactStore } from './artifacts.js';
 import { estimateTokens, fitConversation } from './summarize.js';
+import { startChat, startTool } from './tracing.js';
 
 /** The model a session runs on: the client, the model name (requests, prices), its window. */
 export interface ResolvedModel {
@@ -375,9 +376,21 @@ async function callUncut(
   for (let cut = 0; ; cut++, cuts.count++) {
     const limit = cuts.limit;
     let reply: ModelReply;
+    const span = startChat({
+      runId: spec.correlation.runId,
+      sessionId: spec.id,
+      agent: spec.agent.agentName,
+      provider: model.provider ?? model.id,
+      model: request.model ?? resolved.name,
+      profile: resolved.profile,
+      ...(request.maxTokens ?? limit ? { maxTokens: (request.maxTokens ?? limit)! } : {}),
+      system: request.system,
+      messages: request.messages,
+    });
     try {
       reply = await model.call(request, abort);
     } catch (error) {
+      span?.fail(error);
       // a reply the adapter threw away (unusable) was billed: priced and told, then the call
       // fails; so were the cut replies before it, which no recorded reply will count now
       const thrown = isA2AError(error) && error.billed ? error.billed : null;
@@ -390,6 +403,7 @@ async function callUncut(
       throw error;
     }
     const usd = price(reply.usage);
+    span?.end(reply, usd);
     if (reply.stopReason !== 'max_tokens') return cut === 0 ? reply : { ...reply, usage: sumUsage(reply.usage, billed) };
     billed.inputTokens += reply.usage.inputTokens;
     billed.outputTokens += reply.usage.outputTokens;
@@ -441,7 +455,8 @@ export function runTool(
   permit: (ask: PermissionAsk) => Promise<PermissionAnswer>,
 ): Promise<ToolOutcome> {
   const definition = deps.registry.get(input.spec.agent.agentName);
-  return deps.catalog.run(input.call, definition, {
+  const span = startTool(input.spec.correlation.runId, input.spec.id, input.spec.agent.agentName, input.call, deps.external?.handles(input.call.name) ? 'extension' : 'function');
+  const running = deps.catalog.run(input.call, definition, {
     spec: input.spec,
     worktree: input.spec.correlation.worktreePath,
     get signal() {
@@ -459,6 +474,12 @@ export function runTool(
     artifacts: deps.artifacts ?? null,
     external: deps.external ?? null,
   });
+  if (!span) return running;
+  running.then(
+    (outcome) => span.end(outcome),
+    (error: unknown) => span.fail(error),
+  );
+  return running;
 }
 
 /** A coordination tool run in the model's step never asks: if one did, that is a bug here. */

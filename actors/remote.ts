@@ -24,6 +24,7 @@ import { sessionStateName, type SessionContext } from '../machines/session.js';
 import { inlineIssues } from './errors.js';
 import { parentOf, relay, stopped } from './xstateInternals.js';
 import { errorText } from '../machines/errorText.js';
+import { adopt, headersFor } from './tracing.js';
 
 /**
  * A session's key on the wire: session ids are unique within a run (`w-api.2` is w-api's second
@@ -136,9 +137,13 @@ export function enqueueSurely(
   msgId: string,
   onRetry: (error: unknown) => void,
   stopped: () => boolean = () => false,
+  headers?: Record<string, string>,
 ): Promise<void> {
-  return persist(() => transport.enqueue(subject, data, { msgId }).then(() => undefined), stopped, onRetry);
+  return persist(() => transport.enqueue(subject, data, headers ? { msgId, headers } : { msgId }).then(() => undefined), stopped, onRetry);
 }
+
+/** The trace headers of a message about a session (its span's context), when tracing is on. */
+const traceOf = (spec: Pick<SessionSpec, 'id' | 'correlation'>) => headersFor(spec.correlation.runId, spec.id);
 
 /**
  * A failure that may go away (the server restarting, a lost confirmation): retried. Bad input,
@@ -392,7 +397,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
           const id = downId(wireId(state.spec));
           const down = DownMessage.safeParse({ id, event });
           if (!down.success) return snapshot;
-          enqueueSurely(deps.transport, s.down(wireId(state.spec)), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`)).catch((error: unknown) => {
+          enqueueSurely(deps.transport, s.down(wireId(state.spec)), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`), undefined, traceOf(state.spec)).catch((error: unknown) => {
             warn(state.spec, `could not send ${event.type} to ${state.spec.id}: ${errorText(error)}`);
           });
           return snapshot;
@@ -418,6 +423,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
           `${wireId(state.spec)}:spawn`,
           (error) => warn(state.spec, `retrying the spawn request of ${state.spec.id}: ${String(error)}`),
           () => state.stopped,
+          traceOf(state.spec),
         )
           .catch((error: unknown) => self.send({ type: 'REMOTE_ERROR', error: `cannot request a host for ${state.spec.id}: ${String(error)}` }));
         const waitMs = deps.startWarningMs ?? 30_000;
@@ -535,6 +541,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         `${state.spec.correlation.runId}.${id}@${deps.hostId}`,
         (error) => warn(state, `retrying a report to the owner of ${state.spec.id}: ${String(error)}`),
         () => state.stopped,
+        traceOf(state.spec),
       );
     state.chain = state.chain
       // what the session's host said about it (its events) is stored before its result leaves:
@@ -560,6 +567,8 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       if (deps.ackAfterSnapshot) deps.ackAfterSnapshot(wireId(state.spec), () => message.ack());
       else await message.ack();
     };
+    // the span of the session, when this host does not know it yet (a session taken over)
+    adopt(state.spec.correlation.runId, state.spec.id, message.headers);
     const parsed = DownMessage.safeParse(message.data);
     if (!parsed.success) {
       warn(state, `dropped an invalid message for ${state.spec.id}: ${inlineIssues(parsed.error.issues)}`);

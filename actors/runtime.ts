@@ -95,36 +95,44 @@ export function createTaskBranch(deps: { git?: Git; pullRequests?: PullRequests;
   return taskBranchMachine.provide({
     actors: {
       prepareWorktree: fromPromise(async ({ input }: { input: { repo: string; worktree: string; branch: string; base: string } }) => {
+        const t0 = Date.now();
         await need().createWorktree(input.repo, { path: input.worktree, branch: input.branch, base: input.base });
-        deps.events.emit({ type: 'worktree.created', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, base: input.base } });
+        deps.events.emit({ type: 'worktree.created', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, base: input.base, ms: Date.now() - t0 } });
       }),
       commitAndMeasure: fromPromise(async ({ input }: { input: { worktree: string; base: string; message: string } }): Promise<{ commit: string | null; diff: DiffStats }> => {
         const git = need();
+        const t0 = Date.now();
         const commit = await git.commitAll(input.worktree, input.message);
         const diff = await git.diffSummary(input.worktree, input.base);
-        deps.events.emit({ type: 'branch.committed', taskId: taskOf(input.worktree), data: { commit, diff } });
+        deps.events.emit({ type: 'branch.committed', taskId: taskOf(input.worktree), data: { commit, diff, ms: Date.now() - t0 } });
         return { commit, diff };
       }),
       mergeBranch: fromPromise(async ({ input }: { input: { repo: string; branch: string; base: string; message: string } }) => {
-        const outcome = await merges.run(input.repo, () => need().merge(input.repo, { branch: input.branch, into: input.base, message: input.message }));
+        let t0 = Date.now();
+        const outcome = await merges.run(input.repo, () => ((t0 = Date.now()), need().merge(input.repo, { branch: input.branch, into: input.base, message: input.message })));
+        // the merge itself (not its wait in the repository's queue)
+        const ms = Date.now() - t0;
         const taskId = input.branch.split('/').pop()!;
-        if (outcome.merged) deps.events.emit({ type: 'branch.merged', taskId, data: { branch: input.branch, into: input.base, commit: outcome.commit } });
-        else deps.events.emit({ type: 'branch.conflict', taskId, data: { branch: input.branch, into: input.base, conflicts: outcome.conflicts } });
+        if (outcome.merged) deps.events.emit({ type: 'branch.merged', taskId, data: { branch: input.branch, into: input.base, commit: outcome.commit, ms } });
+        else deps.events.emit({ type: 'branch.conflict', taskId, data: { branch: input.branch, into: input.base, conflicts: outcome.conflicts, ms } });
         return outcome;
       }),
       removeWorktree: fromPromise(async ({ input }: { input: { repo: string; worktree: string; branch: string } }) => {
+        const t0 = Date.now();
         await need().removeWorktree(input.repo, input.worktree, { deleteBranch: input.branch });
-        deps.events.emit({ type: 'worktree.removed', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch } });
+        deps.events.emit({ type: 'worktree.removed', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, ms: Date.now() - t0 } });
       }),
       pushBranch: fromPromise(async ({ input }: { input: { repo: string; remote: string; branch: string } }) => {
+        const t0 = Date.now();
         await need().push(input.repo, { remote: input.remote, branch: input.branch });
-        deps.events.emit({ type: 'branch.pushed', taskId: input.branch.split('/').pop()!, data: { remote: input.remote, branch: input.branch } });
+        deps.events.emit({ type: 'branch.pushed', taskId: input.branch.split('/').pop()!, data: { remote: input.remote, branch: input.branch, ms: Date.now() - t0 } });
       }),
       openPullRequest: fromPromise(
         async ({ input, signal }: { input: { github: { owner: string; repo: string }; branch: string; base: string; title: string; body: string }; signal: AbortSignal }) => {
           if (!deps.pullRequests) throw new Error('no GitHub token is configured: set git.github.tokenEnv (default GITHUB_TOKEN)');
+          const t0 = Date.now();
           const pr = await deps.pullRequests.open({ owner: input.github.owner, repo: input.github.repo, head: input.branch, base: input.base, title: input.title, body: input.body, signal });
-          deps.events.emit({ type: 'pr.created', taskId: input.branch.split('/').pop()!, data: { number: pr.number, url: pr.url, branch: input.branch, base: input.base } });
+          deps.events.emit({ type: 'pr.created', taskId: input.branch.split('/').pop()!, data: { number: pr.number, url: pr.url, branch: input.branch, base: input.base, ms: Date.now() - t0 } });
           return pr;
         },
       ),

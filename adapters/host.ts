@@ -25,6 +25,7 @@ import { correlationOf } from '../actors/events.js';
 import { A2AError, inlineIssues } from '../actors/errors.js';
 import { envelopeOf, PROTOCOL_VERSION } from '../machines/seed004.js';
 import { observeSessions } from '../actors/observe.js';
+import { adopt, forget, traceHeadersOf } from '../actors/tracing.js';
 import { errorText } from '../machines/errorText.js';
 
 /** What the snapshots bucket holds for a session (schema in protocol.ts). */
@@ -91,6 +92,8 @@ interface Running {
   /** Its snapshot writes, one after the other: a compare-and-set never races its own host. */
   saving: Promise<void>;
   unsubscribe: () => void;
+  /** The trace headers of its spawn (its span in its owner's process), kept in its record for a host that takes it over. */
+  trace?: Record<string, string>;
 }
 
 /** Acks waiting for a session's next snapshot; the host flushes them when it writes one. */
@@ -205,6 +208,7 @@ export class Host {
       return;
     }
     const { spec } = parsed.data;
+    const trace = traceHeadersOf(message.headers);
     const wanted = message.subject.slice(this.#s.spawn('').length);
     if (spec.agent.agentName !== wanted || !this.#o.agents.includes(spec.agent.agentName)) {
       this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped a spawn request for ${spec.id} on ${message.subject}: its agent type is ${spec.agent.agentName}, this host serves ${this.#o.agents.join(', ')}` } });
@@ -212,7 +216,7 @@ export class Host {
       return;
     }
     // claim it: a session runs on one host, whatever the queue redelivers
-    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now() };
+    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now(), ...(trace ? { trace } : {}) };
     const key = wireId(spec);
     this.#busy.add(key);
     try {
@@ -221,7 +225,7 @@ export class Host {
         await message.ack();
         return;
       }
-      if (!this.#stopped) this.#run(spec, null, revision);
+      if (!this.#stopped) this.#run(spec, null, revision, trace);
       await message.ack();
     } finally {
       this.#busy.delete(key);
@@ -229,7 +233,9 @@ export class Host {
   }
 
   /** Starts (or restores) a session under a parent link. */
-  #run(spec: SessionSpec, checkpoint: Checkpoint | null, revision: number): void {
+  #run(spec: SessionSpec, checkpoint: Checkpoint | null, revision: number, trace?: Record<string, string>): void {
+    // its model and tool calls hang from its span in its owner's process
+    adopt(spec.correlation.runId, spec.id, trace);
     const linkDeps: LinkDeps = {
       transport: this.#o.transport,
       ns: this.#o.ns,
@@ -262,7 +268,7 @@ export class Host {
       void this.#unrestorable(spec, revision, error);
       return;
     }
-    const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, saving: Promise.resolve(), unsubscribe: () => {} };
+    const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, saving: Promise.resolve(), unsubscribe: () => {}, ...(trace ? { trace } : {}) };
     this.#running.set(wireId(spec), running);
     const sub = root.system.inspect((e) => {
       if (e.type === '@xstate.snapshot') this.#mark(running);
@@ -328,7 +334,7 @@ export class Host {
     running.dirty = false;
     // what reached any session of this tree is acknowledged once this snapshot holds it
     const acks = [...running.pendingAcks.splice(0), ...this.#deferredOf(key)];
-    const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now() };
+    const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now(), ...(running.trace ? { trace: running.trace } : {}) };
     let revision: number | null;
     try {
       revision = await this.#snapshots!.update(key, record, running.revision);
@@ -408,6 +414,7 @@ export class Host {
     // not acknowledged (a copy that is not finishing here): redelivered to the copy that holds it
     this.#deferredOf(id);
     this.#running.delete(id);
+    forget(running.spec.correlation.runId, running.spec.id);
     // what the host keeps per session and per worker (child id counters, spawn and cost budgets)
     // goes with the last tree that uses it
     if (this.#o.onTreeEnded) {
@@ -596,7 +603,7 @@ export class Host {
     const revision = await this.#snapshots!.update(key, claimed, entry.revision);
     if (revision === null || this.#stopped) return;
     this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
-    this.#run(record.spec, record.checkpoint, revision);
+    this.#run(record.spec, record.checkpoint, revision, record.trace);
   }
 
   /** The invalid records this host skips, for its heartbeat (and so for `a2a monitor`). */

@@ -130,6 +130,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--workspace <dir>', 'workspace directory (default: the current directory)')
     .option('--run-id <id>', 'use this run id instead of a generated one')
     .option('--inspect [ws-url]', 'send the run to the Stately inspector (see `a2a inspect`; default ws://127.0.0.1:8080)')
+    .option('--otel <url>', 'export traces (OpenTelemetry, OTLP/HTTP) to this endpoint (default: OTEL_EXPORTER_OTLP_ENDPOINT when set)')
+    .option('--otel-content', 'with traces: prompts, outputs, tool arguments and results as span attributes (redacted)')
     .addOption(new Option('--max-depth <n>', 'deepest sub-task level').argParser(int('--max-depth')))
     .addOption(new Option('--max-parallel <n>', 'sub-tasks of one parent running at once').argParser(int('--max-parallel', 1)))
     .addOption(new Option('--max-subtasks <n>', 'sub-tasks per worker in total').argParser(int('--max-subtasks')))
@@ -155,6 +157,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--workspace <dir>', 'workspace (config, agents, worktrees)')
     .option('--config <file>', 'configuration file')
     .option('--script <file>', 'scripted-model script')
+    .option('--otel <url>', 'export traces (OpenTelemetry, OTLP/HTTP) to this endpoint (default: OTEL_EXPORTER_OTLP_ENDPOINT when set)')
+    .option('--otel-content', 'with traces: prompts, outputs, tool arguments and results as span attributes (redacted)')
     .addOption(new Option('--drain <ms>', 'on SIGTERM, how long running sessions may finish before they are handed back').argParser(int('--drain')))
     .addOption(new Option('--heartbeat <ms>', 'heartbeat interval (a host silent for 3 is taken as dead)').argParser(int('--heartbeat', 100)))
     .action(async (options) => {
@@ -385,6 +389,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--config <file>', 'config file')
     .option('--nats <url>', 'run the tasks on a NATS deployment (hosts take their sub-tasks)')
     .option('--namespace <ns>', 'the NATS namespace (default: default)')
+    .option('--otel <url>', 'export traces (OpenTelemetry, OTLP/HTTP) to this endpoint (default: OTEL_EXPORTER_OTLP_ENDPOINT when set)')
+    .option('--otel-content', 'with traces: prompts, outputs, tool arguments and results as span attributes (redacted)')
     .action(async (options) => {
       const { serveCommand } = await import('./commands/serve.js');
       code = await serveCommand(options, { stderr: io.stderr }, packageVersion());

@@ -56,6 +56,8 @@ export interface Model {
   readonly id: string;
   /** The provider's name of the model (`gpt-4.1`), which calls are priced by; absent: the id. */
   readonly modelName?: string;
+  /** Who serves it, for traces (`gen_ai.provider.name`: `openai`, `anthropic`, …); absent: the id. */
+  readonly provider?: string;
   /**
    * True when the adapter already validated the reply where it entered the process (it parsed the
    * provider's wire format, or built the reply itself); otherwise the agent loop validates it.

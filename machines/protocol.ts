@@ -1181,6 +1181,17 @@ export const StudioStop = z.strictObject({ command: z.literal('stop') });
 // Between actor systems (NATS): a session runs on a host, its owner elsewhere
 
 /** Where a remote session's messages go back to, and where it is asked to run. */
+/**
+ * W3C trace context headers (`traceparent`, `tracestate`) on a message between processes (spawn,
+ * up, down, a host's events): the span of the session the message is about, so that a run across
+ * hosts is one trace. Other headers are allowed (the schema looks at these two only).
+ */
+export const TraceHeaders = z.object({
+  traceparent: z.string().regex(/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, 'version-traceid-spanid-flags in lowercase hex (W3C Trace Context)'),
+  tracestate: z.string().max(512).optional(),
+});
+export type TraceHeaders = z.infer<typeof TraceHeaders>;
+
 export const RemoteSpawn = z.object({
   /** The session to run (its agent type picks the queue: `a2a.<ns>.spawn.<agentName>`). */
   spec: SessionSpec,
@@ -1263,6 +1274,8 @@ export const SessionRecord = z.object({
   state: z.enum(['running', 'released', 'finished']),
   checkpoint: Checkpoint.nullable(),
   at: z.number(),
+  /** The trace headers of its spawn (its span, in its owner's process): a host that takes it over continues the trace. */
+  trace: z.record(z.string(), z.string()).optional(),
 });
 export type SessionRecord = z.infer<typeof SessionRecord>;
 

@@ -25,6 +25,8 @@ const data = <S extends z.ZodRawShape>(shape: S) => z.object({ ...shape, relayed
 const by = data({ by: z.string() });
 const RunStatus = z.enum(['completed', 'failed', 'cancelled']);
 const PullRequest = z.object({ number: z.number(), url: z.string() });
+/** How long a git step took (ms): a trace's span of it ends at the event and starts this long before. */
+const took = { ms: z.number().optional() };
 const Usage = { inputTokens: z.number(), outputTokens: z.number(), cacheReadTokens: z.number().optional(), cacheWriteTokens: z.number().optional(), costUsd: z.number().optional() };
 
 /** The data of each event type; a type not listed here (the workflow's, whose shapes vary by step) carries a JSON object. */
@@ -126,13 +128,13 @@ export const RUN_EVENT_DATA = {
     git: z.object({ outcome: z.string(), branch: z.string(), commit: z.string().nullable(), pullRequest: PullRequest.optional() }).optional(),
   }),
   'task.skipped': data({ reason: z.string() }),
-  'worktree.created': data({ worktree: z.string(), branch: z.string(), base: z.string() }),
-  'worktree.removed': data({ worktree: z.string(), branch: z.string() }),
-  'branch.committed': data({ commit: z.string().nullable(), diff: DiffStats }),
-  'branch.merged': data({ branch: z.string(), into: z.string(), commit: z.string() }),
-  'branch.conflict': data({ branch: z.string(), into: z.string(), conflicts: z.array(z.string()) }),
-  'branch.pushed': data({ remote: z.string(), branch: z.string() }),
-  'pr.created': data({ number: z.number(), url: z.string(), branch: z.string(), base: z.string() }),
+  'worktree.created': data({ ...took, worktree: z.string(), branch: z.string(), base: z.string() }),
+  'worktree.removed': data({ ...took, worktree: z.string(), branch: z.string() }),
+  'branch.committed': data({ ...took, commit: z.string().nullable(), diff: DiffStats }),
+  'branch.merged': data({ ...took, branch: z.string(), into: z.string(), commit: z.string() }),
+  'branch.conflict': data({ ...took, branch: z.string(), into: z.string(), conflicts: z.array(z.string()) }),
+  'branch.pushed': data({ ...took, remote: z.string(), branch: z.string() }),
+  'pr.created': data({ ...took, number: z.number(), url: z.string(), branch: z.string(), base: z.string() }),
   'review.requested': data({ round: z.number(), reviewer: z.string(), branch: z.string(), diff: DiffStats }),
   'changes.requested': data({ round: z.number(), by: z.string(), feedback: z.string() }),
   'branch.done': data({

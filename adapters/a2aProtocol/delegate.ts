@@ -267,6 +267,7 @@ function output(r: RemoteResult): string {
 export class RemoteAgentDriver implements Model {
   readonly id = 'a2a-remote';
   readonly modelName = 'a2a-remote';
+  readonly provider = 'a2a.remote_agent';
   readonly validatesReplies = true;
 
   async call(request: ModelRequest): Promise<ModelReply> {

@@ -27,6 +27,8 @@ import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
 import { natsCredentials, warnIfUnauthenticated } from './nats.js';
 import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
+import { tracingFor, type ProcessTracing } from './tracing.js';
+import { otelSettings } from '../otel/options.js';
 
 export interface HostOptions extends CodeInputs {
   /** The NATS server(s); credentials come from A2A_NATS_USER/PASSWORD/TOKEN, never from here. */
@@ -45,6 +47,9 @@ export interface HostOptions extends CodeInputs {
   heartbeat?: number;
   /** The host's own notable events (placements, restorations, results) as lines; default: none. */
   log?: (line: string) => void;
+  /** Traces of the sessions it runs (see RunOptions.otel): their spans hang from their owners' spans, in one trace per run. */
+  otel?: string | boolean;
+  otelContent?: boolean;
 }
 
 export interface RunningHost {
@@ -76,11 +81,16 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
   const concurrency = options.concurrency ?? 4;
 
+  if (options.otel !== false) otelSettings({ ...(typeof options.otel === 'string' ? { url: options.otel } : {}) });
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials(), onWarning: (line) => notify(`a2a: warning: NATS: ${line}`) });
+  let tracing: ProcessTracing | null = null;
   try {
     warnIfUnauthenticated(transport, options.nats, notify);
+    tracing = await tracingFor(options, 'a2a-host', notify, hostId);
+    if (tracing) notify(`tracing: spans of the sessions of host ${hostId} go to ${tracing.target}`);
+    const builder = tracing?.builder;
     // events are published under their own run (for its orchestrator and monitors) and logged here
-    const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning']);
+    const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning'], builder ? (e) => builder.observe(e) : undefined);
     const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace, options.model);
     const deferredAcks = new DeferredAcks();
     const commands = commandRunnerFor(config.sandbox);
@@ -146,10 +156,12 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         await mcp.closeAll();
         await unfollow();
         await transport.close();
+        await tracing?.close();
       },
     };
   } catch (error) {
     await transport.close();
+    await tracing?.close();
     throw error;
   }
 }
@@ -164,6 +176,7 @@ export function publishingSink(
   hostId: string,
   lines: { log(line: string): void; notify(line: string): void },
   logged: RunEvent['type'][],
+  observe?: (event: RunEvent) => void,
 ): EventSink & { flush(): Promise<void> } {
   // an event that cannot be stored is said where a person sees it, never dropped without a word
   const sink = transportSink(transport, ns, hostId, realClock, (event, error) => lines.notify(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${errorText(error)}`));
@@ -174,6 +187,9 @@ export function publishingSink(
     flush: () => sink.flush(),
     emit(event) {
       sink.emit(event);
+      // the span builder: events of a run it has sessions of (a host's own events are outside any run)
+      const runId = (event as { runId?: string }).runId;
+      if (observe && runId) observe({ ...event, data: event.data ?? {}, runId, seq: 0, ts: Date.now() } as RunEvent);
       if (!shown.has(event.type)) return;
       const line = describeEvent({ ...event, data: event.data ?? {}, runId: (event as { runId?: string }).runId ?? hostId, seq: seq++, ts: Date.now() } as RunEvent);
       if (line) lines.log(line);

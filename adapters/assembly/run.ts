@@ -51,6 +51,9 @@ import { modelsFor, secretsFileOf } from './models.js';
 import type { TypedRunEvent } from '../../machines/runEvents.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
+import { tracingFor } from './tracing.js';
+import { otelSettings } from '../otel/options.js';
+import { context as otelContext, trace } from '@opentelemetry/api';
 import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
 
 export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
@@ -96,6 +99,14 @@ export interface RunOptions {
   namespace?: string;
   /** Run a workflow instead of a plan: `sdlc` (the target is the goal). */
   workflow?: string;
+  /**
+   * Traces (OpenTelemetry): an OTLP/HTTP endpoint to export to (`--otel <url>`); `true`: the
+   * OTEL_EXPORTER_OTLP_* variables, or without them the program's own tracer provider; `false`:
+   * none, even with the variables set. Default: export when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+   */
+  otel?: string | boolean;
+  /** Prompts, outputs, tool arguments and results as span attributes (redacted either way). */
+  otelContent?: boolean;
 }
 
 
@@ -314,6 +325,8 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     effective = { ...notOptions, ...(inv.options as RunOptions), workspace: inv.workspace, resume: request.resume };
   }
 
+  // bad tracing settings (--otel, OTEL_* variables) are refused before anything is connected or written
+  if (effective.otel !== false) otelSettings({ ...(typeof effective.otel === 'string' ? { url: effective.otel } : {}) });
   const runId = resuming?.record.runId ?? request.runId ?? newRunId();
   const validRunId = RunIdSchema.safeParse(runId);
   if (!validRunId.success) throw new A2AError('VALIDATION_ERROR', `run id "${runId}" is not allowed: ${validRunId.error.issues[0]?.message ?? 'invalid'}`, { where: 'runId' });
@@ -418,9 +431,19 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const plan: Plan | null = p.target.plan ?? null;
   const workflowRequest = p.target.workflow ?? null;
   const orchestratedRun = !!plan || !!workflowRequest || effective.standalone !== true;
+  // traces: the SDK is loaded only when asked for; the spans are built from the run's events
+  const tracing = await tracingFor(effective, 'a2a', notify);
+  if (tracing) {
+    // a program's active span (a run started inside its own trace) is the run's parent
+    tracing.builder.parentRun(runId, trace.getSpanContext(otelContext.active()) ?? null);
+    bus.subscribe((e) => tracing.builder.observe(e));
+    notify(`tracing: spans of run ${runId} go to ${tracing.target}`);
+  }
   const cleanup = async () => {
     await mcp.closeAll();
     await transport?.close();
+    // after the log: the run's last spans are exported before `done` settles
+    await tracing?.close();
   };
   try {
     const gitPlan =

@@ -144,6 +144,7 @@ export function fromAnthropicReply(raw: unknown, context: CallContext): ModelRep
 export class AnthropicModel implements Model {
   readonly id: string;
   readonly modelName: string;
+  readonly provider = 'anthropic';
   /** Replies are parsed from the wire and checked against the protocol here. */
   readonly validatesReplies = true;
   readonly defaultMaxTokens: number;

@@ -119,6 +119,7 @@ export function fromOpenAIReply(raw: unknown, context: CallContext): ModelReply 
 export class OpenAIModel implements Model {
   readonly id: string;
   readonly modelName: string;
+  readonly provider = 'openai';
   /** Replies are parsed from the wire and checked against the protocol here. */
   readonly validatesReplies = true;
   readonly #options: ResolvedOptions;

@@ -154,6 +154,7 @@ export const CALLS_KEPT = 1_000;
 
 export class ScriptedModel implements Model {
   readonly id = 'scripted';
+  readonly provider = 'a2a.scripted';
   /** Replies are built here from a validated script. */
   readonly validatesReplies = true;
   /**

@@ -18,6 +18,7 @@ import { enqueueSurely, subjects } from '../../actors/remote.js';
 import { factKey, type RunEventBus } from '../../actors/events.js';
 import { inlineIssues } from '../../actors/errors.js';
 import { secrets } from '../../actors/secrets.js';
+import { headersFor } from '../../actors/tracing.js';
 
 /** A published event: a run event plus the process it came from. */
 export type WireEvent = RunEvent & { origin: string };
@@ -47,7 +48,9 @@ export function transportSink(
       }
       // retried (same id: the queue drops a duplicate) until stored, so that a server restart loses none
       // the queue's dedup window spans runs: the message id is the event's id within its run
-      const sent = enqueueSurely(transport, s.hostEvents(runId, event.type), stamped, `${runId}.${id}`, () => undefined).catch((error: unknown) => onLost(stamped, error));
+      // with the trace context of the session it is about (when tracing is on): a consumer can hang it on its span
+      const trace = event.subTaskId ? headersFor(runId, event.subTaskId) : undefined;
+      const sent = enqueueSurely(transport, s.hostEvents(runId, event.type), stamped, `${runId}.${id}`, () => undefined, undefined, trace).catch((error: unknown) => onLost(stamped, error));
       sending.add(sent);
       void sent.finally(() => sending.delete(sent));
     },
@@ -63,7 +66,8 @@ export function publishRunEvents(bus: RunEventBus, transport: Transport, ns: str
   const s = subjects(ns);
   return bus.subscribe((event) => {
     if ((event.data as { relayedFrom?: string }).relayedFrom) return;
-    transport.publish(s.events(event.runId, event.type), secrets.deep({ ...event, origin } satisfies WireEvent)).catch(() => undefined);
+    const trace = event.subTaskId ? headersFor(event.runId, event.subTaskId) : undefined;
+    transport.publish(s.events(event.runId, event.type), secrets.deep({ ...event, origin } satisfies WireEvent), trace).catch(() => undefined);
   });
 }
 

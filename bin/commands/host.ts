@@ -18,6 +18,8 @@ export interface HostCommandOptions {
   script?: string;
   drain?: number;
   heartbeat?: number;
+  otel?: string;
+  otelContent?: boolean;
 }
 
 export interface HostIo {
@@ -38,6 +40,8 @@ export async function hostCommand(options: HostCommandOptions, io: HostIo): Prom
     ...(options.config ? { config: options.config } : {}),
     ...(options.script ? { script: options.script } : {}),
     ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
+    ...(options.otel ? { otel: options.otel } : {}),
+    ...(options.otelContent ? { otelContent: true } : {}),
     notify: (line) => io.stderr.write(`${line}\n`),
     log: (line) => io.stdout.write(`${line}\n`),
   });

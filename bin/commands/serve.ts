@@ -18,6 +18,8 @@ export interface ServeCommandOptions {
   nats?: string;
   namespace?: string;
   url?: string;
+  otel?: string;
+  otelContent?: boolean;
 }
 
 export interface ServeIo {
@@ -58,6 +60,8 @@ export async function serveCommand(options: ServeCommandOptions, io: ServeIo, ve
         ...(options.config ? { config: options.config } : {}),
         ...(options.nats ? { nats: options.nats } : {}),
         ...(options.namespace ? { namespace: options.namespace } : {}),
+        ...(options.otel ? { otel: options.otel } : {}),
+        ...(options.otelContent ? { otelContent: true } : {}),
       },
     });
   } catch (e) {

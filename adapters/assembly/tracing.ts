@@ -1,0 +1,48 @@
+/**
+ * Tracing of a process, assembled: the SDK and exporter (adapters/otel/sdk.ts) are imported only
+ * when `--otel` or the OTEL_* variables ask for export; `otel: true` in code without them sends
+ * the spans to the program's own tracer provider. The span builder turns the process's run
+ * events into spans (actors/tracing.ts).
+ */
+import { enableTracing, TraceBuilder } from '../../actors/tracing.js';
+import { otelSettings } from '../otel/options.js';
+
+export interface TracingRequest {
+  /** An OTLP/HTTP endpoint; `true`: the OTEL_* variables, else the program's own provider; `false`: never (even with the variables set). */
+  otel?: string | boolean;
+  /** Prompts, outputs, tool arguments and results as span attributes (redacted); also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. */
+  otelContent?: boolean;
+}
+
+export interface ProcessTracing {
+  readonly builder: TraceBuilder;
+  /** Where the spans go, for a line to the user. */
+  readonly target: string;
+  /** Ends what is still open, exports what is left and lets the exporter go (shared: the last user stops it). */
+  close(): Promise<void>;
+}
+
+/** The tracing of a run or a host, or null when nothing asks for it (nothing is loaded then). */
+export async function tracingFor(request: TracingRequest, service: string, notify: (line: string) => void, instance?: string): Promise<ProcessTracing | null> {
+  if (request.otel === false) return null;
+  const settings = otelSettings({ ...(typeof request.otel === 'string' ? { url: request.otel } : {}), ...(request.otelContent ? { content: true } : {}) });
+  const builder = new TraceBuilder();
+  if (!settings) {
+    if (request.otel !== true) return null;
+    enableTracing({ content: request.otelContent === true || /^(true|1)$/i.test(process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ?? '') });
+    return { builder, target: "the program's tracer provider", close: async () => builder.close() };
+  }
+  const { startOtel } = await import('../otel/sdk.js');
+  const handle = await startOtel(settings, { service, notify, ...(instance ? { instance } : {}) });
+  let closed = false;
+  return {
+    builder,
+    target: handle.target,
+    async close() {
+      if (closed) return;
+      closed = true;
+      builder.close();
+      await handle.shutdown();
+    },
+  };
+}

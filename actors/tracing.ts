@@ -49,6 +49,7 @@ export function enableTracing(options: { content?: boolean } = {}): void {
 export function disableTracing(): void {
   active = null;
   contexts.clear();
+  runTraces.clear();
   tools.clear();
 }
 
@@ -101,9 +102,25 @@ function startSpan(name: string, options: { kind?: SpanKind; attributes?: Attrib
 const contexts = new Map<string, SpanContext>();
 const keyOf = (runId: string, id: string) => `${runId}\0${id}`;
 
-/** The context a session's span has (or, unknown here, the one its first span was given). */
+/** The trace of each run this process has seen a span of (a run started in a caller's trace is not in the trace its id derives). */
+const runTraces = new Map<string, string>();
+const RUNS_KEPT = 1_024;
+
+function remember(runId: string, id: string, ctx: SpanContext): void {
+  contexts.set(keyOf(runId, id), ctx);
+  if (runTraces.get(runId) === ctx.traceId) return;
+  runTraces.delete(runId);
+  runTraces.set(runId, ctx.traceId);
+  if (runTraces.size > RUNS_KEPT) runTraces.delete(runTraces.keys().next().value as string);
+}
+
+/**
+ * The context a session's span has; unknown here (not yet opened, ended, or in a process that
+ * did not say), the one its first span was given: in the run's trace, with the span id derived
+ * from the session's.
+ */
 export function sessionContext(runId: string, sessionId: string): SpanContext {
-  return contexts.get(keyOf(runId, sessionId)) ?? { traceId: traceIdOf(runId), spanId: spanIdOf(runId, sessionId), traceFlags: TraceFlags.SAMPLED, isRemote: true };
+  return contexts.get(keyOf(runId, sessionId)) ?? { traceId: runTraces.get(runId) ?? traceIdOf(runId), spanId: spanIdOf(runId, sessionId), traceFlags: TraceFlags.SAMPLED, isRemote: true };
 }
 
 /** The trace headers (W3C `traceparent`, `tracestate`) of a session's span, for a message about it; none when tracing is off. */
@@ -143,7 +160,7 @@ export function adopt(runId: string, sessionId: string, headers: Record<string, 
   const key = keyOf(runId, sessionId);
   if (owned.has(key)) return;
   const ctx = contextOfHeaders(headers);
-  if (ctx) contexts.set(key, ctx);
+  if (ctx) remember(runId, sessionId, ctx);
 }
 
 /** A session that ran here for an owner elsewhere has ended: its context is forgotten. */
@@ -484,7 +501,7 @@ export class TraceBuilder {
     const open = { span, ctx: span.spanContext() };
     this.#roots.set(runId, open);
     const key = keyOf(runId, 'orchestrator');
-    contexts.set(key, open.ctx);
+    remember(runId, 'orchestrator', open.ctx);
     owned.add(key);
   }
 
@@ -575,7 +592,7 @@ export class TraceBuilder {
     const span = startSpan(`invoke_agent ${agent}`, { attributes, links, startTime: ts }, parent, first ? ids : { traceId: ids.traceId });
     const open: Open = { span, ctx: span.spanContext(), ...(first ? {} : { late: true }) };
     this.#sessions.set(key, open);
-    contexts.set(key, open.ctx);
+    remember(runId, id, open.ctx);
     owned.add(key);
     return open;
   }

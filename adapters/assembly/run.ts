@@ -51,7 +51,8 @@ import { modelsFor, secretsFileOf } from './models.js';
 import type { TypedRunEvent } from '../../machines/runEvents.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
-import { tracingFor } from './tracing.js';
+import { environmentTrace, tracingFor } from './tracing.js';
+import { contextOfHeaders } from '../../actors/tracing.js';
 import { otelSettings } from '../otel/options.js';
 import { context as otelContext, trace } from '@opentelemetry/api';
 import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
@@ -434,8 +435,12 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   // traces: the SDK is loaded only when asked for; the spans are built from the run's events
   const tracing = await tracingFor(effective, 'a2a', notify);
   if (tracing) {
-    // a program's active span (a run started inside its own trace) is the run's parent
-    tracing.builder.parentRun(runId, trace.getSpanContext(otelContext.active()) ?? null);
+    // a program's active span (a run started inside its own trace), or the TRACEPARENT of the
+    // environment (a CI job's trace), is the run's parent
+    const inherited = environmentTrace();
+    const parent = trace.getSpanContext(otelContext.active()) ?? contextOfHeaders(inherited);
+    if (inherited && !parent) warn(`TRACEPARENT "${inherited.traceparent.slice(0, 80)}" is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): the run starts a trace of its own`);
+    tracing.builder.parentRun(runId, parent);
     bus.subscribe((e) => tracing.builder.observe(e));
     notify(`tracing: spans of run ${runId} go to ${tracing.target}`);
   }

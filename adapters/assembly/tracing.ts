@@ -46,3 +46,14 @@ export async function tracingFor(request: TracingRequest, service: string, notif
     },
   };
 }
+
+/**
+ * The trace context a command was started in: TRACEPARENT / TRACESTATE in its environment (the
+ * convention of CI tracing and otel-cli), so that `a2a run` in a traced job joins the job's trace.
+ */
+export function environmentTrace(env: NodeJS.ProcessEnv = process.env): Record<string, string> | undefined {
+  const traceparent = env.TRACEPARENT?.trim();
+  if (!traceparent) return undefined;
+  const tracestate = env.TRACESTATE?.trim();
+  return { traceparent, ...(tracestate ? { tracestate } : {}) };
+}

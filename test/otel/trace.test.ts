@@ -4,10 +4,11 @@
  * an idle inquiry), a plan with a secret in its prompt (content attributes, redacted), the
  * standard OTEL_* variables (JSON, headers), and what is refused.
  */
+import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRun } from '../../adapters/assembly/library.js';
+import { defineAgent, defineTool, scriptedModel, startRun, z } from '../../index.js';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { secrets } from '../../actors/secrets.js';
@@ -243,5 +244,105 @@ describe('trace settings', () => {
     }
     // nothing was started: no run was recorded
     expect(new FileRunStore(ws).list()).toEqual([]);
+  });
+});
+
+describe('spans of permission waits, a person\'s answers and merges', () => {
+  it('puts a tool\'s permission wait inside its execute_tool span, and the person\'s answer under the requester', async () => {
+    const rx = await startReceiver();
+    try {
+      const deploy = defineTool({ name: 'deploy', description: 'Deploys', parameters: z.object({ service: z.string() }), permission: 'command_execution', describe: ({ service }) => `deploy ${service}`, run: ({ service }) => `${service} deployed` });
+      const run = await startRun({
+        plan: { id: 'ops', tasks: [{ id: 'a', agent: '@helper', prompt: 'deploy api' }, { id: 'b', agent: '@helper', prompt: 'deploy db' }] },
+        agents: [defineAgent({ name: 'helper', description: 'Uses tools', tools: ['deploy', 'a2a_subtask_complete'] })],
+        tools: [deploy],
+        model: scriptedModel({
+          rules: [
+            { prompt: 'deploy api', turns: [{ toolCalls: [{ name: 'deploy', arguments: { service: 'api' } }] }, { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'api done' } }] }] },
+            { prompt: 'deploy db', turns: [{ toolCalls: [{ name: 'deploy', arguments: { service: 'db' } }] }, { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'db refused' } }] }] },
+          ],
+        }),
+        store: 'memory',
+        workspace: tempDir(),
+        otel: rx.url,
+        notify: () => {},
+        human: (item) => ({ approved: item.title.includes('api'), by: 'bot', reason: 'policy' }),
+      });
+      expect((await run.done).status).toBe('completed');
+      const spans = rx.spans;
+      const permissions = spans.filter((s) => s.name === 'permission command_execution');
+      expect(permissions, spanTree(spans)).toHaveLength(2);
+      for (const p of permissions) {
+        const tool = spans.find((s) => s.spanId === p.parentSpanId)!;
+        expect(tool.name).toBe('execute_tool deploy');
+        const approved = p.attributes['a2a.permission.approved'];
+        expect(p.attributes['a2a.permission.decided_by']).toBe('human');
+        // the denied call is an error of its tool, not of the wait
+        expect(tool.status.code === ERROR).toBe(approved === false);
+      }
+      expect(permissions.map((p) => p.attributes['a2a.permission.approved']).sort()).toEqual([false, true]);
+      const asked = spans.filter((s) => s.name === 'await_human permission');
+      expect(asked).toHaveLength(2);
+      for (const a of asked) {
+        const requester = spans.find((s) => s.spanId === a.parentSpanId)!;
+        expect(requester.name).toBe('invoke_agent helper');
+        expect(a.attributes['a2a.human.by']).toBe('bot');
+        // the person's answer came within the tool's wait
+        const wait = permissions.find((p) => spans.find((s) => s.spanId === p.parentSpanId)!.parentSpanId === requester.spanId)!;
+        expect(a.startMs).toBeGreaterThanOrEqual(wait.startMs - 1);
+        expect(a.endMs).toBeLessThanOrEqual(wait.endMs + 1);
+      }
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('has the git steps of a task (worktree, commit, merge) under its task span', async () => {
+    const rx = await startReceiver();
+    try {
+      const repo = tempDir('a2a-otel-git-');
+      cpSync(resolve('examples/git-edits/repo'), repo, { recursive: true });
+      const git = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8' });
+      git('init', '-q', '-b', 'main');
+      git('add', '-A');
+      git('-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-q', '-m', 'init');
+      const c = capture();
+      expect(await main(['run', resolve('examples/git-edits'), '--workspace', repo, '--run-id', 'otel-git-1', '--no-tree', '--otel', rx.url], c.io), c.err() + c.out()).toBe(0);
+      const spans = rx.spans;
+      for (const task of ['farewell', 'docs']) {
+        const taskSpan = spans.find((s) => s.name === `task ${task}`)!;
+        expect(taskSpan.attributes['a2a.task.state']).toBe('succeeded');
+        const steps = spans.filter((s) => s.parentSpanId === taskSpan.spanId).sort((a, b) => a.startMs - b.startMs).map((s) => s.name);
+        expect(steps, spanTree(spans)).toEqual(['git worktree add', 'invoke_agent ' + (task === 'farewell' ? 'coder' : 'documentation-writer'), 'git commit', `merge a2a/otel-git-1/${task}`, 'git worktree remove']);
+        const merge = spans.find((s) => s.name === `merge a2a/otel-git-1/${task}`)!;
+        expect(merge.attributes['a2a.git.into']).toBe('main');
+        expect(merge.endMs).toBeGreaterThan(merge.startMs);
+      }
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+describe('the core path', () => {
+  it('imports no OpenTelemetry package but the API: the SDK and exporter load only when traces are exported', () => {
+    // static imports (not `import()`) reachable from the CLI and the library's entry
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const walk = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const source = readFileSync(file, 'utf8');
+      for (const m of source.matchAll(/^\s*(?:import|export)\s[^;]*?\sfrom\s+'([^']+)'|^\s*import\s+'([^']+)'/gm)) {
+        const spec = (m[1] ?? m[2])!;
+        if (spec.startsWith('.')) walk(resolve(dirname(file), spec.replace(/\.js$/, '.ts')));
+        else packages.add(spec);
+      }
+    };
+    walk(resolve('bin/a2a.ts'));
+    walk(resolve('index.ts'));
+    expect(seen.size).toBeGreaterThan(100);
+    expect([...packages].filter((p) => p.startsWith('@opentelemetry/'))).toEqual(['@opentelemetry/api']);
+    expect(seen.has(resolve('adapters/otel/sdk.ts'))).toBe(false);
   });
 });

@@ -32,17 +32,39 @@ import { TraceHeaders } from '../machines/protocol.js';
 import type { ToolOutcome } from '../machines/ports.js';
 import { secrets } from './secrets.js';
 
+/**
+ * How spans are made: adapters/otel's records when a2a exports them itself; without one, the
+ * API's tracer (the program's own SDK, or nothing). `ids`: the trace id of a span without a
+ * parent, and the span id it must have (a run's root, a session's first span); a factory that
+ * cannot honour them (the API's) gives random ones.
+ */
+export interface SpanFactory {
+  start(name: string, options: SpanStart, parent: SpanContext | null, ids: { traceId: string; spanId?: string } | undefined): Span;
+}
+
+interface SpanStart {
+  kind?: SpanKind;
+  attributes?: Attributes;
+  links?: Link[];
+  startTime?: number;
+}
+
 interface Active {
-  tracer: Tracer;
+  factory: SpanFactory;
   /** Prompts, outputs, tool arguments and results as attributes (off by default; redacted either way). */
   content: boolean;
 }
 
 let active: Active | null = null;
 
-/** Turns tracing on for this process, on the global tracer provider (adapters/otel registers one, or the program did). */
-export function enableTracing(options: { content?: boolean } = {}): void {
-  active = { tracer: trace.getTracer('a2a', '0.1.0'), content: options.content === true };
+/** The API's tracer as a factory (the program's tracer provider, or the API's no-op). */
+function apiFactory(tracer: Tracer): SpanFactory {
+  return { start: (name, options, parent) => tracer.startSpan(name, options, parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT) };
+}
+
+/** Turns tracing on for this process: spans from `factory` (adapters/otel), else from the API's global tracer provider. */
+export function enableTracing(options: { content?: boolean; factory?: SpanFactory } = {}): void {
+  active = { factory: options.factory ?? apiFactory(trace.getTracer('a2a', '0.1.0')), content: options.content === true };
 }
 
 /** Turns tracing off and forgets every span context. */
@@ -67,32 +89,24 @@ export function tracingContent(): boolean {
 
 const digest = (text: string, chars: number) => createHash('sha256').update(text).digest('hex').slice(0, chars);
 
+const derivedTraces = new Map<string, string>();
+
 /** The trace id of a run (32 hex digits). */
-export const traceIdOf = (runId: string): string => digest(`a2a-trace\0${runId}`, 32);
+export function traceIdOf(runId: string): string {
+  let id = derivedTraces.get(runId);
+  if (id === undefined) {
+    id = digest(`a2a-trace\0${runId}`, 32);
+    if (derivedTraces.size >= 1_024) derivedTraces.delete(derivedTraces.keys().next().value as string);
+    derivedTraces.set(runId, id);
+  }
+  return id;
+}
 
 /** The span id of a session's first span (16 hex digits); `orchestrator` for a run's root. */
 export const spanIdOf = (runId: string, sessionId: string): string => digest(`a2a-span\0${runId}\0${sessionId}`, 16);
 
-/**
- * The ids the next span must take, read by adapters/otel's id generator while a span starts
- * (synchronously: set, start, cleared). A provider of the program's own ignores it: its spans get
- * random ids, and a restored session's fallback parent is then a context that was never exported.
- */
-export const idSlot: { traceId: string | null; spanId: string | null } = { traceId: null, spanId: null };
-
-function startSpan(name: string, options: { kind?: SpanKind; attributes?: Attributes; links?: Link[]; startTime?: number }, parent: SpanContext | null, ids?: { traceId: string; spanId?: string }): Span {
-  const tracer = active!.tracer;
-  const ctx = parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
-  if (!ids) return tracer.startSpan(name, options, ctx);
-  // a span with a parent takes its parent's trace id; a span id not given is random
-  idSlot.traceId = parent ? null : ids.traceId;
-  idSlot.spanId = ids.spanId ?? null;
-  try {
-    return tracer.startSpan(name, options, ctx);
-  } finally {
-    idSlot.traceId = null;
-    idSlot.spanId = null;
-  }
+function startSpan(name: string, options: SpanStart, parent: SpanContext | null, ids?: { traceId: string; spanId?: string }): Span {
+  return active!.factory.start(name, options, parent, ids);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,8 +241,6 @@ export function startChat(info: ChatSpanInfo): { end(reply: ModelReply, costUsd:
     'gen_ai.provider.name': info.provider,
     'gen_ai.request.model': info.model,
     'gen_ai.conversation.id': info.runId,
-    'gen_ai.agent.name': info.agent,
-    'gen_ai.agent.id': info.sessionId,
     'a2a.model.profile': info.profile,
     ...(info.maxTokens ? { 'gen_ai.request.max_tokens': info.maxTokens } : {}),
   };
@@ -245,9 +257,8 @@ export function startChat(info: ChatSpanInfo): { end(reply: ModelReply, costUsd:
         'gen_ai.usage.output_tokens': u.outputTokens,
         ...(u.cacheReadTokens ? { 'gen_ai.usage.cache_read.input_tokens': u.cacheReadTokens } : {}),
         ...(u.cacheWriteTokens ? { 'gen_ai.usage.cache_creation.input_tokens': u.cacheWriteTokens } : {}),
-        ...(costUsd !== undefined ? { 'gen_ai.usage.cost': costUsd } : {}),
+        ...(costUsd ? { 'gen_ai.usage.cost': costUsd } : {}),
         'gen_ai.response.finish_reasons': [reply.stopReason ?? (reply.toolCalls.length ? 'tool_calls' : 'stop')],
-        'a2a.tool_calls': reply.toolCalls.map((c) => c.name),
       });
       if (active?.content) {
         span.setAttribute('gen_ai.output.messages', messagesJson([{ role: 'assistant', content: reply.text, ...(reply.toolCalls.length ? { toolCalls: reply.toolCalls } : {}) }]));
@@ -273,8 +284,6 @@ export function startTool(runId: string, sessionId: string, agent: string, call:
     'gen_ai.tool.call.id': call.id,
     'gen_ai.tool.type': type,
     'gen_ai.conversation.id': runId,
-    'gen_ai.agent.name': agent,
-    'gen_ai.agent.id': sessionId,
   };
   if (active.content) attributes['gen_ai.tool.call.arguments'] = redacted(JSON.stringify(call.arguments));
   const span = startSpan(`execute_tool ${call.name}`, { kind: SpanKind.INTERNAL, attributes }, sessionContext(runId, sessionId));
@@ -580,9 +589,7 @@ export class TraceBuilder {
       'gen_ai.agent.id': id,
       'gen_ai.conversation.id': runId,
       'a2a.role': worker ? 'worker' : 'subtask',
-      ...(event.taskId ? { 'a2a.task.id': event.taskId } : {}),
-      ...(event.parentId ? { 'a2a.parent.id': event.parentId } : {}),
-      ...(event.depth !== undefined ? { 'a2a.depth': event.depth } : {}),
+      ...(event.depth ? { 'a2a.depth': event.depth } : {}),
       ...(str(data.model) ? { 'gen_ai.request.model': str(data.model)! } : {}),
       ...(first ? {} : { 'a2a.restored': true }),
     };

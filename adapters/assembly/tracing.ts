@@ -4,7 +4,10 @@
  * the spans to the program's own tracer provider. The span builder turns the process's run
  * events into spans (actors/tracing.ts).
  */
-import { enableTracing, TraceBuilder } from '../../actors/tracing.js';
+import { disableTracing, enableTracing, TraceBuilder } from '../../actors/tracing.js';
+
+/** Runs tracing through the program's own provider (`otel: true` without an endpoint). */
+let apiUsers = 0;
 import { otelSettings } from '../otel/options.js';
 
 export interface TracingRequest {
@@ -29,8 +32,19 @@ export async function tracingFor(request: TracingRequest, service: string, notif
   const builder = new TraceBuilder();
   if (!settings) {
     if (request.otel !== true) return null;
-    enableTracing({ content: request.otelContent === true || /^(true|1)$/i.test(process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ?? '') });
-    return { builder, target: "the program's tracer provider", close: async () => builder.close() };
+    // the program's own tracer provider, through the API (on while a run of it wants traces)
+    if (apiUsers++ === 0) enableTracing({ content: request.otelContent === true || /^(true|1)$/i.test(process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ?? '') });
+    let closed = false;
+    return {
+      builder,
+      target: "the program's tracer provider",
+      async close() {
+        if (closed) return;
+        closed = true;
+        builder.close();
+        if (--apiUsers === 0) disableTracing();
+      },
+    };
   }
   const { startOtel } = await import('../otel/sdk.js');
   const handle = await startOtel(settings, { service, notify, ...(instance ? { instance } : {}) });

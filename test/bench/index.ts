@@ -164,6 +164,24 @@ row('a task of 1,000 parallel sub-tasks, run directly', fanDirect, 'ms', `${fanD
 row('  the same task sent to a2a serve --a2a, streamed to its end', fanServed, 'ms', `${fanServed.toFixed(0)} ms`);
 row('    ratio (2,004 A2A events logged and sent)', fanServed / fanDirect, 'x', `${(fanServed / fanDirect).toFixed(1)}x`, '<= 4x', fanServed / fanDirect <= 4);
 
+// tracing: the same 1,000-sub-task run without and with spans exported (pairs, interleaved)
+const untraced: Array<Record<string, number>> = [];
+const traced: Array<Record<string, number>> = [];
+for (let i = 0; i < RUNS; i++) {
+  untraced.push(...measure('untraced', 1000, undefined, 1));
+  traced.push(...measure('traced', 1000, undefined, 1));
+}
+const tOff = med(untraced, 'wallMs');
+const tOn = med(traced, 'wallMs');
+const cpuOff = med(untraced, 'cpuMs');
+const cpuOn = med(traced, 'cpuMs');
+row('a run of 1,000 parallel sub-tasks, file store, no tracing', tOff, 'ms', `${tOff.toFixed(0)} ms`);
+row('  with every span exported over OTLP/HTTP (about 3,000 spans)', tOn, 'ms', `${tOn.toFixed(0)} ms`);
+row('    overhead of tracing, wall time', (tOn / tOff - 1) * 100, '%', `+${((tOn / tOff - 1) * 100).toFixed(1)} %`, '<= 10 %', tOn / tOff - 1 <= 0.1);
+if (cpuOff > 0) row('    overhead of tracing, CPU of the run\'s thread', (cpuOn / cpuOff - 1) * 100, '%', `+${((cpuOn / cpuOff - 1) * 100).toFixed(1)} %`, '<= 10 %', cpuOn / cpuOff - 1 <= 0.1);
+const load = med(traced, 'loadMs');
+row('  starting the export (its thread and modules; once per process)', load, 'ms', `${load.toFixed(0)} ms`);
+
 let natsRuns = 0;
 if (NATS) {
   // 1,000 round trips each way, 40 remote spawns (after warm-ups), on a private loopback server

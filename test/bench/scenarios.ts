@@ -497,3 +497,99 @@ export async function a2aFanout(n: number): Promise<{ directMs: number; servedMs
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
 }
+
+/**
+ * The cost of tracing: a run whose worker fans out N sub-tasks (file store, events logged, as
+ * `a2a run` does it), without tracing (`off`) and with spans exported over OTLP/HTTP (`on`) to
+ * a collector stand-in in a process of its own that reads and discards them. The export is
+ * started before the clock (its thread and modules: `loadMs`, once per process); the time runs
+ * from the start to `done`, which with tracing settles only once the last spans are exported.
+ * `cpuMs`: CPU time of the run's own thread (Linux), apart from the export thread's.
+ */
+export async function tracedFanout(n: number, mode: 'on' | 'off'): Promise<{ wallMs: number; cpuMs: number; loadMs: number; exportedBytes: number; exports: number }> {
+  const { startRun } = await import('../../adapters/assembly/library.js');
+  const { spawn } = await import('node:child_process');
+  const { readFileSync } = await import('node:fs');
+  const sink = spawn(
+    process.execPath,
+    [
+      '-e',
+      `let bytes = 0, exports = 0;
+       const server = require('node:http').createServer((req, res) => { req.on('data', (c) => (bytes += c.length)); req.on('end', () => { exports++; res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end(); }); });
+       server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port })));
+       process.stdin.on('data', () => console.log(JSON.stringify({ bytes, exports })));
+       process.stdin.on('end', () => process.exit(0));`,
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const lines: string[] = [];
+  const waiting: Array<(line: string) => void> = [];
+  let partial = '';
+  sink.stdout!.on('data', (d: Buffer) => {
+    partial += d.toString();
+    for (let i = partial.indexOf('\n'); i >= 0; i = partial.indexOf('\n')) {
+      const line = partial.slice(0, i);
+      partial = partial.slice(i + 1);
+      const w = waiting.shift();
+      if (w) w(line);
+      else lines.push(line);
+    }
+  });
+  const nextLine = () => new Promise<string>((r) => (lines.length ? r(lines.shift()!) : waiting.push(r)));
+  const url = `http://127.0.0.1:${(JSON.parse(await nextLine()) as { port: number }).port}`;
+  const counts = async () => {
+    sink.stdin!.write('?');
+    return JSON.parse(await nextLine()) as { bytes: number; exports: number };
+  };
+  /** CPU time of this (the main) thread, in ms (10 ms ticks; 0 where /proc is missing). */
+  const threadCpu = () => {
+    try {
+      const f = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(f[11]) + Number(f[12])) * 10;
+    } catch {
+      return 0;
+    }
+  };
+  const script = parseScript(
+    {
+      rules: [
+        {
+          agent: 'coder',
+          depth: 0,
+          prompt: 'fan',
+          turns: [{ toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: Array.from({ length: n }, (_, i) => ({ agentType: '@coder', prompt: `part ${i}`, expectedOutput: 'x' })) } }] }, { text: 'waiting' }],
+          reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'all done' } }] } }],
+        },
+        { agent: 'coder', depth: 1, turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'part done' } }] }] },
+      ],
+    },
+    'the fan-out script',
+  );
+  const dir = mkdtempSync(join(tmpdir(), 'a2a-bench-traced-'));
+  let loadMs = 0;
+  let warm: { flush(): Promise<void>; shutdown(): Promise<void> } | null = null;
+  try {
+    if (mode === 'on') {
+      const t0 = performance.now();
+      const { startOtel } = await import('../../adapters/otel/sdk.js');
+      const { otelSettings } = await import('../../adapters/otel/options.js');
+      // the export thread started and its modules loaded (the run shares it)
+      warm = await startOtel(otelSettings({ url })!, { service: 'bench' });
+      await warm.flush();
+      loadMs = performance.now() - t0;
+    }
+    const cpu0 = threadCpu();
+    const t = performance.now();
+    const run = await startRun({ workspace: dir, task: 'fan out', agent: '@coder', notify: () => undefined, scriptData: script, maxParallel: n, maxSubtasks: n, spawnRate: n * 10, otel: mode === 'on' ? url : false });
+    if ((await run.done).status !== 'completed') throw new Error('the traced fan-out did not complete');
+    const wallMs = performance.now() - t;
+    const cpuMs = threadCpu() - cpu0;
+    const { bytes: exportedBytes, exports } = await counts();
+    if (mode === 'on' && exports === 0) throw new Error('tracing on, but nothing was exported');
+    return { wallMs, cpuMs, loadMs, exportedBytes, exports };
+  } finally {
+    await warm?.shutdown();
+    sink.stdin!.end();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

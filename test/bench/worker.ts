@@ -6,7 +6,7 @@
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { rawXState } from './baseline.js';
-import { a2aFanout, a2aRoundTrip, commandCost, fanout, idle, inbox, natsLatency, spawnLatency } from './scenarios.js';
+import { a2aFanout, a2aRoundTrip, commandCost, fanout, idle, inbox, natsLatency, spawnLatency, tracedFanout } from './scenarios.js';
 
 const [scenario, nText, parallelText] = process.argv.slice(2);
 const n = Number(nText);
@@ -91,8 +91,13 @@ switch (scenario) {
     // n: sub-tasks of the one task
     out = await a2aFanout(n);
     break;
+  case 'traced':
+  case 'untraced':
+    // n: sub-tasks of the one worker; traced: spans exported over OTLP/HTTP
+    out = await tracedFanout(n, scenario === 'traced' ? 'on' : 'off');
+    break;
   default:
-    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command, a2a or a2a-fanout`);
+    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command, a2a, a2a-fanout, traced or untraced`);
 }
 console.log(JSON.stringify({ scenario, n, parallel, ...out }));
 process.exit(0);

@@ -58,7 +58,8 @@ beforeAll(async () => {
   // the hosts export on their own schedule (a batch a second): every session's model calls
   const sessions = ['w-design', 'w-design.1', 'w-design.2', 'w-design.3'];
   const calls = (id: string) => events.filter((e) => e.type === 'model.called' && e.subTaskId === id).length;
-  await rx.until((got) => sessions.every((id) => got.filter((s) => s.name.startsWith('chat ') && s.attributes['gen_ai.agent.id'] === id).length >= calls(id)), 8_000);
+  const chatsOf = (got: ReceivedSpan[], id: string) => got.filter((s) => s.name.startsWith('chat ') && s.parentSpanId === spanIdOf(RUN, id));
+  await rx.until((got) => sessions.every((id) => chatsOf(got, id).length >= calls(id)), 8_000);
   // and the hosts' last batches on their way out (SIGTERM flushes)
   a.child.kill('SIGTERM');
   b.child.kill('SIGTERM');
@@ -103,13 +104,13 @@ describe('a run across two hosts', () => {
       expect(span[0]!.attributes['a2a.host']).toBe('host-b');
     }
     for (const [id, host] of placed) {
-      const chats = spans.filter((s) => s.name.startsWith('chat ') && s.attributes['gen_ai.agent.id'] === id);
+      const chats = spans.filter((s) => s.name.startsWith('chat ') && s.parentSpanId === sessionSpan(id)[0]!.spanId);
       expect(chats.length, id).toBe(events.filter((e) => e.type === 'model.called' && e.subTaskId === id).length);
       for (const c of chats) {
         expect(from(c)).toBe(`a2a-host/${host}`);
         expect(c.parentSpanId).toBe(sessionSpan(id)[0]!.spanId);
       }
-      const tools = spans.filter((s) => s.name.startsWith('execute_tool ') && s.attributes['gen_ai.agent.id'] === id);
+      const tools = spans.filter((s) => s.name.startsWith('execute_tool ') && s.parentSpanId === sessionSpan(id)[0]!.spanId);
       expect(tools.map((t) => t.attributes['gen_ai.tool.call.id']).sort()).toEqual(events.filter((e) => e.type === 'tool.called' && e.subTaskId === id).map((e) => e.data.callId).sort());
       for (const t of tools) expect(from(t)).toBe(`a2a-host/${host}`);
     }

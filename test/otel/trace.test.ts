@@ -106,7 +106,7 @@ describe('traces of the OAuth example', () => {
       expect(ok.reduce((n, c) => n + Number(c.attributes['gen_ai.usage.output_tokens']), 0)).toBe(calls.reduce((n, e) => n + Number(e.data.outputTokens), 0));
       for (const c of mine) {
         expect(c.kind).toBe(3); // CLIENT
-        expect(c.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'a2a.scripted', 'gen_ai.request.model': 'scripted', 'gen_ai.agent.id': id });
+        expect(c.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'a2a.scripted', 'gen_ai.request.model': 'scripted', 'gen_ai.conversation.id': runId });
       }
     }
     // the crashed sub-task's last call failed: its chat span carries the error

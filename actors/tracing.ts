@@ -157,6 +157,18 @@ export function contextOfHeaders(headers: Record<string, string> | undefined): S
   return ctx && trace.isSpanContextValid(ctx) ? ctx : null;
 }
 
+/**
+ * The trace headers of what a session does now (its running tool call's span, else its own),
+ * for a request it makes to another service (an A2A agent): the service's spans join the trace.
+ */
+export function callHeaders(runId: string, sessionId: string): Record<string, string> | undefined {
+  if (!active) return undefined;
+  const tool = tools.get(keyOf(runId, sessionId));
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpanContext(ROOT_CONTEXT, tool ? tool.spanContext() : sessionContext(runId, sessionId)), carrier);
+  return Object.keys(carrier).length ? carrier : undefined;
+}
+
 /** The trace headers of a message (validated; other headers dropped), to keep with what it started; undefined when it has none. */
 export function traceHeadersOf(headers: Record<string, string> | undefined): TraceHeaders | undefined {
   if (!headers?.traceparent) return undefined;

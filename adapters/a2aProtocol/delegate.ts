@@ -27,6 +27,7 @@ import type { ToolContext, ToolDefinition } from '../../actors/tools/index.js';
 import { errorText } from '../../machines/errorText.js';
 import { messagesIn } from '../../actors/prompts.js';
 import { fromFile } from '../model/secrets.js';
+import { callHeaders } from '../../actors/tracing.js';
 import { clientFor, emptyView, fold, foldTask, tokenTransportProblem, TERMINAL, userMessage, type RemoteState, type RemoteView } from './client.js';
 
 export const REMOTE_TOOL = 'a2a_remote_task';
@@ -164,15 +165,17 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       const overdue = setTimeout(() => abort.abort(), left);
       const silenceMs = remote.silenceMs ?? DEFAULT_SILENCE_MS;
+      // the remote agent's spans join this run's trace (W3C traceparent on every request)
+      const trace = callHeaders(ctx.spec.correlation.runId, ctx.spec.id);
       const open = (action: RemoteArgs['action'], attempt: AbortController): AsyncGenerator<StreamResponse> => {
-        const call = { signal: AbortSignal.any([abort.signal, attempt.signal]) };
+        const call = { signal: AbortSignal.any([abort.signal, attempt.signal]), ...(trace ? { serviceParameters: trace } : {}) };
         if (action === 'wait') return client.resubscribeTask({ tenant: '', id: view.taskId }, call);
         const text = action === 'send' ? taskText(ctx) : (args.text ?? '');
         return client.sendMessageStream({ tenant: '', message: userMessage(text, action === 'reply' ? { taskId: view.taskId, contextId: view.contextId } : {}), configuration: undefined, metadata: undefined }, call);
       };
       // where the task stands now: a task that ended (or asks) while nobody followed it cannot be subscribed to
       const settled = async (): Promise<boolean> => {
-        foldTask(view, await client.getTask({ tenant: '', id: view.taskId }, { signal: abort.signal }));
+        foldTask(view, await client.getTask({ tenant: '', id: view.taskId }, { signal: abort.signal, ...(trace ? { serviceParameters: trace } : {}) }));
         return TERMINAL.has(view.state) || view.state === 'input-required' || view.state === 'auth-required';
       };
       try {

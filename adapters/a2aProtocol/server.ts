@@ -49,6 +49,7 @@ import { builtinTools } from '../assembly/tools.js';
 import { errorText } from '../../machines/errorText.js';
 import { redactText } from '../../actors/secrets.js';
 import { startRun, type Run, type RunRequest } from '../assembly/library.js';
+import { traceHeadersOf } from '../../actors/tracing.js';
 import { partsText, textPart } from './client.js';
 import { applyEvent, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
 import { connectNats } from '../transport/nats.js';
@@ -307,7 +308,9 @@ export class RuntimeExecutor implements AgentExecutor {
         mkdirSync(dirname(planFile), { recursive: true });
         const workflow = agent === WORKFLOW_SKILL;
         writeFileSync(planFile, JSON.stringify(workflow ? { workflow: 'sdlc', id: 'a2a-task', goal: prompt } : { id: 'a2a-task', tasks: [{ id: 'task', prompt, agent: `@${agent}` }] }));
-        run = await startRun({ ...(this.#options.run ?? {}), workspace: this.#workspace, target: planFile, questions: 'human', ...(workflow ? { workflow: 'sdlc' } : {}) });
+        // a caller that traces (W3C traceparent on its request) gets the run in its trace
+        const trace = traceHeadersOf(requestHeaders(request.context.state.get('headers')));
+        run = await startRun({ ...(this.#options.run ?? {}), workspace: this.#workspace, target: planFile, questions: 'human', ...(workflow ? { workflow: 'sdlc' } : {}), ...(trace ? { trace } : {}) });
       } catch (e) {
         this.#status(held, TaskState.TASK_STATE_FAILED, `the run could not start: ${errorText(e)}`);
         return;
@@ -775,4 +778,15 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
       await nats?.close();
     },
   };
+}
+
+/** The HTTP request headers the SDK's transports keep in a call's state, one value each. */
+function requestHeaders(raw: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!raw || typeof raw !== 'object') return out;
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    const one = Array.isArray(value) ? value[0] : value;
+    if (typeof one === 'string') out[key.toLowerCase()] = one;
+  }
+  return out;
 }

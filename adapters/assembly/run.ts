@@ -134,6 +134,8 @@ export interface RunRequest extends Omit<RunOptions, 'model'>, CodeInputs {
   humanChannel?: (answer: (id: string, answer: HumanAnswer) => void, runId: string) => HumanChannel;
   /** Every run event, from the first (its `data` typed by its `type`). */
   onEvent?: (event: TypedRunEvent) => void;
+  /** The W3C trace context the run's trace continues (an A2A caller's `traceparent`); default: the program's active span, else TRACEPARENT. */
+  trace?: { traceparent: string; tracestate?: string };
   clock?: Clock;
 }
 
@@ -437,9 +439,9 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   if (tracing) {
     // a program's active span (a run started inside its own trace), or the TRACEPARENT of the
     // environment (a CI job's trace), is the run's parent
-    const inherited = environmentTrace();
+    const inherited = request.trace ?? environmentTrace();
     const parent = trace.getSpanContext(otelContext.active()) ?? contextOfHeaders(inherited);
-    if (inherited && !parent) warn(`TRACEPARENT "${inherited.traceparent.slice(0, 80)}" is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): the run starts a trace of its own`);
+    if (inherited && !parent) warn(`${request.trace ? 'trace' : 'TRACEPARENT'} "${String(inherited.traceparent).slice(0, 80)}" is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): the run starts a trace of its own`);
     tracing.builder.parentRun(runId, parent);
     bus.subscribe((e) => tracing.builder.observe(e));
     notify(`tracing: spans of run ${runId} go to ${tracing.target}`);

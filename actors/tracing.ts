@@ -606,7 +606,8 @@ export class TraceBuilder {
       ...(first ? {} : { 'a2a.restored': true }),
     };
     if (active!.content && str(data.prompt)) attributes['gen_ai.input.messages'] = JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: redacted(str(data.prompt)!) }] }]);
-    const ids = { traceId: traceIdOf(runId), spanId: spanIdOf(runId, id) };
+    // the run's trace (a caller's, when it was started in one), and the id its first span had
+    const ids = { traceId: parent?.traceId ?? runTraces.get(runId) ?? traceIdOf(runId), spanId: spanIdOf(runId, id) };
     const links: Link[] = first ? [] : [{ context: { ...ids, traceFlags: TraceFlags.SAMPLED, isRemote: true }, attributes: { 'a2a.link': 'the session before its restore' } }];
     const span = startSpan(`invoke_agent ${agent}`, { attributes, links, startTime: ts }, parent, first ? ids : { traceId: ids.traceId });
     const open: Open = { span, ctx: span.spanContext(), ...(first ? {} : { late: true }) };

@@ -47,5 +47,9 @@ export type { TypedRunEvent, RunEventData } from './machines/runEvents.js';
 // Errors: one class, a closed set of codes
 export { A2AError, isA2AError } from './actors/errors.js';
 
+// Traces: the trace id a run's spans have (derived from its run id, unless the run continues a
+// caller's trace), to link a run to its trace in a tracing backend
+export { traceIdOf } from './actors/tracing.js';
+
 // zod 4, as the tools' schemas need it (the same copy a2a validates with)
 export { z } from 'zod';

@@ -450,16 +450,9 @@ export async function a2aRoundTrip(samples: number): Promise<Record<string, numb
   }
 }
 
-/**
- * A task of `n` parallel sub-tasks run directly (startRun) and the same task sent to `a2a serve
- * --a2a` by the SDK's client, streamed to its end: what serving it over A2A costs (one status and
- * one artifact per sub-task, each logged and sent).
- */
-export async function a2aFanout(n: number): Promise<{ directMs: number; servedMs: number; events: number }> {
-  const { startRun } = await import('../../adapters/assembly/library.js');
-  const { serveA2A } = await import('../../adapters/a2aProtocol/server.js');
-  const { clientOf, drain, message, send } = await import('../a2aProtocol/fixtures.js');
-  const script = parseScript(
+/** A @coder worker (prompt "fan out") that spawns `n` @coder sub-tasks in parallel, each completing at once, and completes when all have. */
+function fanOutScript(n: number): Script {
+  return parseScript(
     {
       rules: [
         {
@@ -474,6 +467,18 @@ export async function a2aFanout(n: number): Promise<{ directMs: number; servedMs
     },
     'the fan-out script',
   );
+}
+
+/**
+ * A task of `n` parallel sub-tasks run directly (startRun) and the same task sent to `a2a serve
+ * --a2a` by the SDK's client, streamed to its end: what serving it over A2A costs (one status and
+ * one artifact per sub-task, each logged and sent).
+ */
+export async function a2aFanout(n: number): Promise<{ directMs: number; servedMs: number; events: number }> {
+  const { startRun } = await import('../../adapters/assembly/library.js');
+  const { serveA2A } = await import('../../adapters/a2aProtocol/server.js');
+  const { clientOf, drain, message, send } = await import('../a2aProtocol/fixtures.js');
+  const script = fanOutScript(n);
   const limits = { maxParallel: n, maxSubtasks: n, spawnRate: n * 10 };
   const dirs = [mkdtempSync(join(tmpdir(), 'a2a-bench-fan-')), mkdtempSync(join(tmpdir(), 'a2a-bench-served-fan-'))];
   try {
@@ -550,21 +555,7 @@ export async function tracedFanout(n: number, mode: 'on' | 'off'): Promise<{ wal
       return 0;
     }
   };
-  const script = parseScript(
-    {
-      rules: [
-        {
-          agent: 'coder',
-          depth: 0,
-          prompt: 'fan',
-          turns: [{ toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: Array.from({ length: n }, (_, i) => ({ agentType: '@coder', prompt: `part ${i}`, expectedOutput: 'x' })) } }] }, { text: 'waiting' }],
-          reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'all done' } }] } }],
-        },
-        { agent: 'coder', depth: 1, turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'part done' } }] }] },
-      ],
-    },
-    'the fan-out script',
-  );
+  const script = fanOutScript(n);
   const dir = mkdtempSync(join(tmpdir(), 'a2a-bench-traced-'));
   let loadMs = 0;
   let warm: { flush(): Promise<void>; shutdown(): Promise<void> } | null = null;

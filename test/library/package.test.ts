@@ -117,7 +117,7 @@ describe('the packed package', () => {
   it('exports exactly the documented names', async () => {
     const script = "import('a2a').then((m) => console.log(JSON.stringify(Object.keys(m).sort())))";
     const keys = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: project, encoding: 'utf8' })) as string[];
-    expect(keys).toEqual(['A2AError', 'anthropicModel', 'defineAgent', 'defineTool', 'isA2AError', 'openaiModel', 'scriptedModel', 'startHost', 'startRun', 'z']);
+    expect(keys).toEqual(['A2AError', 'anthropicModel', 'defineAgent', 'defineTool', 'isA2AError', 'openaiModel', 'scriptedModel', 'startHost', 'startRun', 'traceIdOf', 'z']);
     // deep imports are closed: only the entry point is public
     const deep = spawnSync(process.execPath, ['--input-type=module', '-e', "import('a2a/dist/actors/run.js')"], { cwd: project, encoding: 'utf8' });
     expect(deep.stderr).toContain('ERR_PACKAGE_PATH_NOT_EXPORTED');

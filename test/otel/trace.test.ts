@@ -210,6 +210,24 @@ describe('trace settings', () => {
     }
   });
 
+  it('with otel: true and no endpoint, makes its spans with the program\'s own tracer provider', async () => {
+    const { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } = await import('@opentelemetry/sdk-trace');
+    const { trace } = await import('@opentelemetry/api');
+    const memory = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: memory })] });
+    expect(trace.setGlobalTracerProvider(provider)).toBe(true);
+    try {
+      const run = await startRun({ task: 'Say hello.', workspace: tempDir(), store: 'memory', otel: true, notify: () => {} });
+      expect((await run.done).status).toBe('completed');
+      const names = memory.getFinishedSpans().map((s) => s.name);
+      expect(names).toEqual(expect.arrayContaining(['invoke_agent orchestrator', 'task task', 'chat scripted']));
+      expect(tracingEnabled()).toBe(false);
+    } finally {
+      trace.disable();
+      await provider.shutdown();
+    }
+  });
+
   it('exports nothing with otel: false, even with the variables set', async () => {
     const rx = await startReceiver();
     try {

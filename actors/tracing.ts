@@ -1,8 +1,9 @@
 /**
  * Traces (OpenTelemetry): a run is one trace whose spans mirror its actor tree. This module is
- * the whole of tracing in the core path and uses only `@opentelemetry/api`; the SDK and the OTLP
- * exporter are loaded on demand by adapters/otel/ (which calls `enableTracing`). Until then
- * every function here returns at its first line, and nothing is built.
+ * the whole of tracing in the core path; it uses only `@opentelemetry/api`, and imports even that
+ * only when tracing is turned on (`enableTracing`: `a2a run` without traces loads no OpenTelemetry
+ * code at all). The SDK and the OTLP exporter are loaded on demand by adapters/otel/. Until
+ * tracing is on, every function here returns at its first line, and nothing is built.
  *
  *   invoke_agent orchestrator                      run.started … run.finished (the root actor)
  *   ├─ task <id>                                   the task's branch: worktree … task.completed
@@ -26,7 +27,7 @@
  * session restored on another host finds its parent without any message.
  */
 import { createHash } from 'node:crypto';
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags, type Attributes, type Link, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
+import type { Attributes, Link, Span, SpanContext, SpanKind, Tracer } from '@opentelemetry/api';
 import type { ChatMessage, ModelReply, RunEvent, ToolCall } from '../machines/protocol.js';
 import { TraceHeaders } from '../machines/protocol.js';
 import type { ToolOutcome } from '../machines/ports.js';
@@ -49,6 +50,21 @@ interface SpanStart {
   startTime?: number;
 }
 
+/** The API, imported by `enableTracing` (never before tracing is asked for). */
+type Api = typeof import('@opentelemetry/api');
+let api: Api | null = null;
+
+/** The API's constants used here (its enums: the same numbers, without importing it). */
+const KIND_INTERNAL = 0 as SpanKind;
+const KIND_CLIENT = 2 as SpanKind;
+const STATUS_ERROR = 2;
+const SAMPLED = 1;
+
+/** The API, loaded (tracing is on, or was): for the assemblies that need its context functions. */
+export async function otelApi(): Promise<Api> {
+  return (api ??= await import('@opentelemetry/api'));
+}
+
 interface Active {
   factory: SpanFactory;
   /** Prompts, outputs, tool arguments and results as attributes (off by default; redacted either way). */
@@ -58,13 +74,14 @@ interface Active {
 let active: Active | null = null;
 
 /** The API's tracer as a factory (the program's tracer provider, or the API's no-op). */
-function apiFactory(tracer: Tracer): SpanFactory {
-  return { start: (name, options, parent) => tracer.startSpan(name, options, parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT) };
+function apiFactory(a: Api, tracer: Tracer): SpanFactory {
+  return { start: (name, options, parent) => tracer.startSpan(name, options, parent ? a.trace.setSpanContext(a.ROOT_CONTEXT, parent) : a.ROOT_CONTEXT) };
 }
 
 /** Turns tracing on for this process: spans from `factory` (adapters/otel), else from the API's global tracer provider. */
-export function enableTracing(options: { content?: boolean; factory?: SpanFactory } = {}): void {
-  active = { factory: options.factory ?? apiFactory(trace.getTracer('a2a', '0.1.0')), content: options.content === true };
+export async function enableTracing(options: { content?: boolean; factory?: SpanFactory } = {}): Promise<void> {
+  const a = await otelApi();
+  active = { factory: options.factory ?? apiFactory(a, a.trace.getTracer('a2a', '0.1.0')), content: options.content === true };
 }
 
 /** Turns tracing off and forgets every span context. */
@@ -134,14 +151,14 @@ function remember(runId: string, id: string, ctx: SpanContext): void {
  * from the session's.
  */
 export function sessionContext(runId: string, sessionId: string): SpanContext {
-  return contexts.get(keyOf(runId, sessionId)) ?? { traceId: runTraces.get(runId) ?? traceIdOf(runId), spanId: spanIdOf(runId, sessionId), traceFlags: TraceFlags.SAMPLED, isRemote: true };
+  return contexts.get(keyOf(runId, sessionId)) ?? { traceId: runTraces.get(runId) ?? traceIdOf(runId), spanId: spanIdOf(runId, sessionId), traceFlags: SAMPLED, isRemote: true };
 }
 
 /** The trace headers (W3C `traceparent`, `tracestate`) of a session's span, for a message about it; none when tracing is off. */
 export function headersFor(runId: string, sessionId: string): Record<string, string> | undefined {
-  if (!active) return undefined;
+  if (!active || !api) return undefined;
   const carrier: Record<string, string> = {};
-  propagation.inject(trace.setSpanContext(ROOT_CONTEXT, sessionContext(runId, sessionId)), carrier);
+  api.propagation.inject(api.trace.setSpanContext(api.ROOT_CONTEXT, sessionContext(runId, sessionId)), carrier);
   return Object.keys(carrier).length ? carrier : undefined;
 }
 
@@ -150,11 +167,11 @@ export function headersFor(runId: string, sessionId: string): Record<string, str
  * (W3C: an invalid `traceparent` is ignored, and the receiver goes on without it).
  */
 export function contextOfHeaders(headers: Record<string, string> | undefined): SpanContext | null {
-  if (!headers) return null;
+  if (!headers || !api) return null;
   const parsed = TraceHeaders.safeParse(headers);
   if (!parsed.success) return null;
-  const ctx = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, parsed.data));
-  return ctx && trace.isSpanContextValid(ctx) ? ctx : null;
+  const ctx = api.trace.getSpanContext(api.propagation.extract(api.ROOT_CONTEXT, parsed.data));
+  return ctx && api.trace.isSpanContextValid(ctx) ? ctx : null;
 }
 
 /**
@@ -162,10 +179,10 @@ export function contextOfHeaders(headers: Record<string, string> | undefined): S
  * for a request it makes to another service (an A2A agent): the service's spans join the trace.
  */
 export function callHeaders(runId: string, sessionId: string): Record<string, string> | undefined {
-  if (!active) return undefined;
+  if (!active || !api) return undefined;
   const tool = tools.get(keyOf(runId, sessionId));
   const carrier: Record<string, string> = {};
-  propagation.inject(trace.setSpanContext(ROOT_CONTEXT, tool ? tool.spanContext() : sessionContext(runId, sessionId)), carrier);
+  api.propagation.inject(api.trace.setSpanContext(api.ROOT_CONTEXT, tool ? tool.spanContext() : sessionContext(runId, sessionId)), carrier);
   return Object.keys(carrier).length ? carrier : undefined;
 }
 
@@ -228,7 +245,7 @@ export function errorType(error: unknown): string {
 
 function fail(span: Span, type: string, message: string): void {
   span.setAttribute('error.type', type);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: secrets.text(clip(message, 500)) });
+  span.setStatus({ code: STATUS_ERROR, message: secrets.text(clip(message, 500)) });
 }
 
 export interface ChatSpanInfo {
@@ -260,7 +277,7 @@ export function startChat(info: ChatSpanInfo): { end(reply: ModelReply, costUsd:
     attributes['gen_ai.system_instructions'] = JSON.stringify([{ type: 'text', content: redacted(info.system) }]);
     attributes['gen_ai.input.messages'] = messagesJson(info.messages);
   }
-  const span = startSpan(`chat ${info.model}`, { kind: SpanKind.CLIENT, attributes }, sessionContext(info.runId, info.sessionId));
+  const span = startSpan(`chat ${info.model}`, { kind: KIND_CLIENT, attributes }, sessionContext(info.runId, info.sessionId));
   return {
     end(reply, costUsd) {
       const u = reply.usage;
@@ -298,7 +315,7 @@ export function startTool(runId: string, sessionId: string, agent: string, call:
     'gen_ai.conversation.id': runId,
   };
   if (active.content) attributes['gen_ai.tool.call.arguments'] = redacted(JSON.stringify(call.arguments));
-  const span = startSpan(`execute_tool ${call.name}`, { kind: SpanKind.INTERNAL, attributes }, sessionContext(runId, sessionId));
+  const span = startSpan(`execute_tool ${call.name}`, { kind: KIND_INTERNAL, attributes }, sessionContext(runId, sessionId));
   const key = keyOf(runId, sessionId);
   tools.set(key, span);
   const done = () => {
@@ -517,7 +534,7 @@ export class TraceBuilder {
       ...(resumed ? { 'a2a.resumed': true } : {}),
     };
     const first = { traceId: parent?.traceId ?? traceIdOf(runId), spanId: spanIdOf(runId, 'orchestrator') };
-    const links: Link[] = resumed ? [{ context: { traceId: first.traceId, spanId: first.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true }, attributes: { 'a2a.link': 'before the restart' } }] : [];
+    const links: Link[] = resumed ? [{ context: { traceId: first.traceId, spanId: first.spanId, traceFlags: SAMPLED, isRemote: true }, attributes: { 'a2a.link': 'before the restart' } }] : [];
     const span = startSpan('invoke_agent orchestrator', { attributes, links, startTime: ts }, parent, resumed ? { traceId: first.traceId } : first);
     const open = { span, ctx: span.spanContext() };
     this.#roots.set(runId, open);
@@ -608,7 +625,7 @@ export class TraceBuilder {
     if (active!.content && str(data.prompt)) attributes['gen_ai.input.messages'] = JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: redacted(str(data.prompt)!) }] }]);
     // the run's trace (a caller's, when it was started in one), and the id its first span had
     const ids = { traceId: parent?.traceId ?? runTraces.get(runId) ?? traceIdOf(runId), spanId: spanIdOf(runId, id) };
-    const links: Link[] = first ? [] : [{ context: { ...ids, traceFlags: TraceFlags.SAMPLED, isRemote: true }, attributes: { 'a2a.link': 'the session before its restore' } }];
+    const links: Link[] = first ? [] : [{ context: { ...ids, traceFlags: SAMPLED, isRemote: true }, attributes: { 'a2a.link': 'the session before its restore' } }];
     const span = startSpan(`invoke_agent ${agent}`, { attributes, links, startTime: ts }, parent, first ? ids : { traceId: ids.traceId });
     const open: Open = { span, ctx: span.spanContext(), ...(first ? {} : { late: true }) };
     this.#sessions.set(key, open);
@@ -645,15 +662,28 @@ export class TraceBuilder {
     if (str(data.how)) open.span.setAttribute('a2a.result.how', str(data.how)!);
     if (active!.content && str(data.output)) open.span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: redacted(str(data.output)!) }] }]));
     if (status !== 'success' && status !== 'partial') fail(open.span, status, str(data.error) ?? `the session ended ${status}`);
-    // its waits end with it
-    for (const wait of [`inquiry:${id}`]) this.#closeWait(event.runId, wait, ts);
+    this.#closeWaitsOf(event.runId, id, ts);
     open.span.end(ts);
   }
 
   #forgetRemote(runId: string, sessionId: string | undefined): void {
     if (!sessionId) return;
-    this.#closeWait(runId, `inquiry:${sessionId}`, Date.now());
+    this.#closeWaitsOf(runId, sessionId, Date.now());
     forget(runId, sessionId);
+  }
+
+  /** A session ended: its inquiry and the permission waits of its tool calls end with it (a wait never decided: a cancel). */
+  #closeWaitsOf(runId: string, sessionId: string, ts: number): void {
+    this.#closeWait(runId, `inquiry:${sessionId}`, ts);
+    // permission request ids are `<session>:perm:…`
+    const prefix = keyOf(runId, `permission:${sessionId}:perm:`);
+    for (const key of this.#waits.keys()) {
+      if (!key.startsWith(prefix)) continue;
+      const span = this.#waits.get(key)!;
+      this.#waits.delete(key);
+      span.setAttribute('a2a.permission.undecided', true);
+      span.end(ts);
+    }
   }
 
   #openWait(event: RunEvent, id: string, name: string, ts: number, attributes: Attributes): void {

@@ -209,6 +209,10 @@ export class Host {
     }
     const { spec } = parsed.data;
     const trace = traceHeadersOf(message.headers);
+    if (message.headers.traceparent !== undefined && !trace) {
+      // W3C: an invalid traceparent is ignored; said, so that a broken tracer upstream is found
+      this.#o.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: `host ${this.#o.hostId}: the spawn request for ${spec.id} has an invalid traceparent header (${message.headers.traceparent.slice(0, 80)}): ignored, the session's spans start from its run's trace` } });
+    }
     const wanted = message.subject.slice(this.#s.spawn('').length);
     if (spec.agent.agentName !== wanted || !this.#o.agents.includes(spec.agent.agentName)) {
       this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped a spawn request for ${spec.id} on ${message.subject}: its agent type is ${spec.agent.agentName}, this host serves ${this.#o.agents.join(', ')}` } });

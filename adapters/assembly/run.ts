@@ -52,9 +52,8 @@ import type { TypedRunEvent } from '../../machines/runEvents.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
 import { environmentTrace, tracingFor } from './tracing.js';
-import { contextOfHeaders } from '../../actors/tracing.js';
+import { contextOfHeaders, otelApi } from '../../actors/tracing.js';
 import { otelSettings } from '../otel/options.js';
-import { context as otelContext, trace } from '@opentelemetry/api';
 import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
 
 export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
@@ -440,7 +439,8 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     // a program's active span (a run started inside its own trace), or the TRACEPARENT of the
     // environment (a CI job's trace), is the run's parent
     const inherited = request.trace ?? environmentTrace();
-    const parent = trace.getSpanContext(otelContext.active()) ?? contextOfHeaders(inherited);
+    const otel = await otelApi();
+    const parent = otel.trace.getSpanContext(otel.context.active()) ?? contextOfHeaders(inherited);
     if (inherited && !parent) warn(`${request.trace ? 'trace' : 'TRACEPARENT'} "${String(inherited.traceparent).slice(0, 80)}" is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): the run starts a trace of its own`);
     tracing.builder.parentRun(runId, parent);
     bus.subscribe((e) => tracing.builder.observe(e));

@@ -33,7 +33,7 @@ export async function tracingFor(request: TracingRequest, service: string, notif
   if (!settings) {
     if (request.otel !== true) return null;
     // the program's own tracer provider, through the API (on while a run of it wants traces)
-    if (apiUsers++ === 0) enableTracing({ content: request.otelContent === true || /^(true|1)$/i.test(process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ?? '') });
+    if (apiUsers++ === 0) await enableTracing({ content: request.otelContent === true || /^(true|1)$/i.test(process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ?? '') });
     let closed = false;
     return {
       builder,

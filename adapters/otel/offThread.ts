@@ -85,6 +85,8 @@ export interface OffThreadOptions {
   /** The traces URL, when given by the flag (otherwise the exporter in the worker reads OTEL_EXPORTER_OTLP_*). */
   url?: string;
   protocol: 'http/protobuf' | 'http/json';
+  /** Where the spans go, for messages. */
+  target: string;
   resource: Attributes;
   maxQueueSize: number;
   maxExportBatchSize: number;
@@ -168,26 +170,47 @@ export class OffThreadExporter {
     this.#worker.postMessage({ type: 'spans', json: JSON.stringify(spans) });
   }
 
-  /** Resolves once every span ended so far has been sent (or given up on by the exporter). */
-  forceFlush(): Promise<void> {
+  /** Spans handed to the export thread and not yet sent (or given up on). */
+  get pending(): number {
+    return this.#buffer.length + this.#inFlight;
+  }
+
+  /**
+   * Resolves true once every span ended so far has been sent (or given up on by the exporter,
+   * which says why), false when `waitMs` passed first: the collector is slow or down, and the
+   * exporter goes on retrying in the background.
+   */
+  forceFlush(waitMs = Infinity): Promise<boolean> {
     this.#post();
-    if (this.#exited) return Promise.resolve();
+    if (this.#exited) return Promise.resolve(true);
     const id = this.#nextFlush++;
-    return new Promise<void>((resolve) => {
-      this.#flushes.set(id, resolve);
+    return new Promise<boolean>((resolve) => {
+      const timer = Number.isFinite(waitMs) ? setTimeout(() => (this.#flushes.delete(id), resolve(false)), waitMs) : null;
+      timer?.unref();
+      this.#flushes.set(id, () => {
+        if (timer) clearTimeout(timer);
+        resolve(true);
+      });
       this.#worker.postMessage({ type: 'flush', id });
     });
   }
 
-  shutdown(): Promise<void> {
+  /** Sends what is left (for at most `waitMs`: what the collector has not taken by then is dropped, and said), then stops the thread. */
+  shutdown(waitMs = Infinity): Promise<void> {
     if (this.#closed) return this.#closed;
     this.#closed = (async () => {
       this.#post();
       if (!this.#exited) {
-        await new Promise<void>((resolve) => {
-          this.#onClosed = resolve;
+        const closed = await new Promise<boolean>((resolve) => {
+          const timer = Number.isFinite(waitMs) ? setTimeout(() => resolve(false), waitMs) : null;
+          timer?.unref();
+          this.#onClosed = () => {
+            if (timer) clearTimeout(timer);
+            resolve(true);
+          };
           this.#worker.postMessage({ type: 'shutdown' });
         });
+        if (!closed && this.#inFlight > 0) this.#o.onProblem('error', `${this.#inFlight} spans were not exported: the collector at ${this.#o.target} did not take them within ${Math.round(waitMs / 1000)} s`);
       }
       if (this.#dropped > 0) this.#o.onProblem('warn', `${this.#dropped} spans were dropped: the span queue was full`);
       await this.#worker.terminate();

@@ -93,25 +93,34 @@ export async function startOtel(settings: OtelSettings, options: { service: stri
   const ourPropagator = propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const said = new SaidOnce(notify);
   diag.setLogger(said, DiagLogLevel.WARN);
-  const exporter = new OffThreadExporter({ ...(settings.url ? { url: settings.url } : {}), protocol: settings.protocol, resource: resource.attributes, ...settings.batch, onProblem: (level, message) => said[level](message) });
   const target = `${settings.url ?? (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || tracesUrlOf(env.OTEL_EXPORTER_OTLP_ENDPOINT))} (${settings.protocol})`;
+  const exporter = new OffThreadExporter({ ...(settings.url ? { url: settings.url } : {}), protocol: settings.protocol, target, resource: resource.attributes, ...settings.batch, onProblem: (level, message) => said[level](message) });
   const failed = (error: unknown) => notify(`a2a: tracing: export failed: ${secrets.text(String(error))}`);
+  // the end of a run waits this long for its last spans: a collector that is down (its exporter
+  // retrying until OTEL_EXPORTER_OTLP_TIMEOUT) must not hold every run's end for that long
+  const waitMs = Math.min(settings.batch.exportTimeoutMillis, FLUSH_WAIT_MS);
   const handle: OtelHandle = {
     target,
-    flush: () => exporter.forceFlush().catch(failed),
+    async flush() {
+      const done = await exporter.forceFlush(waitMs).catch((error: unknown) => (failed(error), true));
+      if (!done) said.warn(`the collector at ${target} has not taken the last ${exporter.pending} spans within ${Math.round(waitMs / 1000)} s: they are retried in the background (until OTEL_EXPORTER_OTLP_TIMEOUT), and lost if this process ends first`);
+    },
     async shutdown() {
       if (!started || started.handle !== handle) return;
       if (--started.users > 0) return handle.flush();
       started = null;
       disableTracing();
-      await exporter.shutdown().catch(failed);
+      await exporter.shutdown(waitMs).catch(failed);
       if (ourPropagator) propagation.disable();
       diag.disable();
     },
   };
   started = { handle, users: 1, url: settings.url, protocol: settings.protocol };
-  enableTracing({ content: settings.content, factory: recordSpanFactory(sampler, (record) => exporter.push(record)) });
+  await enableTracing({ content: settings.content, factory: recordSpanFactory(sampler, (record) => exporter.push(record)) });
   return handle;
 }
+
+/** How long the end of a run (or of the process) waits for its last spans to be exported. */
+const FLUSH_WAIT_MS = 5_000;
 
 const tracesUrlOf = (base: string | undefined) => (base ? `${base.replace(/\/+$/, '')}/v1/traces` : 'http://localhost:4318/v1/traces');

@@ -228,6 +228,21 @@ describe('trace settings', () => {
     }
   });
 
+  it('says when the collector does not take the spans, and holds the run\'s end no longer than OTEL_BSP_EXPORT_TIMEOUT', async () => {
+    // a port nothing listens on: the exporter would retry until OTEL_EXPORTER_OTLP_TIMEOUT (10 s)
+    const closed = await startReceiver();
+    const url = closed.url;
+    await closed.close();
+    process.env.OTEL_BSP_EXPORT_TIMEOUT = '1000';
+    const lines: string[] = [];
+    const t0 = Date.now();
+    const run = await startRun({ task: 'Say hello.', workspace: tempDir(), store: 'memory', otel: url, notify: (l) => lines.push(l) });
+    expect((await run.done).status).toBe('completed');
+    expect(Date.now() - t0).toBeLessThan(4_000);
+    expect(lines.join('\n')).toMatch(new RegExp(`a2a: tracing: \\d+ spans were not exported: the collector at ${url.replace(/[.]/g, '\\.')}/v1/traces \\(http/protobuf\\) did not take them within 1 s`));
+    expect(tracingEnabled()).toBe(false);
+  });
+
   it('exports nothing with otel: false, even with the variables set', async () => {
     const rx = await startReceiver();
     try {
@@ -343,15 +358,15 @@ describe('spans of permission waits, a person\'s answers and merges', () => {
 });
 
 describe('the core path', () => {
-  it('imports no OpenTelemetry package but the API: the SDK and exporter load only when traces are exported', () => {
-    // static imports (not `import()`) reachable from the CLI and the library's entry
+  it('imports no OpenTelemetry package: the API loads when tracing is turned on, the SDK and exporter when traces are exported', () => {
+    // static value imports (not `import type`, not `import()`) reachable from the CLI and the library's entry
     const seen = new Set<string>();
     const packages = new Set<string>();
     const walk = (file: string) => {
       if (seen.has(file)) return;
       seen.add(file);
       const source = readFileSync(file, 'utf8');
-      for (const m of source.matchAll(/^\s*(?:import|export)\s[^;]*?\sfrom\s+'([^']+)'|^\s*import\s+'([^']+)'/gm)) {
+      for (const m of source.matchAll(/^\s*(?:import|export)\s(?!type\s)[^;]*?\sfrom\s+'([^']+)'|^\s*import\s+'([^']+)'/gm)) {
         const spec = (m[1] ?? m[2])!;
         if (spec.startsWith('.')) walk(resolve(dirname(file), spec.replace(/\.js$/, '.ts')));
         else packages.add(spec);
@@ -360,7 +375,7 @@ describe('the core path', () => {
     walk(resolve('bin/a2a.ts'));
     walk(resolve('index.ts'));
     expect(seen.size).toBeGreaterThan(100);
-    expect([...packages].filter((p) => p.startsWith('@opentelemetry/'))).toEqual(['@opentelemetry/api']);
+    expect([...packages].filter((p) => p.startsWith('@opentelemetry/'))).toEqual([]);
     expect(seen.has(resolve('adapters/otel/sdk.ts'))).toBe(false);
   });
 });

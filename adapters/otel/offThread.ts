@@ -115,6 +115,8 @@ export class OffThreadExporter {
     const exporter = options.protocol === 'http/json' ? '@opentelemetry/exporter-trace-otlp-http' : '@opentelemetry/exporter-trace-otlp-proto';
     this.#worker = new Worker(WORKER_SOURCE, {
       eval: true,
+      // CommonJS, whatever the process was started with (`node --input-type=module -e …` would make it ESM)
+      execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
       workerData: {
         paths: { api: require.resolve('@opentelemetry/api'), exporter: require.resolve(exporter), resources: require.resolve('@opentelemetry/resources') },
         url: options.url,

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';
+import { startReceiver } from '../otel/receiver.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -143,6 +144,23 @@ describe('the packed package', () => {
 
   it('runs hosts.ts: a host in the same process serves the run over a real nats-server', () => {
     expect(runExample('hosts.ts')).toContain('completed summarised on a host');
+  });
+
+  it('exports a run\'s spans from the installed package (its export thread finds the exporter there)', async () => {
+    const rx = await startReceiver();
+    try {
+      const script = "import { startRun, traceIdOf } from 'a2a'; const run = await startRun({ task: 'Say hello.', store: 'memory', notify: () => {} }); await run.done; console.log(traceIdOf(run.id));";
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: project, env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: rx.url } });
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      const code = await new Promise<number | null>((r) => child.on('exit', r));
+      expect(code, out).toBe(0);
+      const traceId = out.trim().split('\n').at(-1)!;
+      expect(rx.spans.filter((s) => s.traceId === traceId).map((s) => s.name), `${out}\n${rx.spans.length} spans`).toEqual(expect.arrayContaining(['invoke_agent orchestrator', 'task task', 'chat scripted']));
+    } finally {
+      await rx.close();
+    }
   });
 
   it('serves the studio from the installed package: the page and its script, behind the token', async () => {

@@ -115,8 +115,9 @@ export class OffThreadExporter {
     const exporter = options.protocol === 'http/json' ? '@opentelemetry/exporter-trace-otlp-http' : '@opentelemetry/exporter-trace-otlp-proto';
     this.#worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      // CommonJS, whatever the process was started with (`node --input-type=module -e …` would make it ESM)
-      execArgv: process.execArgv.filter((a) => !a.startsWith('--input-type')),
+      // none of the process's flags: the code is plain CommonJS requiring absolute paths, and some
+      // flags break it (`--input-type=module` makes it ESM) or are refused in a worker (`--expose-gc`)
+      execArgv: [],
       workerData: {
         paths: { api: require.resolve('@opentelemetry/api'), exporter: require.resolve(exporter), resources: require.resolve('@opentelemetry/resources') },
         url: options.url,

@@ -103,22 +103,30 @@ class RecordSpan implements Span {
   }
 }
 
-/** The span factory of an exporting process: sampled spans become records handed to `done` when they end. */
-export function recordSpanFactory(sampler: Sampler, done: (record: SpanRecord) => void): SpanFactory {
+/**
+ * The span factory of an exporting process: sampled spans become records handed to `done` when
+ * they end. `parentBased`: the sampler follows a parent's decision (OTEL_TRACES_SAMPLER
+ * parentbased_*, the default): a child is decided from its parent's flag without asking it.
+ */
+export function recordSpanFactory(sampler: Sampler, done: (record: SpanRecord) => void, parentBased = false): SpanFactory {
   const ids = new Ids();
   return {
     start(name, options, parent, forced) {
       const traceId = parent?.traceId ?? forced?.traceId ?? ids.traceId();
       const spanId = forced?.spanId ?? ids.spanId();
       const kind = (options.kind ?? 0) as SpanKind;
-      const attributes: Attributes = { ...(options.attributes ?? {}) };
-      const decision = sampler.shouldSample(parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT, traceId, name, kind, attributes, options.links ?? []);
+      // the caller's object (tracing.ts makes one per span): attributes set later go into it
+      const attributes: Attributes = options.attributes ?? {};
+      const decision =
+        parentBased && parent
+          ? { decision: parent.traceFlags & TraceFlags.SAMPLED ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD }
+          : sampler.shouldSample(parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT, traceId, name, kind, attributes, options.links ?? []);
       const sampled = decision.decision === SamplingDecision.RECORD_AND_SAMPLED;
-      const traceState = decision.traceState ?? parent?.traceState;
+      const traceState = ('traceState' in decision ? decision.traceState : undefined) ?? parent?.traceState;
       const ctx: SpanContext = { traceId, spanId, traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE, ...(traceState ? { traceState } : {}) };
       // not sampled: a context that propagates (flags 0), nothing recorded
       if (!sampled) return trace.wrapSpanContext(ctx);
-      if (decision.attributes) Object.assign(attributes, decision.attributes);
+      if ('attributes' in decision && decision.attributes) Object.assign(attributes, decision.attributes);
       const record: SpanRecord = { n: name, k: kind, t: traceId, s: spanId, f: TraceFlags.SAMPLED, st: hrTime(options.startTime), et: [0, 0], a: attributes, c: { code: 0 }, da: 0 };
       const state = traceState?.serialize();
       if (state) record.ts = state;

@@ -116,7 +116,7 @@ export async function startOtel(settings: OtelSettings, options: { service: stri
     },
   };
   started = { handle, users: 1, url: settings.url, protocol: settings.protocol };
-  await enableTracing({ content: settings.content, factory: recordSpanFactory(sampler, (record) => exporter.push(record)) });
+  await enableTracing({ content: settings.content, factory: recordSpanFactory(sampler, (record) => exporter.push(record), settings.sampler.name.startsWith('parentbased_')) });
   return handle;
 }
 

@@ -22,9 +22,10 @@
  * calls become children of that span: a run across hosts is one trace.
  *
  * Ids: a run's trace id is derived from its run id and a session's first span id from its run and
- * session ids (when the exporter is adapters/otel's, which honours `idSlot`), so that a resumed
- * run continues the same trace and links its new spans to the ones before the restart, and a
- * session restored on another host finds its parent without any message.
+ * session ids (when a2a exports the spans itself: a program's own tracer provider makes random
+ * ones), so that a resumed run continues the same trace and links its new spans to the ones
+ * before the restart, and a process that knows no better hangs a session's spans from the id its
+ * first span had.
  */
 import { createHash } from 'node:crypto';
 import type { Attributes, Link, Span, SpanContext, SpanKind, Tracer } from '@opentelemetry/api';
@@ -94,11 +95,6 @@ export function disableTracing(): void {
 
 export function tracingEnabled(): boolean {
   return active !== null;
-}
-
-/** Whether attributes may carry prompt and output text. */
-export function tracingContent(): boolean {
-  return active?.content === true;
 }
 
 // ---------------------------------------------------------------------------------------------

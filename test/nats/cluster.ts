@@ -7,6 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleOnce, tempDir } from '../helpers.js';
+import { connectNats } from '../../adapters/transport/nats.js';
+import { subjects } from '../../actors/remote.js';
 
 export { capture } from '../helpers.js';
 
@@ -99,3 +101,19 @@ export function splitWorkspace(options: { partMs: number; parts?: number; notify
   return ws;
 }
 
+/** Waits until the session's record in the snapshots bucket holds a checkpoint. */
+export async function savedWithCheckpoint(url: string, wire: string): Promise<void> {
+  const transport = await connectNats({ servers: url, namespace: 'default', name: 'test-snapshot-reader' });
+  try {
+    const bucket = await transport.readKeyValue(subjects('default').buckets.snapshots);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const entry = await bucket.get(wire);
+      if ((entry?.value as { checkpoint?: unknown } | undefined)?.checkpoint) return;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for a checkpoint of ${wire} in the snapshots bucket`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  } finally {
+    await transport.close();
+  }
+}

@@ -10,7 +10,7 @@ import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { RunEvent } from '../../machines/protocol.js';
-import { a2aHost, a2aProcess, capture, killAll, served, splitWorkspace, waitFor } from './cluster.js';
+import { a2aHost, a2aProcess, capture, killAll, savedWithCheckpoint, served, splitWorkspace, waitFor } from './cluster.js';
 import { startNatsServer, type NatsServer } from './server.js';
 import { faultWorkspace, sessionIds, tally } from '../faults/harness.js';
 
@@ -90,6 +90,10 @@ describe('runs across processes over NATS', () => {
     const c = capture();
     const running = main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', 'n-2', '--no-tree'], c.io);
     await partsStarted(ws, 'n-2');
+    // killed once host-a saved the worker (its first snapshot waits a moment, longer on a busy
+    // machine): a host killed before it would leave nothing to restore, and host-c would start
+    // the worker afresh (a flake seen once on a loaded machine)
+    await savedWithCheckpoint(server.url, 'n-2.w-design');
     a.child.kill('SIGKILL');
     const a2 = host(ws, 'host-c', 'architect');
     await served(a2);

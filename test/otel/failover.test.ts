@@ -11,7 +11,7 @@ import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { spanIdOf } from '../../actors/tracing.js';
 import type { RunEvent } from '../../machines/protocol.js';
-import { a2aHost, capture, killAll, served, splitWorkspace, waitFor } from '../nats/cluster.js';
+import { a2aHost, capture, killAll, savedWithCheckpoint, served, splitWorkspace, waitFor } from '../nats/cluster.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';
 import { spanTree, startReceiver, type ReceivedSpan, type Receiver } from './receiver.js';
 
@@ -44,6 +44,8 @@ beforeAll(async () => {
       return false;
     }
   });
+  // once host-a saved the worker (else host-c would start it afresh, with nothing to restore)
+  await savedWithCheckpoint(server.url, `${RUN}.w-design`);
   a.child.kill('SIGKILL');
   const a2 = a2aHost(server.url, ws, 'host-c', 'architect', { env });
   await served(a2);

@@ -47,6 +47,19 @@ function sampler(env: NodeJS.ProcessEnv): OtelSettings['sampler'] {
 
 const truthy = (v: string | undefined) => v !== undefined && /^(true|1|yes|on)$/i.test(v.trim());
 
+/** A URL as it may be printed: without a user name and password in it. */
+export function shownUrl(value: string): string {
+  try {
+    const url = new URL(value);
+    if (!url.username && !url.password) return value;
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  } catch {
+    return value;
+  }
+}
+
 function checkUrl(value: string, where: string): string {
   let url: URL;
   try {
@@ -55,7 +68,7 @@ function checkUrl(value: string, where: string): string {
     throw new A2AError('VALIDATION_ERROR', `${where}: "${value}" is not a URL; give the OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318`, { where });
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new A2AError('VALIDATION_ERROR', `${where}: "${value}" is a ${url.protocol} URL; traces are exported over OTLP/HTTP: give an http:// or https:// endpoint`, { where });
+    throw new A2AError('VALIDATION_ERROR', `${where}: "${shownUrl(value)}" is a ${url.protocol} URL; traces are exported over OTLP/HTTP: give an http:// or https:// endpoint`, { where });
   }
   return value;
 }

@@ -16,7 +16,7 @@ import { defaultResource, envDetector, hostDetector, processDetector, detectReso
 import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from '@opentelemetry/sdk-trace';
 import { disableTracing, enableTracing } from '../../actors/tracing.js';
 import { secrets } from '../../actors/secrets.js';
-import type { OtelSettings } from './options.js';
+import { shownUrl, type OtelSettings } from './options.js';
 import { OffThreadExporter } from './offThread.js';
 import { recordSpanFactory } from './recordSpans.js';
 
@@ -93,7 +93,8 @@ export async function startOtel(settings: OtelSettings, options: { service: stri
   const ourPropagator = propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const said = new SaidOnce(notify);
   diag.setLogger(said, DiagLogLevel.WARN);
-  const target = `${settings.url ?? (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || tracesUrlOf(env.OTEL_EXPORTER_OTLP_ENDPOINT))} (${settings.protocol})`;
+  // printed: a user name and password in the URL are left out
+  const target = `${shownUrl(settings.url ?? (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim() || tracesUrlOf(env.OTEL_EXPORTER_OTLP_ENDPOINT)))} (${settings.protocol})`;
   const exporter = new OffThreadExporter({ ...(settings.url ? { url: settings.url } : {}), protocol: settings.protocol, target, resource: resource.attributes, ...settings.batch, onProblem: (level, message) => said[level](message) });
   const failed = (error: unknown) => notify(`a2a: tracing: export failed: ${secrets.text(String(error))}`);
   // the end of a run waits this long for its last spans: a collector that is down (its exporter

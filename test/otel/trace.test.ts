@@ -243,6 +243,22 @@ describe('trace settings', () => {
     expect(tracingEnabled()).toBe(false);
   });
 
+  it('never prints a user name and password given in the endpoint URL', async () => {
+    const rx = await startReceiver();
+    try {
+      const lines: string[] = [];
+      const withCredentials = rx.url.replace('http://', 'http://collector:hunter2-very-secret@');
+      const run = await startRun({ task: 'Say hello.', workspace: tempDir(), store: 'memory', otel: withCredentials, notify: (l) => lines.push(l) });
+      expect((await run.done).status).toBe('completed');
+      expect(lines.join('\n')).toContain(`go to ${rx.url}/v1/traces (http/protobuf)`);
+      expect(lines.join('\n')).not.toContain('hunter2');
+      // and the spans arrived (the exporter sent the credentials as basic auth, to the receiver only)
+      expect(rx.spans.length).toBeGreaterThan(0);
+    } finally {
+      await rx.close();
+    }
+  });
+
   it('exports nothing with otel: false, even with the variables set', async () => {
     const rx = await startReceiver();
     try {

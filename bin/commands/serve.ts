@@ -5,6 +5,7 @@
  */
 import { secrets } from '../../actors/secrets.js';
 import { errorText } from '../../machines/errorText.js';
+import { otelSettings } from '../../adapters/otel/options.js';
 
 export interface ServeCommandOptions {
   a2a?: boolean;
@@ -41,6 +42,13 @@ export async function serveCommand(options: ServeCommandOptions, io: ServeIo, ve
     return 2;
   }
   if (token) secrets.add('A2A_SERVE_TOKEN', token);
+  // tracing settings (--otel, OTEL_* variables) are checked now, not at each task's run
+  try {
+    otelSettings(options.otel ? { url: options.otel } : {});
+  } catch (error) {
+    notify(`a2a serve: ${errorText(error)}`);
+    return 2;
+  }
   // the SDK and Express are loaded only for this command
   const { serveA2A } = await import('../../adapters/a2aProtocol/server.js');
   let server;

@@ -293,6 +293,13 @@ describe('trace settings', () => {
     }
     // nothing was started: no run was recorded
     expect(new FileRunStore(ws).list()).toEqual([]);
+    // a2a serve and a2a host refuse them before they listen or connect
+    const serve = capture();
+    expect(await main(['serve', '--a2a', '--workspace', ws, '--otel', 'ftp://collector:21'], serve.io)).toBe(2);
+    expect(serve.err()).toMatch(/a2a serve: --otel: "ftp:\/\/collector:21" is a ftp: URL/);
+    const host = capture();
+    expect(await main(['host', '--nats', 'nats://127.0.0.1:1', '--agents', 'coder', '--workspace', ws, '--otel', 'ftp://collector:21'], host.io)).not.toBe(0);
+    expect(host.err()).toMatch(/--otel: "ftp:\/\/collector:21" is a ftp: URL/);
   });
 });
 

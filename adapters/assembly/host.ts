@@ -27,8 +27,7 @@ import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
 import { natsCredentials, warnIfUnauthenticated } from './nats.js';
 import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
-import { tracingFor, type ProcessTracing } from './tracing.js';
-import { otelSettings } from '../otel/options.js';
+import { exportSettings, tracingFor, type ProcessTracing } from './tracing.js';
 
 export interface HostOptions extends CodeInputs {
   /** The NATS server(s); credentials come from A2A_NATS_USER/PASSWORD/TOKEN, never from here. */
@@ -81,12 +80,13 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const hostId = options.id ?? `${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
   const concurrency = options.concurrency ?? 4;
 
-  if (options.otel !== false) otelSettings({ ...(typeof options.otel === 'string' ? { url: options.otel } : {}) });
+  // checked before anything connects
+  const otelExport = exportSettings(options);
   const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials(), onWarning: (line) => notify(`a2a: warning: NATS: ${line}`) });
   let tracing: ProcessTracing | null = null;
   try {
     warnIfUnauthenticated(transport, options.nats, notify);
-    tracing = await tracingFor(options, 'a2a-host', notify, hostId);
+    tracing = await tracingFor(options, otelExport, 'a2a-host', notify, hostId);
     if (tracing) notify(`tracing: spans of the sessions of host ${hostId} go to ${tracing.target}`);
     const builder = tracing?.builder;
     // events are published under their own run (for its orchestrator and monitors) and logged here

@@ -51,9 +51,8 @@ import { modelsFor, secretsFileOf } from './models.js';
 import type { TypedRunEvent } from '../../machines/runEvents.js';
 import { McpTools } from '../mcp/client.js';
 import { commandRunnerFor } from './sandbox.js';
-import { environmentTrace, tracingFor } from './tracing.js';
+import { environmentTrace, exportSettings, tracingFor } from './tracing.js';
 import { contextOfHeaders, otelApi } from '../../actors/tracing.js';
-import { otelSettings } from '../otel/options.js';
 import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
 
 export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
@@ -328,7 +327,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   }
 
   // bad tracing settings (--otel, OTEL_* variables) are refused before anything is connected or written
-  if (effective.otel !== false) otelSettings({ ...(typeof effective.otel === 'string' ? { url: effective.otel } : {}) });
+  const otelExport = exportSettings(effective);
   const runId = resuming?.record.runId ?? request.runId ?? newRunId();
   const validRunId = RunIdSchema.safeParse(runId);
   if (!validRunId.success) throw new A2AError('VALIDATION_ERROR', `run id "${runId}" is not allowed: ${validRunId.error.issues[0]?.message ?? 'invalid'}`, { where: 'runId' });
@@ -434,7 +433,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const workflowRequest = p.target.workflow ?? null;
   const orchestratedRun = !!plan || !!workflowRequest || effective.standalone !== true;
   // traces: the SDK is loaded only when asked for; the spans are built from the run's events
-  const tracing = await tracingFor(effective, 'a2a', notify);
+  const tracing = await tracingFor(effective, otelExport, 'a2a', notify);
   if (tracing) {
     // a program's active span (a run started inside its own trace), or the TRACEPARENT of the
     // environment (a CI job's trace), is the run's parent

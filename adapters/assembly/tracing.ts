@@ -5,10 +5,10 @@
  * events into spans (actors/tracing.ts).
  */
 import { disableTracing, enableTracing, TraceBuilder } from '../../actors/tracing.js';
+import { captureContent, otelSettings, type OtelSettings } from '../otel/options.js';
 
 /** Runs tracing through the program's own provider (`otel: true` without an endpoint). */
 let apiUsers = 0;
-import { otelSettings } from '../otel/options.js';
 
 export interface TracingRequest {
   /** An OTLP/HTTP endpoint; `true`: the OTEL_* variables, else the program's own provider; `false`: never (even with the variables set). */
@@ -25,15 +25,29 @@ export interface ProcessTracing {
   close(): Promise<void>;
 }
 
-/** The tracing of a run or a host, or null when nothing asks for it (nothing is loaded then). */
-export async function tracingFor(request: TracingRequest, service: string, notify: (line: string) => void, instance?: string): Promise<ProcessTracing | null> {
+/**
+ * The export settings of a request (null: nothing to export), checked: a command calls this
+ * before it connects or writes anything, and hands the result to `tracingFor`.
+ */
+export function exportSettings(request: TracingRequest): OtelSettings | null {
   if (request.otel === false) return null;
-  const settings = otelSettings({ ...(typeof request.otel === 'string' ? { url: request.otel } : {}), ...(request.otelContent ? { content: true } : {}) });
+  return otelSettings({ ...(typeof request.otel === 'string' ? { url: request.otel } : {}), ...(request.otelContent ? { content: true } : {}) });
+}
+
+/** The tracing of a run or a host, or null when nothing asks for it (nothing is loaded then). */
+export async function tracingFor(
+  request: TracingRequest,
+  settings: OtelSettings | null,
+  service: string,
+  notify: (line: string) => void,
+  instance?: string,
+): Promise<ProcessTracing | null> {
+  if (request.otel === false) return null;
   const builder = new TraceBuilder();
   if (!settings) {
     if (request.otel !== true) return null;
     // the program's own tracer provider, through the API (on while a run of it wants traces)
-    if (apiUsers++ === 0) await enableTracing({ content: request.otelContent === true || /^(true|1)$/i.test(process.env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ?? '') });
+    if (apiUsers++ === 0) await enableTracing({ content: captureContent(request.otelContent) });
     let closed = false;
     return {
       builder,

@@ -47,6 +47,11 @@ function sampler(env: NodeJS.ProcessEnv): OtelSettings['sampler'] {
 
 const truthy = (v: string | undefined) => v !== undefined && /^(true|1|yes|on)$/i.test(v.trim());
 
+/** Whether spans may carry prompt and output text: `--otel-content`, or OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT. */
+export function captureContent(requested: boolean | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
+  return requested === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT);
+}
+
 /** A URL as it may be printed: without a user name and password in it. */
 export function shownUrl(value: string): string {
   try {
@@ -105,7 +110,7 @@ export function otelSettings(request: OtelRequest = {}, env: NodeJS.ProcessEnv =
   if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
     throw new A2AError('VALIDATION_ERROR', `${protocolVar}: "${protocol}" is not supported; use http/protobuf (the default) or http/json${protocol === 'grpc' ? ' (gRPC is not exported: point the endpoint at the collector\'s OTLP/HTTP port, usually 4318)' : ''}`, { where: protocolVar });
   }
-  const content = request.content === true || truthy(env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT);
+  const content = captureContent(request.content, env);
   const batch = {
     maxQueueSize: positive(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 65_536),
     maxExportBatchSize: positive(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 1_024),

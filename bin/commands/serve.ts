@@ -5,7 +5,7 @@
  */
 import { secrets } from '../../actors/secrets.js';
 import { errorText } from '../../machines/errorText.js';
-import { otelSettings } from '../../adapters/otel/options.js';
+import { exportSettings } from '../../adapters/assembly/tracing.js';
 
 export interface ServeCommandOptions {
   a2a?: boolean;
@@ -44,7 +44,7 @@ export async function serveCommand(options: ServeCommandOptions, io: ServeIo, ve
   if (token) secrets.add('A2A_SERVE_TOKEN', token);
   // tracing settings (--otel, OTEL_* variables) are checked now, not at each task's run
   try {
-    otelSettings(options.otel ? { url: options.otel } : {});
+    exportSettings(options.otel ? { otel: options.otel } : {});
   } catch (error) {
     notify(`a2a serve: ${errorText(error)}`);
     return 2;

@@ -49,7 +49,7 @@ import type { Budgets, CostLedger } from './cost.js';
 import type { PauseGates } from './pause.js';
 import type { ArtifactStore } from './artifacts.js';
 import { estimateTokens, fitConversation } from './summarize.js';
-import { startChat, startTool } from './tracing.js';
+import { startChat, startTool, tracingEnabled } from './tracing.js';
 
 /** The model a session runs on: the client, the model name (requests, prices), its window. */
 export interface ResolvedModel {
@@ -376,17 +376,19 @@ async function callUncut(
   for (let cut = 0; ; cut++, cuts.count++) {
     const limit = cuts.limit;
     let reply: ModelReply;
-    const span = startChat({
-      runId: spec.correlation.runId,
-      sessionId: spec.id,
-      agent: spec.agent.agentName,
-      provider: model.provider ?? model.id,
-      model: request.model ?? resolved.name,
-      profile: resolved.profile,
-      ...(request.maxTokens ?? limit ? { maxTokens: (request.maxTokens ?? limit)! } : {}),
-      system: request.system,
-      messages: request.messages,
-    });
+    // nothing is built when tracing is off (every model call passes here)
+    const span = tracingEnabled()
+      ? startChat({
+          runId: spec.correlation.runId,
+          sessionId: spec.id,
+          provider: model.provider ?? model.id,
+          model: request.model ?? resolved.name,
+          profile: resolved.profile,
+          ...(request.maxTokens ?? limit ? { maxTokens: (request.maxTokens ?? limit)! } : {}),
+          system: request.system,
+          messages: request.messages,
+        })
+      : null;
     try {
       reply = await model.call(request, abort);
     } catch (error) {
@@ -455,7 +457,7 @@ export function runTool(
   permit: (ask: PermissionAsk) => Promise<PermissionAnswer>,
 ): Promise<ToolOutcome> {
   const definition = deps.registry.get(input.spec.agent.agentName);
-  const span = startTool(input.spec.correlation.runId, input.spec.id, input.spec.agent.agentName, input.call, deps.external?.handles(input.call.name) ? 'extension' : 'function');
+  const span = tracingEnabled() ? startTool(input.spec.correlation.runId, input.spec.id, input.call, deps.external?.handles(input.call.name) ? 'extension' : 'function') : null;
   const running = deps.catalog.run(input.call, definition, {
     spec: input.spec,
     worktree: input.spec.correlation.worktreePath,

@@ -262,7 +262,6 @@ function fail(span: Span, type: string, message: string): void {
 export interface ChatSpanInfo {
   runId: string;
   sessionId: string;
-  agent: string;
   /** The provider (`openai`, `anthropic`, …). */
   provider: string;
   /** The model's name (what the call is priced by). */
@@ -314,7 +313,7 @@ export function startChat(info: ChatSpanInfo): { end(reply: ModelReply, costUsd:
 const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 /** Starts a tool call's span (`execute_tool <tool>`); null when tracing is off. */
-export function startTool(runId: string, sessionId: string, agent: string, call: ToolCall, type: 'function' | 'extension'): { end(outcome: ToolOutcome): void; fail(error: unknown): void } | null {
+export function startTool(runId: string, sessionId: string, call: ToolCall, type: 'function' | 'extension'): { end(outcome: ToolOutcome): void; fail(error: unknown): void } | null {
   if (!active) return null;
   const attributes: Attributes = {
     'gen_ai.operation.name': 'execute_tool',

@@ -84,6 +84,13 @@ class MergeQueue {
   }
 }
 
+/** `work`'s value and how long it took (ms): a git step's event carries it, and a trace's span of the step is timed by it. */
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const t0 = Date.now();
+  const value = await work();
+  return { value, ms: Date.now() - t0 };
+}
+
 /** The git steps of a task's branch, bound to the Git port; each reports what it did as a run event. */
 export function createTaskBranch(deps: { git?: Git; pullRequests?: PullRequests; events: EventSink }) {
   const need = (): Git => {
@@ -95,44 +102,37 @@ export function createTaskBranch(deps: { git?: Git; pullRequests?: PullRequests;
   return taskBranchMachine.provide({
     actors: {
       prepareWorktree: fromPromise(async ({ input }: { input: { repo: string; worktree: string; branch: string; base: string } }) => {
-        const t0 = Date.now();
-        await need().createWorktree(input.repo, { path: input.worktree, branch: input.branch, base: input.base });
-        deps.events.emit({ type: 'worktree.created', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, base: input.base, ms: Date.now() - t0 } });
+        const { ms } = await timed(() => need().createWorktree(input.repo, { path: input.worktree, branch: input.branch, base: input.base }));
+        deps.events.emit({ type: 'worktree.created', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, base: input.base, ms } });
       }),
       commitAndMeasure: fromPromise(async ({ input }: { input: { worktree: string; base: string; message: string } }): Promise<{ commit: string | null; diff: DiffStats }> => {
         const git = need();
-        const t0 = Date.now();
-        const commit = await git.commitAll(input.worktree, input.message);
-        const diff = await git.diffSummary(input.worktree, input.base);
-        deps.events.emit({ type: 'branch.committed', taskId: taskOf(input.worktree), data: { commit, diff, ms: Date.now() - t0 } });
-        return { commit, diff };
+        const { value, ms } = await timed(async () => ({ commit: await git.commitAll(input.worktree, input.message), diff: await git.diffSummary(input.worktree, input.base) }));
+        deps.events.emit({ type: 'branch.committed', taskId: taskOf(input.worktree), data: { ...value, ms } });
+        return value;
       }),
       mergeBranch: fromPromise(async ({ input }: { input: { repo: string; branch: string; base: string; message: string } }) => {
-        let t0 = Date.now();
-        const outcome = await merges.run(input.repo, () => ((t0 = Date.now()), need().merge(input.repo, { branch: input.branch, into: input.base, message: input.message })));
-        // the merge itself (not its wait in the repository's queue)
-        const ms = Date.now() - t0;
+        // the merge itself is timed (not its wait in the repository's queue)
+        const { value: outcome, ms } = await merges.run(input.repo, () => timed(() => need().merge(input.repo, { branch: input.branch, into: input.base, message: input.message })));
         const taskId = input.branch.split('/').pop()!;
         if (outcome.merged) deps.events.emit({ type: 'branch.merged', taskId, data: { branch: input.branch, into: input.base, commit: outcome.commit, ms } });
         else deps.events.emit({ type: 'branch.conflict', taskId, data: { branch: input.branch, into: input.base, conflicts: outcome.conflicts, ms } });
         return outcome;
       }),
       removeWorktree: fromPromise(async ({ input }: { input: { repo: string; worktree: string; branch: string } }) => {
-        const t0 = Date.now();
-        await need().removeWorktree(input.repo, input.worktree, { deleteBranch: input.branch });
-        deps.events.emit({ type: 'worktree.removed', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, ms: Date.now() - t0 } });
+        const { ms } = await timed(() => need().removeWorktree(input.repo, input.worktree, { deleteBranch: input.branch }));
+        deps.events.emit({ type: 'worktree.removed', taskId: taskOf(input.worktree), data: { worktree: input.worktree, branch: input.branch, ms } });
       }),
       pushBranch: fromPromise(async ({ input }: { input: { repo: string; remote: string; branch: string } }) => {
-        const t0 = Date.now();
-        await need().push(input.repo, { remote: input.remote, branch: input.branch });
-        deps.events.emit({ type: 'branch.pushed', taskId: input.branch.split('/').pop()!, data: { remote: input.remote, branch: input.branch, ms: Date.now() - t0 } });
+        const { ms } = await timed(() => need().push(input.repo, { remote: input.remote, branch: input.branch }));
+        deps.events.emit({ type: 'branch.pushed', taskId: input.branch.split('/').pop()!, data: { remote: input.remote, branch: input.branch, ms } });
       }),
       openPullRequest: fromPromise(
         async ({ input, signal }: { input: { github: { owner: string; repo: string }; branch: string; base: string; title: string; body: string }; signal: AbortSignal }) => {
           if (!deps.pullRequests) throw new Error('no GitHub token is configured: set git.github.tokenEnv (default GITHUB_TOKEN)');
-          const t0 = Date.now();
-          const pr = await deps.pullRequests.open({ owner: input.github.owner, repo: input.github.repo, head: input.branch, base: input.base, title: input.title, body: input.body, signal });
-          deps.events.emit({ type: 'pr.created', taskId: input.branch.split('/').pop()!, data: { number: pr.number, url: pr.url, branch: input.branch, base: input.base, ms: Date.now() - t0 } });
+          const pullRequests = deps.pullRequests;
+          const { value: pr, ms } = await timed(() => pullRequests.open({ owner: input.github.owner, repo: input.github.repo, head: input.branch, base: input.base, title: input.title, body: input.body, signal }));
+          deps.events.emit({ type: 'pr.created', taskId: input.branch.split('/').pop()!, data: { number: pr.number, url: pr.url, branch: input.branch, base: input.base, ms } });
           return pr;
         },
       ),

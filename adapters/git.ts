@@ -5,7 +5,6 @@
  */
 import { appendFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { simpleGit } from 'simple-git';
 import type { DiffSummary, Git, MergeOutcome } from '../machines/ports.js';
 import { A2AError } from '../actors/errors.js';
 import type { RunConfig } from '../actors/config.js';
@@ -31,6 +30,10 @@ interface Run {
  */
 export const HARDENING = ['core.hooksPath=/dev/null', 'core.fsmonitor=false'];
 
+/** simple-git, loaded by the first git step: a run outside a repository never loads it. */
+let simpleGitModule: Promise<typeof import('simple-git')> | null = null;
+const loadSimpleGit = () => (simpleGitModule ??= import('simple-git'));
+
 /**
  * Runs git in `dir` and reports its exit code, since several commands answer with it
  * (merge-tree, config --get, check-ref-format). Throws only when git could not run at all.
@@ -39,6 +42,7 @@ async function exec(dir: string, args: string[], config: string[] = []): Promise
   let code = 0;
   let stderr = '';
   try {
+    const { simpleGit } = await loadSimpleGit();
     const git = simpleGit({
       baseDir: dir,
       config: [...HARDENING, ...config],
@@ -96,6 +100,27 @@ async function identity(dir: string): Promise<string[]> {
   return config;
 }
 
+/**
+ * Worktree changes of one repository, one at a time (in this process). `git worktree add` reads
+ * every other worktree's metadata (is the branch checked out elsewhere?), and one being written
+ * beside it fails it ("failed to read .git/worktrees/<name>/commondir"): two tasks starting at
+ * once in the same repository did, about once in 30 runs on a loaded machine.
+ */
+const worktreeQueues = new Map<string, Promise<unknown>>();
+function oneAtATime<T>(repo: string, step: () => Promise<T>): Promise<T> {
+  const key = resolve(repo);
+  const run = (worktreeQueues.get(key) ?? Promise.resolve()).then(step, step);
+  const settled = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  worktreeQueues.set(key, settled);
+  void settled.then(() => {
+    if (worktreeQueues.get(key) === settled) worktreeQueues.delete(key);
+  });
+  return run;
+}
+
 const excluding = new Map<string, Promise<void>>();
 /**
  * Lists `.a2a/` in `.git/info/exclude` (shared by all worktrees, and not a tracked change), so
@@ -147,7 +172,8 @@ function countLines(content: Buffer): number | null {
 
 /** The worktree (if any) that has `branch` checked out. */
 async function checkedOutIn(repo: string, branch: string): Promise<string | null> {
-  const out = await git(repo, ['worktree', 'list', '--porcelain']);
+  // (listed between worktree changes: a worktree being added has half-written metadata)
+  const out = await oneAtATime(repo, () => git(repo, ['worktree', 'list', '--porcelain']));
   for (const block of out.split(/\n\n+/)) {
     const lines = block.split('\n');
     if (lines.includes(`branch refs/heads/${branch}`)) return lines.find((l) => l.startsWith('worktree '))!.slice('worktree '.length);
@@ -212,18 +238,18 @@ export function createGit(): Git {
       // a run started again under its id (killed before its first checkpoint) finds the worktree
       // its first attempt made on this branch: it is the task's, and is taken as it is
       const target = resolve(repo, path);
-      // (only when the path is there: listing while another task's worktree is being added can
-      // read its half-written metadata)
-      const there = await lstat(target).then(
-        () => true,
-        () => false,
-      );
-      if (there) {
-        const listed = (await exec(repo, ['worktree', 'list', '--porcelain'])).stdout;
-        const mine = listed.split('\n\n').some((entry) => entry.split('\n').includes(`worktree ${target}`) && entry.split('\n').includes(`branch refs/heads/${branch}`));
-        if (mine) return;
-      }
-      await git(repo, ['worktree', 'add', '--quiet', '-b', branch, target, base]);
+      await oneAtATime(repo, async () => {
+        const there = await lstat(target).then(
+          () => true,
+          () => false,
+        );
+        if (there) {
+          const listed = (await exec(repo, ['worktree', 'list', '--porcelain'])).stdout;
+          const mine = listed.split('\n\n').some((entry) => entry.split('\n').includes(`worktree ${target}`) && entry.split('\n').includes(`branch refs/heads/${branch}`));
+          if (mine) return;
+        }
+        await git(repo, ['worktree', 'add', '--quiet', '-b', branch, target, base]);
+      });
     },
 
     async removeWorktree(repo, path, options = {}) {
@@ -233,8 +259,7 @@ export function createGit(): Git {
         () => false,
       );
       // --force: a finished task's leftovers (build output, abandoned edits) must not block removal
-      if (exists) await git(repo, ['worktree', 'remove', '--force', target]);
-      else await git(repo, ['worktree', 'prune']);
+      await oneAtATime(repo, () => (exists ? git(repo, ['worktree', 'remove', '--force', target]) : git(repo, ['worktree', 'prune'])));
       if (options.deleteBranch) {
         await assertBranchName(repo, options.deleteBranch);
         await git(repo, ['branch', '--quiet', '-D', options.deleteBranch]);

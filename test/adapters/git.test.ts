@@ -66,6 +66,17 @@ describe('git adapter', () => {
     expect(sh(repo, 'branch', '--list', 'a2a/t1')).toBe('');
   });
 
+  it('should create and remove many worktrees of one repository at once (tasks starting together)', async () => {
+    // git reads every worktree's metadata when it adds one: one half-written beside it failed the add
+    const tasks = Array.from({ length: 8 }, (_, i) => `p${i}`);
+    for (let round = 0; round < 2; round++) {
+      const made = await Promise.all(tasks.map((t) => worktree(repo, `${t}-${round}`)));
+      expect(made.every((wt) => existsSync(join(wt, 'a.txt')))).toBe(true);
+      await Promise.all(made.map((wt, i) => gitPort.removeWorktree(repo, wt, { deleteBranch: `a2a/${tasks[i]}-${round}` })));
+    }
+    expect(sh(repo, 'worktree', 'list').split('\n')).toHaveLength(1);
+  });
+
   it('should take the worktree a first attempt of the same run made for the task, as it is (a restarted run)', async () => {
     const wt = await worktree(repo, 't1');
     writeFileSync(join(wt, 'work.txt'), 'from the first attempt');

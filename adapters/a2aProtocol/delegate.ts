@@ -28,7 +28,11 @@ import { errorText } from '../../machines/errorText.js';
 import { messagesIn } from '../../actors/prompts.js';
 import { fromFile } from '../model/secrets.js';
 import { callHeaders } from '../../actors/tracing.js';
-import { clientFor, emptyView, fold, foldTask, tokenTransportProblem, TERMINAL, userMessage, type RemoteState, type RemoteView } from './client.js';
+import type { RemoteState, RemoteView } from './client.js';
+
+/** The A2A SDK's client side, loaded when a remote agent is first asked (a run without one never loads it). */
+const a2aClient = () => import('./client.js');
+type ClientModule = Awaited<ReturnType<typeof a2aClient>>;
 
 export const REMOTE_TOOL = 'a2a_remote_task';
 const DEFAULT_TIMEOUT_MS = 10 * 60_000;
@@ -64,7 +68,7 @@ function clip(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
 
-function tokenOf(ctx: ToolContext, remote: NonNullable<ReturnType<ToolContext['registry']['get']>['remote']>, secretsFile: string | undefined): string | undefined {
+function tokenOf(ctx: ToolContext, remote: NonNullable<ReturnType<ToolContext['registry']['get']>['remote']>, secretsFile: string | undefined, { tokenTransportProblem }: ClientModule): string | undefined {
   const ref = remote.token;
   if (!ref) return undefined;
   if (!remote.declaredIn.trusted) {
@@ -93,7 +97,7 @@ function taskText(ctx: ToolContext): string {
  * Reads a stream until the remote task needs the driver: a terminal state, a request for input,
  * or a status message with text (a progress report to pass on). Silence for `silenceMs` breaks it.
  */
-async function follow(stream: AsyncGenerator<StreamResponse>, view: RemoteView, silenceMs: number, attempt: AbortController): Promise<'stop' | 'ended'> {
+async function follow(stream: AsyncGenerator<StreamResponse>, view: RemoteView, silenceMs: number, attempt: AbortController, { fold, TERMINAL }: ClientModule): Promise<'stop' | 'ended'> {
   let timer: NodeJS.Timeout | undefined;
   let silent!: () => void;
   const silence = new Promise<'silent'>((done) => (silent = () => done('silent')));
@@ -135,6 +139,8 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       const definition = ctx.registry.get(ctx.spec.agent.agentName);
       const remote = definition.remote;
       if (!remote) throw new A2AError('TOOL_NOT_ALLOWED', `@${ctx.spec.agent.agentName} is not a remote A2A agent (its file has no "remote:"); ${REMOTE_TOOL} is for remote agents only.`);
+      const a2a = await a2aClient();
+      const { clientFor, emptyView, foldTask, TERMINAL, userMessage } = a2a;
       const timeoutMs = remote.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       let deadline = args.deadline ?? 0;
       const view = emptyView(args.taskId ?? '', args.contextId ?? '');
@@ -151,7 +157,7 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       }
       // the remote task's time starts when it is sent (not while a person decided)
       if (!deadline) deadline = ctx.clock.now() + timeoutMs;
-      const token = tokenOf(ctx, remote, options.secretsFile);
+      const token = tokenOf(ctx, remote, options.secretsFile, a2a);
       let client: Client;
       try {
         client = await clientFor(remote.url, token);
@@ -163,6 +169,8 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       const abort = new AbortController();
       const onAbort = () => abort.abort();
       ctx.signal.addEventListener('abort', onAbort, { once: true });
+      // a cancel that came while the tool was getting ready (the permission, the client) fired no event
+      if (ctx.signal.aborted) abort.abort();
       const overdue = setTimeout(() => abort.abort(), left);
       const silenceMs = remote.silenceMs ?? DEFAULT_SILENCE_MS;
       // the remote agent's spans join this run's trace (W3C traceparent on every request)
@@ -186,7 +194,7 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
           try {
             if (action === 'wait' && (await settled())) return result();
             const attempt = new AbortController();
-            const how = await follow(open(action, attempt), view, silenceMs, attempt);
+            const how = await follow(open(action, attempt), view, silenceMs, attempt, a2a);
             if (how === 'stop') return result();
             broke = `the remote agent's stream ended while its task was ${view.state}`;
           } catch (e) {
@@ -289,7 +297,7 @@ export class RemoteAgentDriver implements Model {
     if (state === 'completed') {
       return reply(`The remote agent completed task ${r.taskId}.`, [call(`remote-${n}`, 'a2a_subtask_complete', { status: 'success', output: output(r) })]);
     }
-    if (r.error || TERMINAL.has(state)) {
+    if (r.error || (await a2aClient()).TERMINAL.has(state)) {
       const error = r.error ?? `the remote agent ended task ${r.taskId} as ${state}${r.status ? `: ${r.status}` : ''}`;
       return reply(`The remote task ended: ${state}.`, [call(`remote-${n}`, 'a2a_subtask_complete', { status: 'failed', output: output(r), error })]);
     }

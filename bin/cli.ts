@@ -4,19 +4,10 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { A2AError, isA2AError } from '../actors/errors.js';
-import { agentsCommand } from './commands/agents.js';
-import { runCommand, type RunIo } from './commands/run.js';
-import { stopCommand } from './commands/stop.js';
-import { auditCommand, inboxCommand, manageCommand, resumeCommand, runControlCommand, statusCommand } from './commands/manage.js';
-import { hostCommand } from './commands/host.js';
-import { gatewayCommand } from './commands/gateway.js';
-import { monitorCommand } from './commands/monitor.js';
-import { inspectCommand } from './commands/inspect.js';
-import { GRAPH_FORMATS, graphCommand } from './commands/graph.js';
-import { ARTIFACT_TYPES, artifactsCommand } from './commands/artifacts.js';
-import { configExportCommand, configImportCommand, configValidateCommand } from './commands/config.js';
+import type { RunIo } from './commands/run.js';
 import { redactText, secrets } from '../actors/secrets.js';
-import { machines } from '../actors/graph/index.js';
+import { ArtifactType } from '../machines/protocol.js';
+import { GRAPH_FORMATS, GRAPH_MACHINES } from './commands/graphNames.js';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +35,25 @@ function runOf(positional: string | undefined, option: string | undefined): stri
   }
   return positional ?? option;
 }
+
+/**
+ * Each command's module is loaded when that command runs, never at start: the SDKs behind them
+ * (NATS, OpenAI, Anthropic, simple-git, the inspector's websocket, the A2A SDK, @xstate/graph)
+ * cost 0.8 s of a start that printing `--version` or running a local plan does not need.
+ */
+const commands = {
+  run: () => import('./commands/run.js'),
+  host: () => import('./commands/host.js'),
+  gateway: () => import('./commands/gateway.js'),
+  monitor: () => import('./commands/monitor.js'),
+  manage: () => import('./commands/manage.js'),
+  artifacts: () => import('./commands/artifacts.js'),
+  agents: () => import('./commands/agents.js'),
+  config: () => import('./commands/config.js'),
+  graph: () => import('./commands/graph.js'),
+  inspect: () => import('./commands/inspect.js'),
+  stop: () => import('./commands/stop.js'),
+};
 
 /** Each command's examples, shown at the end of its help. */
 const EXAMPLES: Record<string, string[]> = {
@@ -143,7 +153,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .addOption(new Option('--inquiry-delay <ms>', 'grace period before the inquiry is sent').argParser(int('--inquiry-delay')))
     .addOption(new Option('--inquiry-timeout <ms>', 'time to answer an inquiry').argParser(int('--inquiry-timeout', 1)))
     .action(async (target: string | undefined, options) => {
-      code = await runCommand(target, options, io);
+      code = await (await commands.run()).runCommand(target, options, io);
     });
 
   program
@@ -162,7 +172,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .addOption(new Option('--drain <ms>', 'on SIGTERM, how long running sessions may finish before they are handed back').argParser(int('--drain')))
     .addOption(new Option('--heartbeat <ms>', 'heartbeat interval (a host silent for 3 is taken as dead)').argParser(int('--heartbeat', 100)))
     .action(async (options) => {
-      code = await hostCommand(options, io);
+      code = await (await commands.host()).hostCommand(options, io);
     });
 
   program
@@ -182,7 +192,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .addOption(new Option('--drain <ms>', 'on SIGTERM, how long running tasks may finish before they are handed back').argParser(int('--drain')))
     .option('--shared-subject', 'also accept the spec\'s shared <prefix>.orchestrator.messages, whose sender_id nobody can verify (default: refused; agents publish on <prefix>.orchestrator.messages.<agent_id>)')
     .action(async (options) => {
-      code = await gatewayCommand(options, io);
+      code = await (await commands.gateway()).gatewayCommand(options, io);
     });
 
   /** A NATS subject token: what a namespace or a run id may be made of when the monitor subscribes to it. */
@@ -201,7 +211,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .addOption(new Option('--for <ms>', 'exit after this long').argParser(int('--for', 1)))
     .addOption(new Option('--interval <ms>', 'snapshot period with --json, refresh period of the view (default 1000)').argParser(int('--interval', 50)))
     .action(async (options) => {
-      code = await monitorCommand(options, io);
+      code = await (await commands.monitor()).monitorCommand(options, io);
     });
 
   program
@@ -211,9 +221,9 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--run <runId>', 'run (default: the latest in progress, else the latest)')
     .option('--json', 'print as JSON')
     .option('--workspace <dir>', 'workspace directory')
-    .action((runId: string | undefined, options) => {
+    .action(async (runId: string | undefined, options) => {
       const run = runOf(runId, options.run);
-      code = statusCommand({ ...options, ...(run ? { run } : {}), note }, io.stdout);
+      code = (await commands.manage()).statusCommand({ ...options, ...(run ? { run } : {}), note }, io.stdout);
     });
 
   program
@@ -221,14 +231,14 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .description("A run's artifacts (plans, structure, code, reviews, docs, test results): a table, or one's content with --show")
     .argument('[runId]', 'run (default: the latest); or --run')
     .option('--run <runId>', 'run (default: the latest)')
-    .addOption(new Option('--type <type>', 'only artifacts of this type').choices([...ARTIFACT_TYPES]))
+    .addOption(new Option('--type <type>', 'only artifacts of this type').choices([...ArtifactType.options]))
     .option('--show <id[@version]>', 'print the content of an artifact (default: its latest version)')
     .option('--json', 'print the records (or with --show the stored content) as JSON')
     .option('--workspace <dir>', 'workspace directory')
     .option('--nats <url>', 'for a run deployed over NATS: read its artifacts from the KV bucket (read only)')
     .addOption(new Option('--namespace <ns>', 'NATS namespace (default: default)').argParser(token('--namespace')))
     .action(async (runId: string | undefined, options) => {
-      code = await artifactsCommand(runOf(runId, options.run), { ...options, note }, io);
+      code = await (await commands.artifacts()).artifactsCommand(runOf(runId, options.run), { ...options, note }, io);
     });
 
   program
@@ -242,7 +252,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--json', 'list as JSON')
     .option('--workspace <dir>', 'workspace directory')
     .action(async (action: string | undefined, ids: string[], options) => {
-      code = await inboxCommand(action, ids, { ...options, note }, io.stdout);
+      code = await (await commands.manage()).inboxCommand(action, ids, { ...options, note }, io.stdout);
     });
 
   const VALUES: Record<string, string> = {
@@ -258,7 +268,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
       .action(async (task: string, ...rest: unknown[]) => {
         const value = valueName ? (rest[0] as string) : undefined;
         const options = rest[valueName ? 1 : 0] as { run?: string; workspace?: string };
-        code = await manageCommand(command, task, value, { ...options, note }, io.stdout);
+        code = await (await commands.manage()).manageCommand(command, task, value, { ...options, note }, io.stdout);
       });
   };
   manage('reassign', 'reassign', 'Give a running worker another agent type (new instructions and tools; its conversation is kept)', 'agent');
@@ -272,7 +282,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--reason <text>', 'why, for the record')
     .option('--workspace <dir>', 'workspace directory')
     .action(async (runId: string | undefined, options: { workspace?: string; reason?: string; run?: string }) => {
-      code = await runControlCommand('pause', runOf(runId, options.run), { ...options, note }, io.stdout);
+      code = await (await commands.manage()).runControlCommand('pause', runOf(runId, options.run), { ...options, note }, io.stdout);
     });
   program
     .command('resume')
@@ -281,7 +291,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--run <runId>', 'run of the task (default: the latest in progress)')
     .option('--workspace <dir>', 'workspace directory')
     .action(async (target: string | undefined, options: { run?: string; workspace?: string }) => {
-      code = await resumeCommand(target, { ...options, note }, io.stdout);
+      code = await (await commands.manage()).resumeCommand(target, { ...options, note }, io.stdout);
     });
   program
     .command('retry')
@@ -290,7 +300,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--run <runId>', 'run (default: the latest in progress)')
     .option('--workspace <dir>', 'workspace directory')
     .action(async (runId: string | undefined, options: { workspace?: string; run?: string }) => {
-      code = await runControlCommand('retry', runOf(runId, options.run), { ...options, note }, io.stdout);
+      code = await (await commands.manage()).runControlCommand('retry', runOf(runId, options.run), { ...options, note }, io.stdout);
     });
   manage('model', 'switch_model', "Switch a running worker to another model profile (its conversation is kept, summarized if it does not fit)", 'profile');
 
@@ -301,8 +311,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--run <runId>', 'run (default: the latest)')
     .addOption(new Option('--format <format>', 'output format').choices(['json', 'md']).default('json'))
     .option('--workspace <dir>', 'workspace directory')
-    .action((runId: string | undefined, options) => {
-      code = auditCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
+    .action(async (runId: string | undefined, options) => {
+      code = (await commands.manage()).auditCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
     });
 
   program
@@ -311,8 +321,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--json', 'print as JSON')
     .option('--config <file>', 'configuration file')
     .option('--workspace <dir>', 'workspace directory')
-    .action((options) => {
-      code = agentsCommand(options, io.stdout);
+    .action(async (options) => {
+      code = (await commands.agents()).agentsCommand(options, io.stdout);
     });
 
   const config = program.command('config').description('The workflow\'s roles and the model profiles: validate them, export them to a portable document, import one');
@@ -322,8 +332,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--workspace <dir>', 'workspace directory')
     .option('--config <file>', 'configuration file (default: a2a.config.json or .yaml in the workspace)')
     .option('--json', 'print the result as JSON: { isValid, errors, warnings }')
-    .action((options) => {
-      code = configValidateCommand(options, io);
+    .action(async (options) => {
+      code = (await commands.config()).configValidateCommand(options, io);
     });
   config
     .command('export')
@@ -332,8 +342,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--config <file>', 'configuration file (default: a2a.config.json or .yaml in the workspace)')
     .addOption(new Option('--format <format>', 'output format (default: json, or yaml for an --out file ending in .yaml)').choices(['json', 'yaml']))
     .option('--out <file>', 'write to this file instead of printing')
-    .action((options) => {
-      code = configExportCommand(options, io);
+    .action(async (options) => {
+      code = (await commands.config()).configExportCommand(options, io);
     });
   config
     .command('import')
@@ -341,17 +351,17 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .argument('<file>', 'a document written by a2a config export (JSON or YAML)')
     .option('--workspace <dir>', 'workspace directory')
     .option('--dry-run', 'print the resulting config file instead of writing it')
-    .action((file: string, options) => {
-      code = configImportCommand(file, options, io);
+    .action(async (file: string, options) => {
+      code = (await commands.config()).configImportCommand(file, options, io);
     });
 
   program
     .command('graph')
     .description('Print a machine\'s graph: a Mermaid stateDiagram-v2, JSON, or the paths the model-based tests run')
-    .argument('<machine>', Object.keys(machines).join(', '))
+    .argument('<machine>', GRAPH_MACHINES.join(', '))
     .addOption(new Option('--format <format>', 'output format').choices([...GRAPH_FORMATS]).default('mermaid'))
-    .action((machine: string, options) => {
-      code = graphCommand(machine, options, io.stdout);
+    .action(async (machine: string, options) => {
+      code = (await commands.graph()).graphCommand(machine, options, io.stdout);
     });
 
   program
@@ -360,7 +370,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .addOption(new Option('--port <n>', 'port (0: any free port)').argParser(int('--port')).default(8080))
     .option('--host <host>', 'interface to listen on (the events carry whole conversations: loopback unless you mean it)', '127.0.0.1')
     .action(async (options) => {
-      code = await inspectCommand(options, io.stdout);
+      code = await (await commands.inspect()).inspectCommand(options, io.stdout);
     });
 
   program
@@ -416,8 +426,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .argument('[runId]', 'run to stop (default: the latest run in progress); or --run')
     .option('--run <runId>', 'run to stop (default: the latest run in progress)')
     .option('--workspace <dir>', 'workspace directory')
-    .action((runId: string | undefined, options) => {
-      code = stopCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
+    .action(async (runId: string | undefined, options) => {
+      code = (await commands.stop()).stopCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
     });
 
   for (const command of program.commands) {

@@ -1,5 +1,6 @@
 /** NATS for a process of a2a (a run, a host, a monitor): credentials from the environment, and the one warning about a server without them. */
-import { assertReplicas, describeServers, type NatsConnectedTransport } from '../transport/nats.js';
+import type { NatsConnectedTransport } from '../transport/nats.js';
+import { assertReplicas, describeServers } from '../transport/natsServers.js';
 
 /**
  * Credentials come from the environment, never from flags (they would show in process lists); so

@@ -32,7 +32,6 @@ import { alive, Checkpointer, ControlServer, handleControl, planResume, type Con
 import { createGit, planGit, seedRepository } from '../git.js';
 import { indexRun } from '../store/runIndex.js';
 import { createPullRequest } from '../github.js';
-import { connectNats } from '../transport/nats.js';
 import { natsCredentials, warnIfUnauthenticated } from './nats.js';
 import { publishRunEvents, relayHostEvents } from '../transport/events.js';
 import { publishPause } from '../transport/pause.js';
@@ -42,7 +41,7 @@ import { FileRunStore } from '../store/file.js';
 import { FileArtifactBackend } from '../store/artifactFiles.js';
 import { MemoryArtifactBackend } from '../store/artifactMemory.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
-import { connectInspector, type InspectorConnection } from '../inspector.js';
+import type { InspectorConnection } from '../inspector.js';
 import { codeChannel, type HumanHandler } from '../humanPrompt.js';
 import { targetOf, templateDir, type Target } from './target.js';
 
@@ -380,7 +379,8 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const journal = store?.inboxJournal(runId);
   // over NATS the workers run on hosts; what reaches this process is acknowledged after its next checkpoint
   const ns = effective.namespace ?? 'default';
-  const transport = effective.nats ? await connectNats({ servers: effective.nats, namespace: ns, name: `a2a-run-${runId}`, ...natsCredentials(), onWarning: (line) => warn(`NATS: ${line}`) }) : null;
+  // the NATS client is loaded only for a run that uses it
+  const transport = effective.nats ? await (await import('../transport/nats.js')).connectNats({ servers: effective.nats, namespace: ns, name: `a2a-run-${runId}`, ...natsCredentials(), onWarning: (line) => warn(`NATS: ${line}`) }) : null;
   const pendingAcks: Array<() => Promise<void>> = [];
   const remote = transport
     ? {
@@ -562,7 +562,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     let inspector: InspectorConnection | null = null;
     if (effective.inspect) {
       const url = typeof effective.inspect === 'string' ? effective.inspect : DEFAULT_INSPECTOR_URL;
-      inspector = await connectInspector(url, { runId });
+      inspector = await (await import('../inspector.js')).connectInspector(url, { runId });
       if (inspector.connected) notify(`inspector: sending the run to ${url}`);
       else notify(`inspector: nothing answers at ${url} yet (start one with \`a2a inspect\`); the run goes on, and sends it the whole tree once it answers`);
     }

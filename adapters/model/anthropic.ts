@@ -3,7 +3,7 @@
  * (which also retries; see wire.ts). The API wants strictly alternating user/assistant turns with
  * tool results inside a user turn, so the conversation is folded into that shape here.
  */
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import type { ContentBlockParam, MessageCreateParamsNonStreaming, MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import { z } from 'zod';
 import { describeIssues } from '../../actors/errors.js';
@@ -149,20 +149,27 @@ export class AnthropicModel implements Model {
   readonly validatesReplies = true;
   readonly defaultMaxTokens: number;
   readonly #options: ResolvedOptions;
-  readonly #client: Anthropic;
+  /** The SDK's client, made on the first call: a process that never calls Anthropic does not load its SDK (0.1-0.2 s). */
+  #client: Promise<{ client: Anthropic; sdk: typeof Anthropic }> | null = null;
 
   constructor(options: ProviderOptions) {
     this.#options = parseOptions('anthropic', options);
     this.id = this.#options.id ?? `anthropic:${this.#options.model}`;
     this.modelName = this.#options.model;
     this.defaultMaxTokens = this.#options.maxTokens ?? DEFAULT_MAX_TOKENS;
-    this.#client = new Anthropic({
-      apiKey: this.#options.apiKey,
-      baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,
-      // always explicit: without it the SDK refuses large max_tokens without streaming
-      timeout: this.#options.timeoutMs,
-      maxRetries: this.#options.maxRetries,
-    });
+  }
+
+  #sdk(): Promise<{ client: Anthropic; sdk: typeof Anthropic }> {
+    return (this.#client ??= import('@anthropic-ai/sdk').then(({ default: SDK }) => ({
+      sdk: SDK,
+      client: new SDK({
+        apiKey: this.#options.apiKey,
+        baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,
+        // always explicit: without it the SDK refuses large max_tokens without streaming
+        timeout: this.#options.timeoutMs,
+        maxRetries: this.#options.maxRetries,
+      }),
+    })));
   }
 
   async call(request: ModelRequest, { signal }: { signal: AbortSignal }): Promise<ModelReply> {
@@ -173,12 +180,13 @@ export class AnthropicModel implements Model {
       baseURL: this.#options.baseURL ?? DEFAULT_BASE_URL,
       options: this.#options,
     };
+    const { client, sdk } = await this.#sdk();
     let raw: unknown;
     try {
-      raw = await abortable(this.#client.messages.create(toAnthropicRequest(request, this.#options), { signal }), signal);
+      raw = await abortable(client.messages.create(toAnthropicRequest(request, this.#options), { signal }), signal);
     } catch (error) {
       if (signal.aborted) throw signal.reason;
-      throw failure(error, context, Anthropic);
+      throw failure(error, context, sdk);
     }
     // a message thrown away as unusable was billed all the same
     return billedIfThrown(() => checkReply(fromAnthropicReply(raw, context), context), () => anthropicUsage(raw));

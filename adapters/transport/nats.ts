@@ -24,6 +24,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { DurableConsumer, DurableMessage, KeyValue, KeyValueReader, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 import { assertName, assertSubject } from './names.js';
+import { assertReplicas, describeServers, serverList } from './natsServers.js';
 import { decode, encode, fromHeaders, toHeaders } from './natsCodec.js';
 import { isNoResponders, isTimeout, reason, redact, secretsOf } from './natsErrors.js';
 import { API_TIMEOUT_MS, NatsLink } from './natsLink.js';
@@ -96,22 +97,7 @@ function assertPrefix(prefix: string, where: string, what: string, example: stri
   if (!/^[!-~]+$/.test(prefix)) throw bad('only printable ASCII is allowed');
 }
 
-/** Checks a replicas setting: JetStream holds 1 to 5 replicas of a stream. */
-export function assertReplicas(value: unknown, where: string): asserts value is number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 5) {
-    throw new A2AError('CONFIGURATION_INVALID', `${where} must be an integer from 1 to 5 (JetStream's limit), got ${JSON.stringify(value)}`, { where });
-  }
-}
-
-/** The server URLs of a list, or of one string separated by commas (`--nats a,b,c`). */
-export function serverList(servers: string | string[]): string[] {
-  return (Array.isArray(servers) ? servers : [servers]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
-}
-
-/** Server URLs without user info, for messages (each URL of a comma-separated cluster too). */
-export function describeServers(servers: string | string[]): string {
-  return serverList(servers).map((s) => s.replace(/\/\/[^@/]*@/, '//')).join(', ');
-}
+export { assertReplicas, describeServers, serverList } from './natsServers.js';
 
 /** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
 export async function connectNats(options: NatsTransportOptions): Promise<NatsConnectedTransport> {

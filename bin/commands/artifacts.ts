@@ -14,7 +14,6 @@ import { FileRunStore } from '../../adapters/store/file.js';
 import { locateRun } from './manage.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
-import { connectNats } from '../../adapters/transport/nats.js';
 import { natsCredentials } from '../../adapters/assembly/nats.js';
 
 export const ARTIFACT_TYPES: readonly string[] = ArtifactType.options;
@@ -56,6 +55,7 @@ export async function artifactsCommand(runIdArg: string | undefined, options: Ar
   const closers: Array<() => Promise<void>> = [];
   let backend: ArtifactBackend = files;
   if (options.nats && (!local || (await files.ids(runId)).length === 0)) {
+    const { connectNats } = await import('../../adapters/transport/nats.js');
     const transport = await connectNats({ servers: options.nats, namespace: options.namespace ?? 'default', name: 'a2a-artifacts', ...natsCredentials() });
     closers.push(() => transport.close());
     backend = new KvArtifactBackend(() => transport.readKeyValue(ARTIFACT_BUCKET));

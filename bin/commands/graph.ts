@@ -1,8 +1,7 @@
 /** `a2a graph <machine> [--format mermaid|json|paths]`: a machine's graph, as the tests see it. */
 import { A2AError } from '../../actors/errors.js';
 import { chartModels, describePath, generatePaths, machines, toGraphJson, toMermaid } from '../../actors/graph/index.js';
-
-export const GRAPH_FORMATS = ['mermaid', 'json', 'paths'] as const;
+import { GRAPH_FORMATS } from './graphNames.js';
 
 export function graphCommand(name: string, options: { format?: string }, out: NodeJS.WritableStream): number {
   const machine = machines[name];

@@ -7,6 +7,9 @@
  * leaves the NATS rows out; without a nats-server binary the bench fails before it starts.
  */
 import { execFileSync, spawn as spawnProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { natsServerBinary } from '../nats/server.js';
 
@@ -78,6 +81,26 @@ interface Row {
 const rows: Row[] = [];
 const row = (name: string, number: number, unit: string, value: string, target = '', ok: boolean | null = null) =>
   rows.push({ name, value, number, unit, target, ok: target ? ok : null });
+
+/**
+ * The built CLI's start (dist/, as `npx a2a` runs it): a command's modules load when it runs, so a
+ * start pays only for the CLI's frame. Median of 10 (5 for the OAuth example's whole run).
+ */
+const cli = fileURLToPath(new URL('../../dist/bin/a2a.js', import.meta.url));
+function timed(args: string[], times: number): number {
+  const ms: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const started = process.hrtime.bigint();
+    execFileSync(process.execPath, [cli, ...args], { stdio: 'ignore' });
+    ms.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  return median(ms);
+}
+const version = timed(['--version'], 10);
+row('CLI start: a2a --version (dist/)', version, 'ms', `${version.toFixed(0)} ms`);
+const oauthWorkspace = mkdtempSync(join(tmpdir(), 'a2a-bench-oauth-'));
+const oauth = timed(['run', fileURLToPath(new URL('../../examples/oauth', import.meta.url)), '--workspace', oauthWorkspace, '--no-tree'], 5);
+row('  a2a run examples/oauth, start to exit (its scripted delays: 1.1 s)', oauth, 'ms', `${oauth.toFixed(0)} ms`);
 
 const spawn = measure('spawn', 2000);
 const p50 = med(spawn, 'p50');

@@ -19,7 +19,7 @@ export { capture } from '../helpers.js';
  * that packages and the built-in agents are found as from the sources.
  */
 export function a2aBundle(): string {
-  return bundleOnce('a2a', 'bin/a2a.ts', { platform: 'node', format: 'esm', packages: 'external', target: 'node20' }, 'mjs');
+  return bundleOnce('a2a', 'bin/a2a.ts', { platform: 'node', format: 'esm', packages: 'external', target: 'node20', splitting: true }, 'mjs');
 }
 
 export interface Proc {

@@ -11,6 +11,6 @@ git -C "$repo" -c user.name=demo -c user.email=demo@localhost commit -q -m "gree
 npx a2a run "$here" --workspace "$repo" --no-tree "$@"
 echo
 git -C "$repo" log --oneline --first-parent main
-(cd "$repo" && node --test 2>&1 | grep -E '^# (tests|pass|fail)')
+(cd "$repo" && node --test 2>&1 | grep -E '^[#ℹ] (tests|pass|fail)')
 echo "repository: $repo"
 echo "artifacts:  npx a2a artifacts --workspace $repo"

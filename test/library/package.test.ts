@@ -73,8 +73,10 @@ beforeAll(async () => {
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'uses-a2a', version: '1.0.0', private: true, type: 'module' }));
   const typesNode = (JSON.parse(readFileSync(join(ROOT, 'node_modules', '@types', 'node', 'package.json'), 'utf8')) as { version: string }).version;
-  // from the npm cache `npm ci` filled: the same versions the lock file holds
-  npm(['install', join(work, packed[0]!.filename), `@types/node@${typesNode}`, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], project);
+  // from the npm cache `npm ci` filled: the same versions the lock file holds; --engine-strict:
+  // every dependency a user installs with the package must declare this Node (package.json's
+  // engines says which the package runs on)
+  npm(['install', join(work, packed[0]!.filename), `@types/node@${typesNode}`, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--engine-strict'], project);
   for (const { name, code } of examples) writeFileSync(join(project, name), code);
   writeFileSync(
     join(project, 'tsconfig.json'),

@@ -1,27 +1,35 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { SlowestFirst } from './test/sequencer.js';
 
-/** Drives Debian's chromium: run after everything else, on its own (see below). */
-const BROWSER = 'test/studio/browser.test.ts';
-/** Kills nodes of a 3-node NATS cluster and times the elections: run last, alone (see below). */
-const CLUSTER_FAULTS = 'test/faults/natsCluster.test.ts';
+/**
+ * Files that set up process-wide state a later file in the same process must not inherit: the
+ * OpenTelemetry globals and the tracing a run starts for its process (one exporter per process).
+ */
+const OWN_PROCESS = ['test/otel/**/*.test.ts'];
 
 export default defineConfig({
   test: {
+    // test/setup.ts runs before each file and puts back what files share (see isolate)
     setupFiles: ['test/setup.ts'],
+    // removes the CLI bundles of test processes that were killed (test/helpers.ts bundleOnce)
+    globalSetup: ['test/globalSetup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Vitest leaves a core free by default: one worker on a 2-core machine, 228 s for the suite.
-    // Two take 164 s; the tests that time things wait on conditions, not on fixed sleeps.
-    maxWorkers: 2,
+    // More workers than cores: most files wait on processes, servers and timers (elections,
+    // heartbeats, kills), not on the CPU. On 2 cores, 2 workers took 297 s, 3 take 200 s.
+    maxWorkers: Math.max(3, availableParallelism()),
+    // the longest files first, so that none runs alone at the end (test/sequencer.ts)
+    sequence: { sequencer: SlowestFirst },
     projects: [
-      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: [BROWSER, CLUSTER_FAULTS], sequence: { groupOrder: 0 } } },
-      // Chromium's processes beside the fault tests (hosts answering hundreds of hostile messages
-      // within a deadline) slowed those ninefold on a 2-core machine: the browser tests come after.
-      { extends: true, test: { name: 'browser', include: [BROWSER], sequence: { groupOrder: 1 } } },
-      // A leader's election takes 4-9 s, and a trial must end within 22 s: beside the rest of the
-      // suite (hosts and NATS servers of other files on the same two cores) a trial once ran out
-      // of time (1 of 6 suite runs), alone never (6 of 6). It runs after everything, on its own.
-      { extends: true, test: { name: 'cluster', include: [CLUSTER_FAULTS], sequence: { groupOrder: 2 } } },
+      {
+        extends: true,
+        // The files of a worker share its process and modules (xstate, zod, the protocol's
+        // schemas): with a fresh module graph per file, imports took 100 s of the suite's 5
+        // minutes on 2 cores (34 s shared). test/setup.ts resets the environment and the secrets.
+        test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: OWN_PROCESS, isolate: false },
+      },
+      { extends: true, test: { name: 'own-process', include: OWN_PROCESS, isolate: true } },
     ],
   },
 });

@@ -63,6 +63,11 @@ export class SecretRedactor {
     for (const [name, value] of Object.entries(env)) if (SECRET_NAME.test(name)) this.add(name, value);
   }
 
+  /** Forgets every secret: for tests that start from none (a process keeps its own for its life). */
+  clear(): void {
+    this.#secrets = [];
+  }
+
   /** The names registered (for messages and tests; never the values). */
   names(): string[] {
     return this.#secrets.map((s) => s.name);

@@ -34,7 +34,7 @@ transportContract('nats', async () => {
       await server.stop();
     },
   };
-});
+}, { restarts: true });
 
 describe('memory transport on a SimulatedClock', () => {
   let clock: SimulatedClock;

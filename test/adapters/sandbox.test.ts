@@ -55,9 +55,9 @@ const body = (content: string) => content.split('\n').slice(2).join('\n');
 
 /** Every escape attempt, and whether it got out. */
 const table: Array<{ form: string; via: string; escaped: boolean }> = [];
-function attempt(form: string, via: string, escaped: boolean): void {
+function attempt(form: string, via: string, escaped: boolean, shown?: string): void {
   table.push({ form, via, escaped });
-  expect(escaped, `${form} through ${via} got out`).toBe(false);
+  expect(escaped, `${form} through ${via} got out${shown === undefined ? '' : `; the command printed:\n${shown}`}`).toBe(false);
 }
 
 /** Polls `done` until it holds (or fails after `ms`): waits on a condition, never a fixed sleep. */
@@ -182,7 +182,7 @@ describe('sandbox: the file system through run_command', () => {
   it('should mask /etc secrets, and run without capabilities', async () => {
     const out = await run(wt, 'cat /etc/shadow; ls -A /etc/ssh; umount /etc/shadow; grep CapEff /proc/self/status; touch /etc/x /usr/x');
     attempt('/etc/shadow (read)', 'run_command', /^root:/m.test(out));
-    attempt('unmount a mask (needs CAP_SYS_ADMIN)', 'run_command', !/CapEff:\s+0+\n/.test(out));
+    attempt('unmount a mask (needs CAP_SYS_ADMIN)', 'run_command', !/CapEff:\s+0+\n/.test(out), out);
     attempt('write to the system', 'run_command', existsSync('/etc/x') || existsSync('/usr/x'));
   });
 

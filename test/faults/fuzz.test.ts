@@ -37,7 +37,7 @@ const procs: Record<string, Proc> = {};
 /** Warnings and error replies heard, with what they are about. */
 const heard: Array<{ subject: string; origin: string; about: string; message: string }> = [];
 const memory = new Map<string, Array<{ at: number; heapUsed: number }>>();
-const rows: Array<{ target: string; sent: number; answered: number }> = [];
+const rows: Array<{ target: string; sent: number; answered: number; ms?: number }> = [];
 let spec: SessionSpec;
 
 const enc = new TextEncoder();
@@ -49,9 +49,19 @@ function count(filter: (h: (typeof heard)[number]) => boolean): number {
   return heard.filter(filter).length;
 }
 
+/**
+ * How long a storm's answers may take to arrive. Not the test's measure (the answers are: one per
+ * message, none lost): a host answers 200-400 refusals a second on a quiet 2-core machine, and
+ * beside the rest of the suite and a CPU hog 80 a second, all of them arriving in the end.
+ */
+const ANSWERS_MS = 45_000;
+/** A test's limit: its storm's answers, with room for the storm to be sent. */
+const STORM_MS = 60_000;
+
 async function answeredAll(target: string, sent: number, filter: (h: (typeof heard)[number]) => boolean, before: number): Promise<void> {
-  await waitFor(`${sent} warnings or errors for ${target}`, () => count(filter) - before >= sent, 8_000, () => `heard ${count(filter) - before} of ${sent}`);
-  rows.push({ target, sent, answered: count(filter) - before });
+  const started = Date.now();
+  await waitFor(`${sent} warnings or errors for ${target}`, () => count(filter) - before >= sent, ANSWERS_MS, () => `heard ${count(filter) - before} of ${sent}`);
+  rows.push({ target, sent, answered: count(filter) - before, ms: Date.now() - started });
 }
 
 beforeAll(async () => {
@@ -120,7 +130,7 @@ afterAll(async () => {
   await server?.stop();
   const sent = rows.reduce((n, r) => n + r.sent, 0);
   printTable([
-    { fault: 'fuzz: invalid messages to every subject, bucket and control dir', trials: sent, passed: rows.reduce((n, r) => n + Math.min(r.sent, r.answered), 0), lost: 0, duplicated: 0, figure: rows.map((r) => `${r.target} ${r.answered}/${r.sent}`).join('; ') },
+    { fault: 'fuzz: invalid messages to every subject, bucket and control dir', trials: sent, passed: rows.reduce((n, r) => n + Math.min(r.sent, r.answered), 0), lost: 0, duplicated: 0, figure: rows.map((r) => `${r.target} ${r.answered}/${r.sent}${r.ms === undefined ? '' : ` in ${r.ms} ms`}`).join('; ') },
   ]);
 });
 
@@ -137,7 +147,7 @@ describe('fault: hostile messages to a run in progress', () => {
     for (const v of variants) send(`a2a.${NS}.spawn.coder`, v);
     await answeredAll('spawn', variants.length, (h) => h.origin === 'coder' && /spawn request/.test(h.message), before);
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('turns away 1,000 invalid, stale and replayed messages to a session on a host, each with a warning', async () => {
     const random = seeded(SEED + 1);
@@ -159,7 +169,7 @@ describe('fault: hostile messages to a run in progress', () => {
     for (const v of variants) send(subject, v);
     await answeredAll('down', variants.length, about, before);
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('turns away 800 invalid or forged reports to a sub-task\'s owner on a host, each with a warning', async () => {
     const random = seeded(SEED + 2);
@@ -178,7 +188,7 @@ describe('fault: hostile messages to a run in progress', () => {
     for (const v of variants) send(v.subject, v.payload);
     await answeredAll('up (host)', variants.length, about, before);
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('turns away 600 invalid or forged reports to the run about its worker, each with a warning', async () => {
     const random = seeded(SEED + 3);
@@ -192,7 +202,7 @@ describe('fault: hostile messages to a run in progress', () => {
     for (const v of variants) send(v.subject, v.payload);
     await answeredAll('up (run)', variants.length, about, before);
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('turns away 600 invalid host events sent to the run, each with a warning', async () => {
     const random = seeded(SEED + 4);
@@ -204,7 +214,7 @@ describe('fault: hostile messages to a run in progress', () => {
     for (const v of variants) send(`a2a.${NS}.hostevents.${RUN}.session.state`, v);
     await answeredAll('host events', variants.length, about, before);
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('answers 800 invalid or unverifiable seed 004 messages to the gateway with an error', async () => {
     const random = seeded(SEED + 5);
@@ -217,7 +227,7 @@ describe('fault: hostile messages to a run in progress', () => {
     for (const v of variants) send(`a2a.${NS}.swarm.orchestrator.messages.eve`, v);
     await answeredAll('gateway', variants.length, about, before);
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('skips 200 invalid records in the snapshots and hosts buckets, each named in a warning, and adopts nothing', async () => {
     const random = seeded(SEED + 6);
@@ -226,10 +236,10 @@ describe('fault: hostile messages to a run in progress', () => {
     records.forEach((r, i) => send(`$KV.a2a_${NS}_snapshots.${RUN}.w-junk.${i}`, r));
     beats.forEach((b, i) => send(`$KV.a2a_${NS}_hosts.ghost-${i}`, b));
     const keys = () => new Set(heard.filter((h) => /skipped the invalid record "(.*?)"/.test(h.message)).map((h) => /skipped the invalid record "(.*?)"/.exec(h.message)![1]));
-    await waitFor('a warning for every invalid record', () => keys().size >= 200, 8_000, () => `${keys().size} of 200`);
+    await waitFor('a warning for every invalid record', () => keys().size >= 200, ANSWERS_MS, () => `${keys().size} of 200`);
     rows.push({ target: 'KV records', sent: 200, answered: keys().size });
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('answers 300 invalid control requests with an error each, and does nothing they ask', async () => {
     const random = seeded(SEED + 7);
@@ -240,18 +250,18 @@ describe('fault: hostile messages to a run in progress', () => {
     variants.forEach((v, i) => writeFileSync(join(dir, `req-fuzz-${String(i).padStart(4, '0')}.json`), 'raw' in v ? v.raw : JSON.stringify(v.data)));
     // a reply being written is `res-….json.tmp` until its rename: only finished replies count
     const replies = () => readdirSync(dir).filter((n) => n.startsWith('res-fuzz-') && n.endsWith('.json'));
-    await waitFor('a reply to every request', () => replies().length >= variants.length, 8_000, () => `${replies().length} of ${variants.length}`);
+    await waitFor('a reply to every request', () => replies().length >= variants.length, ANSWERS_MS, () => `${replies().length} of ${variants.length}`);
     const refused = replies().filter((n) => (JSON.parse(readFileSync(join(dir, n), 'utf8')) as { ok: boolean }).ok === false).length;
     rows.push({ target: 'control', sent: variants.length, answered: refused });
     expect(refused).toBe(variants.length);
     expect(alive()).toEqual([]);
-  }, 10_000);
+  }, STORM_MS);
 
   it('keeps every process up and its memory where it was, then finishes the run as if nothing had happened', async () => {
     expect(rows.reduce((n, r) => n + r.sent, 0)).toBeGreaterThanOrEqual(5_000);
     // memory: what the hosts report in their heartbeats, a few beats after the storm, against before it
     const settle = Date.now();
-    await waitFor('heartbeats after the storm', () => ['coder', 'arch', 'gw'].every((h) => (memory.get(h) ?? []).some((m) => m.at > settle + 1_000)), 8_000);
+    await waitFor('heartbeats after the storm', () => ['coder', 'arch', 'gw'].every((h) => (memory.get(h) ?? []).some((m) => m.at > settle + 1_000)), 30_000);
     for (const host of ['coder', 'arch', 'gw']) {
       const series = memory.get(host)!;
       const first = series[0]!.heapUsed;
@@ -274,5 +284,5 @@ describe('fault: hostile messages to a run in progress', () => {
     expect(events.filter((e) => e.type === 'subtask.placed').map((e) => e.subTaskId).sort()).toEqual(['w-design', 'w-design.1', 'w-design.2']);
     expect(events.some((e) => /forged|mallory|polluted/.test(JSON.stringify(e.data)) && e.type !== 'warning')).toBe(false);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-  }, 20_000);
+  }, STORM_MS);
 });

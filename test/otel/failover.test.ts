@@ -54,11 +54,12 @@ beforeAll(async () => {
   expect(code, c.out() + c.err()).toBe(0);
   events = new FileRunStore(ws).events(RUN);
   // host-c's spans: the worker's last model call, and the restored stand-ins of its sub-tasks
-  await rx.until((got) => got.some((s) => from(s) === 'host-c' && s.name.startsWith('chat ')), 8_000);
+  await rx.until((got) => got.some((s) => from(s) === 'host-c' && s.name.startsWith('chat ')));
   b.child.kill('SIGTERM');
   a2.child.kill('SIGTERM');
   await Promise.all([b.exited, a2.exited]);
-  spans = [...rx.spans];
+  // and the run's own (its root ends last)
+  spans = [...(await rx.runExported())];
 }, 30_000);
 
 afterAll(async () => {

@@ -59,13 +59,14 @@ beforeAll(async () => {
   const sessions = ['w-design', 'w-design.1', 'w-design.2', 'w-design.3'];
   const calls = (id: string) => events.filter((e) => e.type === 'model.called' && e.subTaskId === id).length;
   const chatsOf = (got: ReceivedSpan[], id: string) => got.filter((s) => s.name.startsWith('chat ') && s.parentSpanId === spanIdOf(RUN, id));
-  await rx.until((got) => sessions.every((id) => chatsOf(got, id).length >= calls(id)), 8_000);
+  await rx.until((got) => sessions.every((id) => chatsOf(got, id).length >= calls(id)));
   // and the hosts' last batches on their way out (SIGTERM flushes)
   a.child.kill('SIGTERM');
   b.child.kill('SIGTERM');
   expect(await a.exited).toBe(0);
   expect(await b.exited).toBe(0);
-  spans = [...rx.spans];
+  // and the run's own (its root ends last)
+  spans = [...(await rx.runExported())];
 }, 30_000);
 
 afterAll(async () => {

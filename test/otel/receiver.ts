@@ -200,8 +200,17 @@ export interface Receiver {
   readonly contentTypes: string[];
   /** The request headers received (the exporter's OTEL_EXPORTER_OTLP_HEADERS). */
   readonly headers: Array<Record<string, string | string[] | undefined>>;
-  /** Resolves once `predicate` holds for the spans received (checked on each request). */
+  /**
+   * Resolves once `predicate` holds for the spans received (checked on each request). The limit
+   * (30 s by default) is a safety net for a loaded machine, not a measure: a run waits at most 5 s
+   * for its last spans to be taken, and exports the rest after it ends.
+   */
   until(predicate: (spans: ReceivedSpan[]) => boolean, timeoutMs?: number): Promise<ReceivedSpan[]>;
+  /**
+   * Resolves once the run's root span (`invoke_agent orchestrator`, of the trace `traceId` when
+   * given) has arrived: it ends last, so every span its process exported before is here too.
+   */
+  runExported(traceId?: string, timeoutMs?: number): Promise<ReceivedSpan[]>;
   close(): Promise<void>;
 }
 
@@ -235,12 +244,12 @@ export async function startReceiver(): Promise<Receiver> {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  const receiver: Receiver = {
     url,
     spans,
     contentTypes,
     headers,
-    until(predicate, timeoutMs = 8_000) {
+    until(predicate, timeoutMs = UNTIL_MS) {
       if (predicate(spans)) return Promise.resolve(spans);
       return new Promise((resolve, reject) => {
         const check = () => {
@@ -256,9 +265,16 @@ export async function startReceiver(): Promise<Receiver> {
         waiters.add(check);
       });
     },
+    runExported(traceId, timeoutMs = UNTIL_MS) {
+      return receiver.until((got) => got.some((s) => s.name === 'invoke_agent orchestrator' && (traceId === undefined || s.traceId === traceId)), timeoutMs);
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+  return receiver;
 }
+
+/** How long `until` waits by default. */
+const UNTIL_MS = 30_000;
 
 /** The spans as an indented tree with durations (for notes and failure messages). */
 export function spanTree(spans: ReceivedSpan[]): string {

@@ -23,32 +23,38 @@ beforeAll(async () => {
   rx = await startReceiver();
   const ws = tempDir();
   writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'slow', tasks: [{ id: 'build', agent: '@coder', prompt: 'build it' }] }));
-  writeFileSync(
-    join(ws, 'script.json'),
-    JSON.stringify({
-      rules: [
-        {
-          agent: 'coder',
-          turns: [
-            { toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: 'started' } }] },
-            // the kill comes while this call is in flight
-            { delayMs: 1_500, toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'built' } }] },
-          ],
-        },
-      ],
-    }),
-  );
+  // the kill comes while the second call is in flight: it takes 30 s in the first life (however
+  // slowly a loaded machine exports the first span, the kill comes first), none once resumed (the
+  // resumed run reads the script again)
+  const script = (delayMs: number) =>
+    writeFileSync(
+      join(ws, 'script.json'),
+      JSON.stringify({
+        rules: [
+          {
+            agent: 'coder',
+            turns: [
+              { toolCalls: [{ name: 'a2a_notify_orchestrator', arguments: { type: 'status', message: 'started' } }] },
+              { delayMs, toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'built' } }] },
+            ],
+          },
+        ],
+      }),
+    );
+  script(30_000);
   const store = new FileRunStore(ws);
   const first = a2aProcess(['run', join(ws, 'plan.json'), '--script', join(ws, 'script.json'), '--run-id', RUN, '--no-tree', '--otel', rx.url], ws, { ...process.env, OTEL_BSP_SCHEDULE_DELAY: '50' });
   // killed once its first model call's span is exported and a checkpoint holds the worker
   await waitFor('the first chat span and a checkpoint', () => rx.spans.some((s) => s.name.startsWith('chat ')) && (() => { try { return store.readCheckpoint(RUN) !== null; } catch { return false; } })(), 20_000, first.out);
   first.child.kill('SIGKILL');
   await first.exited;
+  script(0);
   before = [...rx.spans];
   const c = capture();
   const code = await main(['run', '--resume', RUN, '--workspace', ws, '--no-tree', '--otel', rx.url], c.io);
   expect(code, c.out() + c.err()).toBe(0);
-  spans = [...rx.spans];
+  // the resumed run's root ends last (the first root never ended: it was killed)
+  spans = [...(await rx.runExported())];
 }, 30_000);
 
 afterAll(async () => {

@@ -40,8 +40,6 @@ export interface SpanRecord {
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-// exporting waits behind the run: on Linux this thread is niced (its id from /proc/thread-self)
-try { require('node:os').setPriority(Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()), 19); } catch {}
 const api = require(workerData.paths.api);
 api.diag.setLogger({
   error: (m, ...a) => parentPort.postMessage({ type: 'diag', level: 'error', message: [m, ...a.map(String)].join(' ') }),
@@ -50,6 +48,13 @@ api.diag.setLogger({
 }, api.DiagLogLevel.WARN);
 const { OTLPTraceExporter } = require(workerData.paths.exporter);
 const { resourceFromAttributes } = require(workerData.paths.resources);
+// Exporting waits behind the run: once its modules are loaded (at full priority: loading them
+// at nice 19 beside a busy machine took longer than a run's 5 s wait for its spans) this thread
+// is niced to 10 (on Linux, its id from /proc/thread-self). A flush is the run waiting for it:
+// back to full priority where the system allows it (root; others cannot lower their nice value).
+const thread = (() => { try { return Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop()); } catch { return null; } })();
+const nice = (n) => { if (thread !== null) try { require('node:os').setPriority(thread, n); } catch {} };
+nice(10);
 const exporter = new OTLPTraceExporter(workerData.url ? { url: workerData.url } : {});
 const resource = resourceFromAttributes(workerData.resource);
 const scope = workerData.scope;
@@ -76,8 +81,8 @@ const send = (records) => new Promise((resolve) => {
 });
 parentPort.on('message', (m) => {
   if (m.type === 'spans') { const spans = JSON.parse(m.json); chain = chain.then(() => send(spans)).then(() => parentPort.postMessage({ type: 'sent', count: spans.length })); }
-  else if (m.type === 'flush') chain = chain.then(() => exporter.forceFlush()).catch(() => {}).then(() => parentPort.postMessage({ type: 'flushed', id: m.id }));
-  else if (m.type === 'shutdown') chain = chain.then(() => exporter.shutdown()).catch(() => {}).then(() => parentPort.postMessage({ type: 'closed' }));
+  else if (m.type === 'flush') { nice(0); chain = chain.then(() => exporter.forceFlush()).catch(() => {}).then(() => { nice(10); parentPort.postMessage({ type: 'flushed', id: m.id }); }); }
+  else if (m.type === 'shutdown') { nice(0); chain = chain.then(() => exporter.shutdown()).catch(() => {}).then(() => parentPort.postMessage({ type: 'closed' })); }
 });
 `;
 

@@ -1,13 +1,19 @@
 // Runs before each test file. The files of a worker share its process and its modules
 // (vitest.config.ts: isolate is off, which saves 90 s of imports), so each file starts from the
-// same state: the environment the worker started with, no secrets registered, no OpenTelemetry
-// globals (a tracer provider, a propagator) left by another file.
+// same state: the globals and the environment the worker started with, no secrets registered, no
+// OpenTelemetry globals (a tracer provider, a propagator) left by another file.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secrets } from '../actors/secrets.js';
 
-const worker = globalThis as { a2aTestEnv?: NodeJS.ProcessEnv };
+const worker = globalThis as { a2aTestEnv?: NodeJS.ProcessEnv; a2aTestGlobals?: Set<string> };
+// the globals a file added (a DOM for Mermaid makes the OpenAI SDK refuse to start: "a browser-like
+// environment"), but Vitest's own
+const globals = (worker.a2aTestGlobals ??= new Set([...Object.getOwnPropertyNames(globalThis), 'a2aTestEnv', 'a2aTestGlobals']));
+for (const name of Object.getOwnPropertyNames(globalThis)) {
+  if (!globals.has(name) && !name.startsWith('__vitest') && !name.startsWith('__vite')) delete (globalThis as Record<string, unknown>)[name];
+}
 const pristine = (worker.a2aTestEnv ??= { ...process.env });
 for (const name of Object.keys(process.env)) if (!(name in pristine)) delete process.env[name];
 Object.assign(process.env, pristine);

@@ -88,7 +88,9 @@ beforeAll(async () => {
   const tsc = spawnSync(process.execPath, [TSC, '-p', project], { cwd: project, encoding: 'utf8' });
   tscOutput = `${tsc.stdout}${tsc.stderr}`.trim();
   nats = await startNatsServer();
-}, 120_000);
+  // 25-50 s on 2 cores beside the suite; a build of stale sources (never on a fresh checkout,
+  // whose npm ci built dist/) and a loaded machine can take four times that
+}, 240_000);
 
 afterAll(async () => {
   await nats?.stop();

@@ -104,10 +104,12 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
         // the sandbox's own root (where the mount points were made) is read-only too
         plan.args.push('--remount-ro', '/', '--chdir', request.cwd);
         const shell = await closingShell();
+        // the sandbox's first process, whose pid a stop needs (see runProcess)
+        plan.args.push('--info-fd', String(3 + plan.fds.length));
         plan.args.push(...(shell ? [shell, '-c', CLOSE_INHERITED, 'sh'] : ['/bin/sh', '-c']), request.command);
         const env = commandEnv(options.env ?? []);
         // bwrap has its own copies of the descriptors once spawned: ours are closed right after
-        return runProcess(bwrap, plan.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds });
+        return runProcess(bwrap, plan.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true });
       } finally {
         await plan.close();
       }

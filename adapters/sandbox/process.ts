@@ -51,6 +51,11 @@ export interface ProcessOptions {
   signal: AbortSignal;
   /** Descriptors the process gets as fd 3, 4, … (bwrap's --ro-bind-fd). */
   fds?: number[];
+  /**
+   * The process writes `{"child-pid": N}` on the next descriptor (fd 3 + fds.length: bwrap's
+   * `--info-fd`): N is the sandbox's own first process, which a stop must reach too (see runProcess).
+   */
+  info?: boolean;
 }
 
 export function runProcess(file: string, args: string[], options: ProcessOptions): Promise<CommandResult> {
@@ -59,7 +64,7 @@ export function runProcess(file: string, args: string[], options: ProcessOptions
   const child = spawn(file, args, {
     cwd: options.cwd,
     detached: true, // a process group of its own, killed as a whole
-    stdio: ['ignore', 'pipe', 'pipe', ...(options.fds ?? [])],
+    stdio: ['ignore', 'pipe', 'pipe', ...(options.fds ?? []), ...(options.info ? ['pipe' as const] : [])],
     env: options.env,
   }) as ChildProcessByStdio<null, Readable, Readable>;
   child.stdout.on('data', (c: Buffer) => output.push(c));
@@ -68,12 +73,46 @@ export function runProcess(file: string, args: string[], options: ProcessOptions
   let timedOut = false;
   let aborted = false;
   const timers: NodeJS.Timeout[] = [];
-  const killGroup = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // already gone
+  /*
+   * A sandbox (bwrap) runs the command in a session of its own (`--new-session`), under its own
+   * first process, which outlived bwrap when a stop killed bwrap's group (seen: a cancelled
+   * `sleep` still running 20 s later, on a busy machine). Its pid comes on the info descriptor;
+   * a stop reaches its group too, and SIGKILL reaches that first process, whose end ends every
+   * process of the sandbox's PID namespace. A stop asked before the pid is known waits for it.
+   */
+  let inner: number | null = null;
+  let innerKnown: Promise<void> = Promise.resolve();
+  if (options.info) {
+    const stream = (child.stdio as unknown as Readable[])[3 + (options.fds?.length ?? 0)]!;
+    let text = '';
+    innerKnown = new Promise<void>((resolve) => {
+      const done = () => resolve();
+      stream.on('data', (c: Buffer) => {
+        text += c.toString('utf8');
+        const pid = /"child-pid"\s*:\s*(\d+)/.exec(text);
+        if (pid) {
+          inner = Number(pid[1]);
+          resolve();
+        }
+      });
+      stream.once('end', done);
+      stream.once('error', done);
+      child.once('exit', done);
+      child.once('error', done);
+    });
+  }
+  const signalAll = (signal: NodeJS.Signals) => {
+    for (const target of [-child.pid!, ...(inner !== null ? [-inner, ...(signal === 'SIGKILL' ? [inner] : [])] : [])]) {
+      try {
+        process.kill(target, signal);
+      } catch {
+        // already gone
+      }
     }
+  };
+  const killGroup = (signal: NodeJS.Signals) => {
+    if (inner !== null || !options.info) signalAll(signal);
+    else void innerKnown.then(() => signalAll(signal));
   };
   const stop = () => {
     killGroup('SIGTERM');
@@ -103,8 +142,7 @@ export function runProcess(file: string, args: string[], options: ProcessOptions
       // Background processes may hold the pipes open; do not wait for them forever.
       timers.push(
         setTimeout(() => {
-          child.stdout.destroy();
-          child.stderr.destroy();
+          for (const stream of child.stdio as unknown as Array<Readable | null>) stream?.destroy();
           finish(code, signal);
         }, DRAIN_MS),
       );

@@ -5,28 +5,35 @@
  * against a local stub that never answers) or runs a long command (the bubblewrap sandbox, as in
  * a real run), and the call's AbortSignal fires: the HTTP request is closed, the process is gone.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OpenAIModel } from '../../adapters/model/openai.js';
 import { complete, harness, spawnParallel } from '../helpers.js';
 import { startOpenAIStub, type Stub } from '../adapters/providers/stubs.js';
 
+const exec = promisify(execFile);
 let stub: Stub | undefined;
 afterEach(async () => {
   await stub?.close();
   stub = undefined;
 });
 
-/** Polls until `done` holds (real time: HTTP and processes), failing with `what` after `ms`. */
-async function until(done: () => boolean, what: string, ms = 5000): Promise<void> {
+/**
+ * Polls until `done` holds (real time: HTTP and processes), failing with `what` after `ms`: a
+ * safety net for a loaded machine, not the measure (the run's own work needs the event loop while
+ * this waits, so the check never blocks it).
+ */
+async function until(done: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!done()) {
+  while (!(await done())) {
     if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
-const running = (text: string) => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.includes(text));
+/** Whether a process whose command line holds `text` runs (ps run asynchronously: a synchronous one held the run's event loop for most of each poll on a busy machine). */
+const running = async (text: string) => (await exec('ps', ['-eo', 'args'], { encoding: 'utf8' })).stdout.split('\n').some((l) => l.includes(text));
 const marker = () => `${process.pid % 1000}${String(Date.now()).slice(-6)}`;
 
 /** The parent: spawn one child, give it a (simulated) second, cancel it, complete. */
@@ -77,7 +84,7 @@ describe('cancelling a sub-task reaches the call in flight', () => {
     // the parent's second turn comes a (simulated) second later and cancels: the sub-task ends
     await h.until(() => h.of('subtask.result', 'w-t.1').length > 0);
     expect(h.of('subtask.result', 'w-t.1').map((e) => e.data.status)).toEqual(['cancelled']);
-    await until(() => !running(`sleep ${tag}`), `sleep ${tag} still runs after the cancel`);
+    await until(async () => !(await running(`sleep ${tag}`)), `sleep ${tag} still runs after the cancel`);
     await h.until(() => run.summary() !== null);
     expect(run.summary()!.tasks.find((t) => t.id === 't')).toMatchObject({ state: 'succeeded', result: { output: 'done without it' } });
   });

@@ -7,7 +7,7 @@
  * it is missing the fixture throws: a NATS test that silently skips would hide a broken adapter.
  * Every server started here is killed when the test process exits, and its store dir removed.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
@@ -112,8 +112,22 @@ function isExecutable(file: string): boolean {
   }
 }
 
-/** A port nobody listens on right now, on 127.0.0.1. */
-export function freePort(): Promise<number> {
+/**
+ * A port nobody listens on right now, on 127.0.0.1, below the kernel's ephemeral range (32768 and
+ * up on Linux): a port the kernel handed out (`listen(0)`) comes from that range, and between its
+ * release here and the server's bind, an outgoing connection of any process may be given it (a
+ * nats-server failed to start on a busy machine: "listen tcp 127.0.0.1:38099: bind: address
+ * already in use"). Ports below it are only taken by listeners, which the check here sees.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + randomInt(12_000);
+    if (taken.has(port)) continue;
+    if (await canListen(port)) {
+      taken.add(port);
+      return port;
+    }
+  }
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
@@ -123,6 +137,18 @@ export function freePort(): Promise<number> {
       const port = typeof address === 'object' && address ? address.port : 0;
       server.close(() => (port ? resolve(port) : reject(new Error('could not get a free port'))));
     });
+  });
+}
+
+/** Ports this process handed out (two servers of one test never get the same). */
+const taken = new Set<number>();
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(true)));
   });
 }
 

@@ -50,6 +50,7 @@ import type { PauseGates } from './pause.js';
 import type { ArtifactStore } from './artifacts.js';
 import { estimateTokens, fitConversation } from './summarize.js';
 import { startChat, startTool, tracingEnabled } from './tracing.js';
+import { argumentsDigest, idempotencyKey, inDoubt, LIFE, modelStepKey, retryAction, toolStepKey, unknownOutcome, type EffectJournal, type InDoubtHandling } from './effects.js';
 
 /** The model a session runs on: the client, the model name (requests, prices), its window. */
 export interface ResolvedModel {
@@ -88,6 +89,12 @@ export const CUT_REPLY_RETRIES = 2;
 
 export type ModelResolver = (spec: SessionSpec) => ResolvedModel;
 
+/** The effect journal of each run, and what is done with a call in doubt after a restore. */
+export interface EffectJournals {
+  journal(runId: string): EffectJournal | null;
+  inDoubt: InDoubtHandling;
+}
+
 /** Costs and budgets: every call is priced and recorded; spent budgets stop calls and spawns. */
 export interface CostControl {
   ledger: CostLedger;
@@ -112,6 +119,8 @@ export interface AgentLoopDeps {
   pause?: PauseGates;
   /** Tools from the agents' MCP servers (absent: agents that list servers get none of their tools). */
   external?: ExternalTools;
+  /** Records each step's effects (see actors/effects.ts); absent: a restored step is run again. */
+  effects?: EffectJournals;
 }
 
 /** The step a session has in flight. */
@@ -173,6 +182,7 @@ function permitFor(
   spec: SessionSpec,
   step: string,
   ask: (requestId: string, question: PermissionAsk) => void,
+  journal?: { asking(): void; granted(): Promise<void> },
 ): (question: PermissionAsk) => Promise<PermissionAnswer> {
   let n = 0;
   return (question) => {
@@ -190,12 +200,15 @@ function permitFor(
       return Promise.resolve(local);
     }
     const signal = running.signal;
-    return new Promise<PermissionAnswer>((resolve, reject) => {
+    // the journal says the call waits (it has not acted yet), then that it acts from here
+    journal?.asking();
+    const answered = new Promise<PermissionAnswer>((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
       (running.permits ??= new Map()).set(requestId, resolve);
       signal.addEventListener('abort', () => (running.permits?.delete(requestId), reject(signal.reason)), { once: true });
       ask(requestId, question);
     });
+    return journal ? answered.then(async (answer) => (answer.approved ? (await journal.granted(), answer) : answer)) : answered;
   };
 }
 
@@ -455,6 +468,7 @@ export function runTool(
   session: AnyActorRef | undefined,
   abort: { readonly signal: AbortSignal },
   permit: (ask: PermissionAsk) => Promise<PermissionAnswer>,
+  key?: string,
 ): Promise<ToolOutcome> {
   const definition = deps.registry.get(input.spec.agent.agentName);
   const span = tracingEnabled() ? startTool(input.spec.correlation.runId, input.spec.id, input.call, deps.external?.handles(input.call.name) ? 'extension' : 'function') : null;
@@ -475,6 +489,7 @@ export function runTool(
     commands: deps.commands ?? null,
     artifacts: deps.artifacts ?? null,
     external: deps.external ?? null,
+    idempotencyKey: key ?? idempotencyKey(input.spec.correlation.runId, input.spec.id, input.call.id, input.epoch),
   });
   if (!span) return running;
   running.then(
@@ -510,6 +525,97 @@ async function runInline(deps: AgentLoopDeps, input: CallModelInput, output: Cal
     if (failures >= input.spec.limits.circuitBreakerThreshold) break;
   }
   return ran;
+}
+
+/** How a tool step ended: its outcome, or the runtime's failure to run it. */
+type StepEnd = { outcome: ToolOutcome; crashed?: undefined } | { crashed: string; outcome?: undefined };
+
+/** Sends an event to the session for the step in flight (none once it was replaced or aborted). */
+function tell(self: AnyActorRef, running: Step, event: AgentLoopReply): void {
+  if (!running.aborted && (self.getSnapshot() as { status: string }).status === 'active') self.send(event);
+}
+
+/**
+ * One tool call, with its effect journal: a result on record is given back; an intent without a
+ * result (a restore) is in doubt, and only an idempotent tool runs again; otherwise the intent is
+ * recorded, the call runs, and its result is recorded before the session hears it.
+ */
+async function runStep(deps: AgentLoopDeps, self: AnyActorRef, running: Step, step: number, input: RunToolInput): Promise<StepEnd> {
+  const { spec, call } = input;
+  const journal = deps.effects?.journal(spec.correlation.runId) ?? null;
+  const key = toolStepKey(input.epoch, step);
+  const idemKey = idempotencyKey(spec.correlation.runId, spec.id, call.id, input.epoch);
+  const definition = deps.registry.get(spec.agent.agentName);
+  const external = deps.external?.handles(call.name) ? deps.external : null;
+  // a restored session has no connection to its MCP servers yet: made again before its tool runs
+  if (external && definition.mcpServers) await external.toolsFor(spec, definition, running.signal, self);
+  const entry = journal?.take(spec.id, key);
+  if (entry?.outcome) {
+    // it ran (or was reported in doubt) in an earlier life: its result, as it was
+    return entry.outcome.crashed !== undefined ? { crashed: entry.outcome.crashed } : { outcome: entry.outcome.outcome };
+  }
+  const effectful = journal !== null && !deps.catalog.idempotent(call.name, spec, external);
+  const asks = (requestId: string, ask: PermissionAsk) => tell(self, running, { type: 'PERMISSION_REQUIRED', requestId, ask });
+  const record = (outcome: StepEnd) =>
+    journal!.write({ t: 'outcome', s: spec.id, k: key, outcome: outcome.outcome ?? { content: '', isError: true }, ...(outcome.crashed !== undefined ? { crashed: outcome.crashed } : {}) });
+  if (effectful && inDoubt(entry)) {
+    tell(self, running, { type: 'EFFECT_IN_DOUBT', step, tool: call.name });
+    const handling = deps.effects!.inDoubt;
+    if (deps.events.listening !== false) {
+      deps.events.emit({
+        type: 'effect.in_doubt',
+        ...correlationOf(spec),
+        data: { tool: call.name, callId: call.id, idempotencyKey: idemKey, arguments: JSON.stringify(call.arguments ?? {}).slice(0, 2_000), handling: handling === 'ask' ? 'asked' : 'reported' },
+      });
+    }
+    let decidedBy: string | undefined;
+    if (handling === 'ask') {
+      // a person decides whether it runs again (the inbox, like any permission that needs one)
+      const permit = permitFor(deps, running, spec, `${input.epoch ?? 0}.${step}.retry`, asks);
+      const answer = await permit({
+        action: retryAction(call.name),
+        detail: `run again? ${call.name} ${JSON.stringify(call.arguments ?? {}).slice(0, 400)} was in flight when the process stopped; its outcome is unknown (idempotency key ${idemKey})`,
+        needsPerson: true,
+      });
+      if (answer.approved) {
+        await journal!.write({ t: 'go', s: spec.id, k: key });
+        tell(self, running, { type: 'EFFECT_STARTED', step });
+        const ended = await execute(deps, input, self, running, step, idemKey, permitFor(deps, running, spec, `${input.epoch ?? 0}.${step}`, asks));
+        await record(ended);
+        return ended;
+      }
+      decidedBy = answer.decidedBy;
+    }
+    const outcome = unknownOutcome(call, idemKey, decidedBy);
+    await journal!.write({ t: 'outcome', s: spec.id, k: key, outcome, inDoubt: true });
+    return { outcome };
+  }
+  if (effectful) await journal!.write({ t: 'intent', s: spec.id, k: key, call: { id: call.id, name: call.name }, digest: argumentsDigest(call), key: idemKey });
+  tell(self, running, { type: 'EFFECT_STARTED', step });
+  const hooks = effectful
+    ? {
+        asking: () => void journal!.write({ t: 'asking', s: spec.id, k: key }).catch(() => undefined),
+        granted: () => journal!.write({ t: 'go', s: spec.id, k: key }),
+      }
+    : undefined;
+  const ended = await execute(deps, input, self, running, step, idemKey, permitFor(deps, running, spec, `${input.epoch ?? 0}.${step}`, asks, hooks));
+  if (effectful) {
+    try {
+      await record(ended);
+    } catch (error) {
+      // it ran: the session gets its result; only a restore would not know it
+      if (deps.events.listening !== false) deps.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: `the result of ${call.name} (${call.id}) could not be recorded in the effect journal: ${errorText(error)}` } });
+    }
+  }
+  return ended;
+}
+
+async function execute(deps: AgentLoopDeps, input: RunToolInput, self: AnyActorRef, running: Step, _step: number, idemKey: string, permit: (ask: PermissionAsk) => Promise<PermissionAnswer>): Promise<StepEnd> {
+  try {
+    return { outcome: await runTool(deps, input, self, running, permit, idemKey) };
+  } catch (error) {
+    return { crashed: errorText(error) };
+  }
 }
 
 /**
@@ -560,15 +666,32 @@ export function createLoop(deps: AgentLoopDeps): (args: { self: AnyActorRef }, c
       }
       case 'CALL_MODEL': {
         const { step, input } = command;
-        const spent = deps.costs?.ledger.checkBudget(workerKey(input.spec), deps.costs.budgets);
-        if (spent) {
-          // handled after this transition, as a step's reply always is (the actor's mailbox)
-          self.send({ type: 'BUDGET_REACHED', step, scope: spent.scope, limitUsd: spent.limitUsd, spentUsd: spent.spentUsd });
-          return;
+        const journal = deps.effects?.journal(input.spec.correlation.runId) ?? null;
+        const key = journal ? modelStepKey(input.epoch, step) : '';
+        // a reply an earlier life received (and recorded) for this step: given back, not asked or paid again
+        const recorded = journal?.take(input.spec.id, key)?.reply;
+        if (!recorded) {
+          const spent = deps.costs?.ledger.checkBudget(workerKey(input.spec), deps.costs.budgets);
+          if (spent) {
+            // handled after this transition, as a step's reply always is (the actor's mailbox)
+            self.send({ type: 'BUDGET_REACHED', step, scope: spent.scope, limitUsd: spent.limitUsd, spentUsd: spent.spentUsd });
+            return;
+          }
         }
         const running = begin(self, step);
         if (!running) return;
-        callModel(deps, input, running, self)
+        const made: Promise<CallModelOutput> =
+          recorded && recorded.agent === input.spec.agent.agentName
+            ? Promise.resolve(recorded.out)
+            : journal
+              ? callModel(deps, input, running, self).then(async (output) => {
+                  const out: CallModelOutput = { ...output, replyId: `${input.spec.id}:${key}:${LIFE}` };
+                  // on record before the session acts on it: a restore gives it back instead of paying again
+                  await journal.write({ t: 'reply', s: input.spec.id, k: key, agent: input.spec.agent.agentName, out });
+                  return out;
+                })
+              : callModel(deps, input, running, self);
+        made
           .then(async (output) => ({ output, ran: output.reply.toolCalls.length > 0 ? await runInline(deps, input, output, self, running) : [] }))
           .then(
             ({ output, ran }) => reply(self, running, ran.length ? { type: 'MODEL_REPLIED', step, output, ran } : { type: 'MODEL_REPLIED', step, output }),
@@ -580,11 +703,8 @@ export function createLoop(deps: AgentLoopDeps): (args: { self: AnyActorRef }, c
         const { step, input } = command;
         const running = begin(self, step);
         if (!running) return;
-        const permit = permitFor(deps, running, input.spec, `${input.epoch ?? 0}.${step}`, (requestId, ask) => {
-          if (inFlight.get(self) === running && (self.getSnapshot() as { status: string }).status === 'active') self.send({ type: 'PERMISSION_REQUIRED', requestId, ask });
-        });
-        runTool(deps, input, self, running, permit).then(
-          (outcome) => reply(self, running, { type: 'TOOL_FINISHED', step, outcome }),
+        runStep(deps, self, running, step, input).then(
+          (ended) => reply(self, running, ended.crashed !== undefined ? { type: 'TOOL_CRASHED', step, error: ended.crashed } : { type: 'TOOL_FINISHED', step, outcome: ended.outcome }),
           (error: unknown) => reply(self, running, { type: 'TOOL_CRASHED', step, error: errorText(error) }),
         );
         return;

@@ -40,6 +40,7 @@ export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
   'mcp.connected',
   'mcp.failed',
   'mcp.called',
+  'effect.in_doubt',
 ]);
 
 /** Records are written through the run log's serializer (secrets.ts), which redacts them. */

@@ -135,6 +135,19 @@ export const RunConfig = z.strictObject({
     .prefault({}),
   /** The sandbox of run_command: mode, the environment commands see, extra read-only paths. */
   sandbox: SandboxConfig.prefault({}),
+  /** Tool calls with effects outside the run (see the README's "Durable runs"). */
+  effects: z
+    .strictObject({
+      /**
+       * A call that had started when the process stopped, with no recorded result: `report` (the
+       * model is told its outcome is unknown), or `ask` (a person decides whether it runs again,
+       * through the inbox like a permission).
+       */
+      inDoubt: z.enum(['report', 'ask']).default('report'),
+      /** `false`: no effect journal (a restored step runs again: a model call is paid again, a tool call repeated). */
+      journal: z.boolean().default(true),
+    })
+    .prefault({}),
   /** The organiser's SDLC workflow: roles, reviewers, revision and fixing bounds. */
   workflow: WorkflowConfig.prefault({}),
   /** How the orchestrator answers questions and treats stuck workers. */

@@ -117,6 +117,12 @@ export function factKey(event: Pick<RunEvent, 'type' | 'subTaskId' | 'parentId' 
       return keyed('artifact', id(d.artifactId), id(d.version));
     case 'run.finished':
       return 'run.finished';
+    // a model reply or a tool result given back from the effect journal after a restore is the
+    // same call: told once (a reply made again by a later life has a new replyId)
+    case 'model.called':
+      return d.replyId !== undefined ? keyed('model', event.subTaskId, id(d.replyId)) : undefined;
+    case 'tool.called':
+      return keyed('tool', event.subTaskId, id(d.epoch ?? 0), id(d.callId));
     default:
       return undefined;
   }

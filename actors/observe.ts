@@ -44,7 +44,15 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
     const context = snapshot.context;
     if (!context?.spec) return;
     const corr = correlationOf(context.spec);
-    const before = seen.get(ref) ?? { state: '', messages: 0, usage: null, turns: 0 };
+    let before = seen.get(ref);
+    if (!before) {
+      // first seen: a session restored from a snapshot (a resume, a host taking it over) brings
+      // its conversation, whose calls were told by the life that made them: only what it does
+      // from now on is new (a fresh session has no messages yet)
+      for (const m of context.messages) reported.add(m);
+      before = { state: '', messages: context.messages.length, usage: context.messages.length > 0 ? context.usage : null, turns: context.turns };
+      seen.set(ref, before);
+    }
 
     // conversation growth: each new assistant message is a model call, each new tool message a tool
     // call. Messages are immutable objects: the new ones are those at the end not reported yet
@@ -70,10 +78,12 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
             ...(u.cacheReadTokens ? { cacheReadTokens: u.cacheReadTokens - (p?.cacheReadTokens ?? 0) } : {}),
             ...(u.cacheWriteTokens ? { cacheWriteTokens: u.cacheWriteTokens - (p?.cacheWriteTokens ?? 0) } : {}),
             ...(u.costUsd !== undefined ? { costUsd: u.costUsd - (p?.costUsd ?? 0) } : {}),
+            ...(m.replyId ? { replyId: m.replyId } : {}),
           },
         });
       } else if (m.role === 'tool' && m.clipped !== true) {
-        events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content), callId: m.toolCallId } });
+        const epoch = (context as { meta?: { epoch?: number } }).meta?.epoch;
+        events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content), callId: m.toolCallId, ...(epoch ? { epoch } : {}) } });
       } else if (m.role === 'user' && m.synthetic === true) {
         // child results, inquiries, answers and notes as the session's model read them (the task itself is its spawn's prompt)
         events.emit({ type: 'message.injected', ...corr, data: { text: clipped(m.content, 4_000) } });

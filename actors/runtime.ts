@@ -17,7 +17,7 @@ import { createRemoteSessionLogic, type RemoteDeps } from './remote.js';
 import type { SupervisorLogic } from '../machines/session.js';
 import { subtaskMachine } from '../machines/subtask.machine.js';
 import { workerMachine } from '../machines/worker.machine.js';
-import { createLoop, type CostControl, type ModelResolver } from './agentLoop.js';
+import { createLoop, type CostControl, type EffectJournals, type ModelResolver } from './agentLoop.js';
 import type { ArtifactStore } from './artifacts.js';
 import { SpawnBudget } from './limits.js';
 import { FileLockTable } from './fileLocks.js';
@@ -61,6 +61,8 @@ export interface RuntimeDeps {
   external?: ExternalTools;
   /** Sessions on other hosts (NATS): which children are placed remotely, and how to reach them. */
   remote?: { deps: RemoteDeps; placeRemotely(spec: SessionSpec): boolean };
+  /** The effect journal of each run (absent: steps are not recorded, and a restored step runs again). */
+  effects?: EffectJournals;
 }
 
 /** What a model switch needs to know about the configured profiles. */
@@ -192,6 +194,7 @@ export function createRuntime(deps: RuntimeDeps) {
     ...(deps.commands ? { commands: deps.commands } : {}),
     ...(deps.artifacts ? { artifacts: deps.artifacts } : {}),
     ...(deps.external ? { external: deps.external } : {}),
+    ...(deps.effects ? { effects: deps.effects } : {}),
     pause: pauses,
   });
 

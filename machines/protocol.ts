@@ -509,6 +509,11 @@ export const ChatMessage = z.discriminatedUnion('role', [
     role: z.literal('assistant'),
     content: z.string(),
     toolCalls: z.array(ToolCall).optional(),
+    /**
+     * The model call that made it (session, step and the process that paid for it): a reply given
+     * back from the effect journal after a restore keeps it, so that its `model.called` is told once.
+     */
+    replyId: z.string().optional(),
   }),
   z.object({
     role: z.literal('tool'),
@@ -674,6 +679,8 @@ export const RunEventType = z.enum([
   'mcp.connected',
   'mcp.failed',
   'mcp.called',
+  /** A restored session's tool call that had started and has no recorded result: not run again, its outcome unknown. */
+  'effect.in_doubt',
   'warning',
 ]);
 export type RunEventType = z.infer<typeof RunEventType>;
@@ -920,6 +927,8 @@ export const CallModelOutput = z.object({
   /** Inbox items and update batch the model saw (echo of the input). */
   consumedInbox: z.number().int().min(0),
   consumedUpTo: z.number().int().nullable(),
+  /** The call's id (see the assistant message's replyId). */
+  replyId: z.string().optional(),
 });
 export type CallModelOutput = z.infer<typeof CallModelOutput>;
 
@@ -1009,6 +1018,13 @@ export const AgentLoopReply = z.discriminatedUnion('type', [
   z.object({ type: z.literal('TOOL_CRASHED'), step: z.number().int(), error: z.string() }),
   /** The running tool needs a permission the session's level does not include. */
   z.object({ type: z.literal('PERMISSION_REQUIRED'), requestId: z.string(), ask: PermissionAsk }),
+  /** The tool call's intent is recorded in the effect journal (when it has effects): it runs now. */
+  z.object({ type: z.literal('EFFECT_STARTED'), step: z.number().int() }),
+  /**
+   * A restored session's tool call had started before the process stopped and has no recorded
+   * result: it is not run again (unless a person says so); the model is told its outcome is unknown.
+   */
+  z.object({ type: z.literal('EFFECT_IN_DOUBT'), step: z.number().int(), tool: z.string() }),
   /** The run's or the worker's cost budget is spent: no model call was made. */
   z.object({ type: z.literal('BUDGET_REACHED'), step: z.number().int(), scope: z.enum(['run', 'worker']), limitUsd: z.number(), spentUsd: z.number() }),
   /**
@@ -1019,6 +1035,33 @@ export const AgentLoopReply = z.discriminatedUnion('type', [
   z.object({ type: z.literal('RESTORED') }),
 ]);
 export type AgentLoopReply = z.infer<typeof AgentLoopReply>;
+
+/**
+ * The effect journal (one JSON object per line, `.a2a/runs/<run>/effects.jsonl`): what a
+ * session's steps did outside the actor tree, recorded before the session takes its next step, so
+ * that a restored session is given what happened instead of doing it again. `s` is the session,
+ * `k` the step (`m<epoch>.<step>` a model call, `t<epoch>.<step>` a tool call).
+ */
+export const EffectRecord = z.discriminatedUnion('t', [
+  /** A model's reply (with what was injected before it): a restored session is given it, not asked again. */
+  z.object({ t: z.literal('reply'), s: z.string(), k: z.string(), agent: z.string(), out: CallModelOutput }),
+  /** A tool call is about to start (its arguments' digest and idempotency key). */
+  z.object({
+    t: z.literal('intent'),
+    s: z.string(),
+    k: z.string(),
+    call: z.object({ id: z.string(), name: z.string() }),
+    digest: z.string(),
+    key: z.string(),
+  }),
+  /** The call waits for a permission from the tree: it has not acted yet (run again after a restore, it asks again). */
+  z.object({ t: z.literal('asking'), s: z.string(), k: z.string() }),
+  /** The permission was granted: the call acts from here. */
+  z.object({ t: z.literal('go'), s: z.string(), k: z.string() }),
+  /** The call's result (`crashed`: the tool failed inside the runtime; `inDoubt`: reported as unknown after a restore). */
+  z.object({ t: z.literal('outcome'), s: z.string(), k: z.string(), outcome: ToolOutcome, crashed: z.string().optional(), inDoubt: z.literal(true).optional() }),
+]);
+export type EffectRecord = z.infer<typeof EffectRecord>;
 
 // -- the supervisor of a family (a session's children, the orchestrator's workers) ----------------
 

@@ -71,9 +71,11 @@ export const RUN_EVENT_DATA = {
     ...Usage,
     discarded: z.literal(true).optional(),
     reason: z.string().optional(),
+    /** The call's id (a reply given back from the effect journal after a restore is told once). */
+    replyId: z.string().optional(),
   }),
   'model.truncated': data({ attempt: z.number(), limit: z.number().nullable(), outputTokens: z.number(), toolCalls: z.array(z.string()), profile: z.string() }),
-  'tool.called': data({ name: z.string(), isError: z.boolean(), content: z.string(), callId: z.string().optional() }),
+  'tool.called': data({ name: z.string(), isError: z.boolean(), content: z.string(), callId: z.string().optional(), epoch: z.number().optional() }),
   'message.injected': data({ text: z.string() }),
   'permission.requested': data({ requestId: z.string(), action: PermissionAction, detail: z.string(), requesterId: z.string() }),
   'permission.forwarded': data({ requestId: z.string(), action: PermissionAction, detail: z.string(), from: z.string(), to: z.string(), hop: z.number(), via: z.array(z.string()) }),
@@ -118,7 +120,16 @@ export const RUN_EVENT_DATA = {
   warning: data({ message: z.string(), sandbox: z.literal('none').optional(), summarized: z.boolean().optional(), overflow: z.literal(true).optional(), before: z.number().optional(), after: z.number().optional() }),
   'mcp.connected': data({ server: z.string(), tools: z.number(), ms: z.number(), restart: z.number().optional() }),
   'mcp.failed': data({ server: z.string(), phase: z.enum(['start', 'died', 'timeout', 'refused']), error: z.string(), tool: z.string().optional() }),
-  'mcp.called': data({ server: z.string(), tool: z.string(), isError: z.boolean(), ms: z.number(), cancelled: z.literal(true).optional(), error: z.string().optional() }),
+  'effect.in_doubt': data({
+    tool: z.string(),
+    callId: z.string(),
+    idempotencyKey: z.string(),
+    /** The call's arguments (JSON, clipped), so that a person can check what it may have done. */
+    arguments: z.string(),
+    /** `reported`: the model was told the outcome is unknown; `asked`: a person decides whether it runs again. */
+    handling: z.enum(['reported', 'asked']),
+  }),
+  'mcp.called': data({ server: z.string(), tool: z.string(), isError: z.boolean(), ms: z.number(), cancelled: z.literal(true).optional(), error: z.string().optional(), callId: z.string().optional() }),
   'artifact.created': data({ artifactId: z.string(), artifactType: ArtifactType, version: z.number(), status: ArtifactStatus, producer: z.string(), producerRole: z.string(), brief: z.string(), files: z.number() }),
   'artifact.updated': data({ artifactId: z.string(), artifactType: ArtifactType, version: z.number(), status: ArtifactStatus, producer: z.string(), producerRole: z.string(), brief: z.string(), files: z.number() }),
   'task.completed': data({

@@ -449,6 +449,7 @@ export const sessionSetup = setup({
         reply.toolCalls.length > 0
           ? { role: 'assistant', content: reply.text, toolCalls: reply.toolCalls }
           : { role: 'assistant', content: reply.text };
+      if (output.replyId) assistant.replyId = output.replyId;
       const consumedBatch = output.consumedUpTo !== null && context.batch !== null && context.batch.upTo <= output.consumedUpTo;
       enqueue.assign({
         // a conversation summarized to fit the model's window replaces the history it summarized
@@ -957,8 +958,29 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
                   },
             },
           },
-          /** Running one tool call of the turn (the agent loop executes it; it was asked on the way in). */
+          /**
+           * Running one tool call of the turn (the agent loop executes it; it was asked on the way
+           * in). Its effect's life: `intended` (the loop looks in the effect journal, and records
+           * the intent of a call with effects) → `running` (it may act from here; its result is
+           * recorded before TOOL_FINISHED) → the next step. A restored session whose call had
+           * started and left no result is `inDoubt`: the call is not run again, the model is told
+           * its outcome is unknown (or a person decides, `effects.inDoubt: ask`).
+           */
           usingTools: {
+            initial: 'intended',
+            states: {
+              intended: {
+                on: {
+                  EFFECT_STARTED: 'running',
+                  EFFECT_IN_DOUBT: 'inDoubt',
+                },
+              },
+              running: {},
+              inDoubt: {
+                // a person said to run it again
+                on: { EFFECT_STARTED: 'running' },
+              },
+            },
             on: {
               PERMISSION_REQUIRED: [
                 {
@@ -993,7 +1015,8 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
                 { target: 'nextTool', actions: ['forgetStepDecisions', { type: 'recordToolOutcome', params: ({ event }) => event.outcome }] },
               ],
               TOOL_CRASHED: { target: 'nextTool', actions: ['forgetStepDecisions', { type: 'recordToolCrash', params: ({ event }) => ({ error: event.error }) }] },
-              RESTORED: { actions: 'sendToolRequest' },
+              // the loop looks in the journal again: a result on record, an intent in doubt, or nothing yet
+              RESTORED: { target: '.intended', actions: 'sendToolRequest' },
             },
           },
           /** The running tool needs a permission outside this session's level; its parent decides or passes it up. */
@@ -1001,7 +1024,7 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
             on: {
               PERMISSION_DECIDED: {
                 guard: { type: 'isOwnRequest', params: ({ event }) => event.decision },
-                target: 'usingTools',
+                target: 'usingTools.running',
                 actions: { type: 'answerTool', params: ({ event }) => event.decision },
               },
               // a restored session lost the tool: run it again (it asks again, with the same request id)
@@ -1095,11 +1118,15 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
   });
 }
 
-/** The name shown for a session state value (`{ running: 'usingTools' }` → `usingTools`, `{ running: { awaitingChildren: 'waiting' } }` → `awaitingChildren`). */
+/** The name shown for a session state value (`{ running: 'thinking' }` → `thinking`, `{ running: { usingTools: 'running' } }` → `usingTools`). */
 export function sessionStateName(value: unknown): SessionStateName {
   if (typeof value === 'string') return value as SessionStateName;
   const running = (value as { running?: unknown }).running;
   if (typeof running === 'string') return running as SessionStateName;
-  if (running && typeof running === 'object' && 'awaitingChildren' in running) return 'awaitingChildren';
+  // a state with states of its own (`awaitingChildren`, `usingTools`) is named by itself
+  if (running && typeof running === 'object') {
+    const [name] = Object.keys(running);
+    if (name) return name as SessionStateName;
+  }
   return 'running';
 }

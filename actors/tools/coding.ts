@@ -119,6 +119,7 @@ const ReadArgs = z.object({
 });
 const readFileTool: ToolDefinition<typeof ReadArgs> = {
   name: 'read_file',
+  idempotent: true,
   description: `Read a text file of your worktree, with line numbers. Long files are shown in parts (up to ${READ_DEFAULT_LINES} lines or ${READ_MAX_CHARS} characters); the output says how to read the rest with offset.`,
   parameters: ReadArgs,
   async execute(args, ctx) {
@@ -268,6 +269,7 @@ const ListArgs = z.object({
 });
 const listFilesTool: ToolDefinition<typeof ListArgs> = {
   name: 'list_files',
+  idempotent: true,
   description: `List files and directories (directories end with "/") in your worktree; .git is left out. At most ${LIST_MAX_ENTRIES} entries.`,
   parameters: ListArgs,
   async execute(args, ctx) {
@@ -303,6 +305,7 @@ const SearchArgs = z.object({
 });
 const searchTool: ToolDefinition<typeof SearchArgs> = {
   name: 'search',
+  idempotent: true,
   description:
     'Search the text files of your worktree for a string or regular expression; answers "file:line: text" per matching line. Skips .git, node_modules, binary and very large files.',
   parameters: SearchArgs,

@@ -20,6 +20,13 @@ export interface CustomToolContext {
   sessionId: string;
   agentType: string;
   depth: number;
+  /**
+   * This call's key, the same if the call is made again after a restore (run, session, call id):
+   * pass it on to the service you call (an `Idempotency-Key` header), or check it before acting,
+   * so that a repeat is recognised. A call that had started when the process stopped, with no
+   * recorded result, is not made again unless the tool is `idempotent` (see the README's "Durable runs").
+   */
+  idempotencyKey: string;
 }
 
 export interface CustomTool<S extends z.ZodType = z.ZodType> {
@@ -34,6 +41,12 @@ export interface CustomTool<S extends z.ZodType = z.ZodType> {
    * `false` for a tool that only reads and never asks. A denied call is not run.
    */
   permission?: PermissionAction | false;
+  /**
+   * Running it twice has the effect of running it once (it reads, or sets a state): a call in
+   * flight when the process stopped runs again on resume. Default false: such a call is reported
+   * to the model as "outcome unknown", never repeated behind its back.
+   */
+  idempotent?: boolean;
   /** A line for whoever decides (default: the tool's name and its arguments). */
   describe?(args: z.output<S>): string;
   /** The result the model reads: text, or `{ content, isError }`. Throwing is a tool error too. */
@@ -50,8 +63,9 @@ const CustomToolShape = z.strictObject({
   description: z.string().trim().min(1, 'say what the tool does: the model decides from it'),
   parameters: z.custom<z.ZodType>((v) => v instanceof z.ZodType || (typeof v === 'object' && v !== null && '_zod' in v), 'a zod 4 schema'),
   permission: z.union([PermissionAction, z.literal(false)]).optional(),
+  idempotent: z.boolean().optional(),
   describe: z.custom<(args: unknown) => string>((v) => typeof v === 'function', 'a function').optional(),
-  run: z.custom<CustomTool['run']>((v) => typeof v === 'function', 'a function (args, { signal, … }) => result'),
+  run: z.custom<CustomTool['run']>((v) => typeof v === 'function', 'a function (args, { signal, idempotencyKey, … }) => result'),
 });
 
 /** The most of a call's arguments a permission request shows. */
@@ -81,6 +95,7 @@ export function defineTool<S extends z.ZodType>(tool: CustomTool<S>): ToolDefini
     name: tool.name,
     description: tool.description,
     parameters: tool.parameters,
+    ...(tool.idempotent ? { idempotent: true } : {}),
     async execute(args, ctx): Promise<ToolOutcome> {
       if (action !== false) {
         const detail = clip(tool.describe ? safeDescribe(tool, args) : `${tool.name} ${JSON.stringify(args)}`);
@@ -97,6 +112,7 @@ export function defineTool<S extends z.ZodType>(tool: CustomTool<S>): ToolDefini
         sessionId: ctx.spec.id,
         agentType: ctx.spec.agent.raw,
         depth: ctx.spec.depth,
+        idempotencyKey: ctx.idempotencyKey ?? `a2a:${ctx.spec.correlation.runId}:${ctx.spec.id}`,
       };
       try {
         const result = await tool.run(args, context);

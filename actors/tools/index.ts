@@ -12,7 +12,7 @@ import type { AgentDefinition } from '../registry.js';
 import { a2aTools, SPAWNING_TOOLS } from './a2a.js';
 import { codingTools } from './coding.js';
 import { artifactTools } from './artifacts.js';
-import type { ToolContext, ToolDefinition } from './types.js';
+import type { ExternalTools, ToolContext, ToolDefinition } from './types.js';
 
 export type { ExternalTools, IdGenerator, ToolContext, ToolDefinition } from './types.js';
 export { childIds } from './types.js';
@@ -72,6 +72,19 @@ export class ToolCatalog {
     if (name.startsWith(EXTERNAL_PREFIX)) return false;
     const tool = this.#tools.get(name);
     return !tool || tool.inline === true;
+  }
+
+  /**
+   * Whether a call may run twice with the effect of once (see ToolDefinition.idempotent): the
+   * coordination tools (their effects are the actor tree's, which the checkpoint holds), the tools
+   * that only read, an MCP tool its server annotates so, a program's tool declared so. An unknown
+   * tool only gets an error.
+   */
+  idempotent(name: string, spec: SessionSpec, external: ExternalTools | null): boolean {
+    if (name.startsWith(EXTERNAL_PREFIX)) return external?.idempotent(name, spec) ?? true;
+    const tool = this.#tools.get(name);
+    if (!tool || tool.inline === true || tool.idempotent === true) return true;
+    return name.startsWith('a2a_') && name !== 'a2a_write_artifact';
   }
 
   specsFor(definition: AgentDefinition, spec: SessionSpec): ToolSpec[] {

@@ -46,6 +46,11 @@ export interface ExternalTools {
    */
   toolsFor(spec: SessionSpec, definition: AgentDefinition, signal: AbortSignal, session?: { subscribe(observer: { complete?(): void; error?(e: unknown): void }): { unsubscribe(): void } }): Promise<{ tools: ToolSpec[]; notes: string[] }>;
   run(call: ToolCall, definition: AgentDefinition, ctx: ToolContext): Promise<ToolOutcome>;
+  /**
+   * Whether a call of this tool may run twice with the effect of once (an MCP tool annotated
+   * `readOnlyHint` or `idempotentHint`): after a restore, such a call in doubt runs again.
+   */
+  idempotent(name: string, spec: SessionSpec): boolean;
   /** Closes every connection (the run or the host ends). */
   closeAll(): Promise<void>;
 }
@@ -74,6 +79,11 @@ export interface ToolContext {
   artifacts?: ((runId: string) => ArtifactStore) | null;
   /** Tools from the agent's MCP servers (absent: an `mcp__` call is an unknown tool). */
   external?: ExternalTools | null;
+  /**
+   * The call's key outside the run: the same for this call across restores and hosts (run,
+   * session, call id). Given to custom tools and MCP servers, so that a repeat can be recognised.
+   */
+  idempotencyKey?: string;
 }
 
 export interface ToolDefinition<S extends z.ZodType> {
@@ -86,6 +96,11 @@ export interface ToolDefinition<S extends z.ZodType> {
    * coordination tools).
    */
   inline?: boolean;
+  /**
+   * Running it twice has the effect of running it once (it only reads, or it sets a state): a call
+   * in doubt after a restore runs again, and its steps are not recorded in the effect journal.
+   */
+  idempotent?: boolean;
   execute(args: z.output<S>, ctx: ToolContext): ToolOutcome | Promise<ToolOutcome>;
 }
 

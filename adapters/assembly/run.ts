@@ -5,7 +5,7 @@
  * is only how it is shown (a terminal tree or typed events) and who answers (a prompt or code).
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Clock, Model, PullRequests } from '../../machines/ports.js';
 import { ControlRequest as ControlRequestSchema, RunId as RunIdSchema, type ControlRequest, type HumanAnswer, type HumanItem, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
@@ -38,6 +38,7 @@ import { publishPause } from '../transport/pause.js';
 import { ensureQueues } from '../../actors/remote.js';
 import { snapshotHolders } from '../host.js';
 import { FileRunStore } from '../store/file.js';
+import { FileEffectJournal } from '../store/effects.js';
 import { FileArtifactBackend } from '../store/artifactFiles.js';
 import { MemoryArtifactBackend } from '../store/artifactMemory.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
@@ -263,7 +264,7 @@ function workflowRoles(config: RunConfig, registry: AgentRegistry, layers: Array
 }
 
 /** The run's record says how it was started; resume only what ended without finishing. */
-function resumable(store: FileRunStore, runId: string) {
+function resumable(store: FileRunStore, runId: string, request: RunRequest) {
   const record = store.read(runId);
   if (record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled') {
     throw new A2AError('INVALID_STATE_TRANSITION', `run ${runId} already finished (${record.status}); nothing to resume`);
@@ -272,6 +273,14 @@ function resumable(store: FileRunStore, runId: string) {
     throw new A2AError('INVALID_STATE_TRANSITION', `run ${runId} is still running (pid ${record.pid}); stop it first with: a2a stop ${runId}`);
   }
   if (!record.invocation) throw new A2AError('VALIDATION_ERROR', `run ${runId} was not recorded with what started it; it cannot be resumed`);
+  if (record.invocation.code && !codeOnly(request)) {
+    // its agents, tools, model or settings exist only in the program that started it
+    throw new A2AError(
+      'VALIDATION_ERROR',
+      `run ${runId} was started by a program with its own agents, tools, model or settings: resume it from that program, with the same code inputs (startRun({ resume: "${runId}", tools, agents, … }))`,
+      { where: 'resume' },
+    );
+  }
   if (record.planId === 'standalone') throw new A2AError('VALIDATION_ERROR', `run ${runId} is a standalone session: only orchestrated runs can be resumed`);
   // killed before its first checkpoint: it starts again from its plan, under the same id (its log
   // continues, and what it had logged is not logged twice)
@@ -317,7 +326,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     if (target !== undefined || request.plan !== undefined || request.task !== undefined) {
       throw new A2AError('VALIDATION_ERROR', `give either a target or --resume <runId>, not both (got "${target ?? request.task ?? 'a plan'}" and --resume ${request.resume})`);
     }
-    resuming = resumable(store0, request.resume);
+    resuming = resumable(store0, request.resume, request);
     const inv = resuming.record.invocation!;
     target = inv.target;
     // what the run was started with, not flags given now (display and code-side fields stay)
@@ -408,7 +417,15 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const artifacts = artifactStores(backend, clock, { onChange: (meta, change) => bus.emit(artifactEvent(meta, change)) });
   // the agents' MCP servers: connected per session when first used, all closed when the run ends
   const mcp = new McpTools({ events: bus, secretsFile: secretsFileOf(p.config, p.workspace), workspace: p.workspace });
+  // the effect journal (file store): model replies and tool results, on record before the session
+  // acts on them; a resumed run reads what its earlier lives recorded. The event log goes to disk
+  // first, so that what a step told is there before the record that says it is over.
+  let flushLog: () => void = () => {};
+  const effectJournal = store && p.config.effects.journal
+    ? new FileEffectJournal(join(store.dir(runId), 'effects.jsonl'), { beforeWrite: () => flushLog(), onInvalid: (problem) => warn(`the effect journal: ${problem}`) })
+    : null;
   const runtime = createRuntime({
+    ...(effectJournal ? { effects: { journal: (id: string) => (id === runId ? effectJournal : null), inDoubt: p.config.effects.inDoubt } } : {}),
     artifacts,
     external: mcp,
     registry: p.registry,
@@ -446,6 +463,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     notify(`tracing: spans of run ${runId} go to ${tracing.target}`);
   }
   const cleanup = async () => {
+    effectJournal?.close();
     await mcp.closeAll();
     await transport?.close();
     // after the log: the run's last spans are exported before `done` settles
@@ -505,12 +523,13 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         startedAt: Date.now(),
         planId,
         source: p.target.source,
-        // a run started with what only the program has (its agents, tools, model, settings) cannot
-        // be resumed by the CLI, which would resume it without them: no invocation is recorded
-        ...(target !== undefined && !codeOnly(request) ? { invocation: { target, options: invocationOptions(effective), workspace: p.workspace } } : {}),
+        // a run started with what only the program has (its agents, tools, model, settings) is
+        // resumed by that program, which gives them again (the CLI refuses it: it would lack them)
+        ...(target !== undefined ? { invocation: { target, options: invocationOptions(effective), workspace: p.workspace, ...(codeOnly(request) ? { code: true as const } : {}) } } : {}),
       });
     }
     const log = store?.runLog(runId, { audited: isAudited }) ?? null;
+    if (log) flushLog = () => log.flush();
     const usage: RunUsage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
     const view = new RunView();
     bus.subscribe((e) => {
@@ -534,14 +553,18 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     }
     if (request.onEvent) {
       const listener = request.onEvent;
-      bus.subscribe((e) => {
+      const deliver = (e: RunEvent) => {
         try {
           listener(e as TypedRunEvent);
         } catch (error) {
           // a listener's bug must not stop the run or the other listeners
           warn(`an event listener threw on ${e.type}: ${errorText(error)}`);
         }
-      });
+      };
+      // with a log, an event is handed on once it is written: a run killed and resumed then
+      // hands on each event once, with sequence numbers that never go back
+      if (log) log.onWritten(deliver);
+      else bus.subscribe(deliver);
     }
 
     const announcePause = (paused: { by: string; at: number } | null, by: string) => {

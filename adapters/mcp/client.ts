@@ -45,7 +45,12 @@ interface ListedTool {
   /** The server's own name of the tool. */
   tool: string;
   spec: ToolSpec;
+  /** Annotated `readOnlyHint` or `idempotentHint`: a call in doubt after a restore may run again. */
+  idempotent: boolean;
 }
+
+/** Where a call's idempotency key travels to the server: the request's `_meta` (MCP's extension point, a name of a2a's own). */
+export const IDEMPOTENCY_META = 'io.a2a/idempotency-key';
 
 /** One session's connection to one server. */
 class Connection {
@@ -160,6 +165,15 @@ export class McpTools implements ExternalTools {
     return { tools, notes };
   }
 
+  idempotent(name: string, spec: SessionSpec): boolean {
+    for (const connection of this.#sessions.get(this.#key(spec))?.connections.values() ?? []) {
+      const listed = connection.tools.get(name);
+      if (listed) return listed.idempotent;
+    }
+    // not listed (its server is down or it does not exist): it only gets an error
+    return true;
+  }
+
   async run(call: ToolCall, definition: AgentDefinition, ctx: ToolContext): Promise<ToolOutcome> {
     const started = Date.now();
     const found = this.#find(call.name, definition, ctx.spec);
@@ -167,7 +181,7 @@ export class McpTools implements ExternalTools {
     const { connection, listed, server } = found;
     const tier = server.tools?.[listed.tool] ?? server.permission;
     const detail = clip(`${connection.server}.${listed.tool} ${JSON.stringify(call.arguments ?? {})}`, 500);
-    const base = { server: connection.server, tool: listed.tool };
+    const base = { server: connection.server, tool: listed.tool, callId: call.id };
     // (an auto_deny tool is never listed, so #find never finds one)
     if (tier !== 'auto_approve') {
       // ask_user set on the server or tool: only a person decides; unset: the matrix's mcp_tool
@@ -180,7 +194,8 @@ export class McpTools implements ExternalTools {
       return { isError: true, content: `MCP server "${connection.server}" is not available (${connection.failure ?? 'closed'}); ${call.name} was not run.` };
     }
     try {
-      const result = await connection.client.callTool({ name: listed.tool, arguments: (call.arguments ?? {}) as Record<string, unknown> }, undefined, {
+      const meta = ctx.idempotencyKey ? { _meta: { [IDEMPOTENCY_META]: ctx.idempotencyKey } } : {};
+      const result = await connection.client.callTool({ name: listed.tool, arguments: (call.arguments ?? {}) as Record<string, unknown>, ...meta }, undefined, {
         signal: ctx.signal,
         timeout: server.timeoutMs,
       });
@@ -198,7 +213,7 @@ export class McpTools implements ExternalTools {
       // server's stderr) before the pending call is rejected
       const died = connection.status !== 'ready';
       const timedOut = !died && (error as { code?: unknown }).code === REQUEST_TIMEOUT;
-      if (timedOut) this.#emit(ctx.spec, 'mcp.failed', { ...base, phase: 'timeout', error: `no answer within ${server.timeoutMs} ms` });
+      if (timedOut) this.#emit(ctx.spec, 'mcp.failed', { server: base.server, tool: base.tool, phase: 'timeout', error: `no answer within ${server.timeoutMs} ms` });
       this.#emit(ctx.spec, 'mcp.called', { ...base, isError: true, ms, error: clip(text, 300) });
       const why = died
         ? `the MCP server "${connection.server}" stopped during the call (${clip(text, 300)})${connection.restarts < MAX_RESTARTS ? '; it is started again for your next call' : ''}`
@@ -327,7 +342,12 @@ export class McpTools implements ExternalTools {
           // two names that read the same once cleaned (`a.b`, `a_b`) each keep a name of their own
           let exposed = exposedName(server, tool.name);
           if (tools.some((t) => t.spec.name === exposed)) exposed = exposedName(server, tool.name, true);
-          tools.push({ tool: tool.name, spec: { name: exposed, description: clip(tool.description ?? `${tool.name} (MCP server ${server})`, 2_000), parameters } });
+          const hints = tool.annotations as { readOnlyHint?: boolean; idempotentHint?: boolean } | undefined;
+          tools.push({
+            tool: tool.name,
+            spec: { name: exposed, description: clip(tool.description ?? `${tool.name} (MCP server ${server})`, 2_000), parameters },
+            idempotent: hints?.readOnlyHint === true || hints?.idempotentHint === true,
+          });
         }
         cursor = page.nextCursor;
         if (!cursor) break;

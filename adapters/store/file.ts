@@ -30,7 +30,8 @@ export const RunRecord = z.object({
   planId: z.string(),
   source: z.string(),
   /** How the run was started (target and options), so that `--resume` builds the same runtime. */
-  invocation: z.object({ target: z.string(), options: z.record(z.string(), z.unknown()), workspace: z.string() }).optional(),
+  /** `code`: started by a program with its own agents, tools, model or settings (only that program can resume it). */
+  invocation: z.object({ target: z.string(), options: z.record(z.string(), z.unknown()), workspace: z.string(), code: z.literal(true).optional() }).optional(),
   /** Times the run was resumed. */
   resumes: z.array(z.object({ at: z.number(), pid: z.number().int() })).optional(),
   /** Paused with `a2a pause` (by whom, when); a run resumed after a kill comes back paused. */
@@ -226,7 +227,7 @@ export const JournalRecord = z.discriminatedUnion('t', [
 export type JournalRecord = z.infer<typeof JournalRecord>;
 
 /** Appends a newline to a file whose last line is not terminated (torn by a kill). */
-function terminateLastLine(file: string): void {
+export function terminateLastLine(file: string): void {
   if (!existsSync(file)) return;
   const size = statSync(file).size;
   if (size === 0) return;
@@ -253,6 +254,10 @@ export class RunLog {
   #audit: string[] = [];
   #waiting: Array<() => void> = [];
   readonly #timer: NodeJS.Timeout;
+  /** Listeners of what is written (see onWritten), and the events waiting to be written for them. */
+  readonly #written = new Set<(event: RunEvent) => void>();
+  #unwritten: RunEvent[] = [];
+  #soon = false;
 
   constructor(
     private readonly eventsFile: string,
@@ -269,6 +274,27 @@ export class RunLog {
     const line = `${this.options.serialize(event)}\n`;
     this.#events.push(line);
     if (this.options.audited(event)) this.#audit.push(line);
+    if (this.#written.size > 0) {
+      this.#unwritten.push(event);
+      // someone reads the stream: written at the end of this turn of the event loop, not in 200 ms
+      if (!this.#soon) {
+        this.#soon = true;
+        setImmediate(() => {
+          this.#soon = false;
+          this.flush();
+        });
+      }
+    }
+  }
+
+  /**
+   * Hands each event to `listener` once it is in the log (`a2a run --json`, a program's
+   * onEvent): what a reader saw is what a resumed run continues from, so that across a kill and a
+   * resume every event reaches it once, and sequence numbers never go back.
+   */
+  onWritten(listener: (event: RunEvent) => void): () => void {
+    this.#written.add(listener);
+    return () => this.#written.delete(listener);
   }
 
   /** Runs `callback` once everything appended so far is written. */
@@ -289,6 +315,11 @@ export class RunLog {
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const callback of waiting) callback();
+    if (this.#unwritten.length > 0) {
+      const written = this.#unwritten;
+      this.#unwritten = [];
+      for (const event of written) for (const listener of this.#written) listener(event);
+    }
   }
 
   close(): void {

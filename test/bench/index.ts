@@ -7,7 +7,7 @@
  * leaves the NATS rows out; without a nats-server binary the bench fails before it starts.
  */
 import { execFileSync, spawn as spawnProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -204,6 +204,35 @@ row('    overhead of tracing, wall time', (tOn / tOff - 1) * 100, '%', `+${((tOn
 if (cpuOff > 0) row('    overhead of tracing, CPU of the run\'s thread', (cpuOn / cpuOff - 1) * 100, '%', `+${((cpuOn / cpuOff - 1) * 100).toFixed(1)} %`, '<= 10 %', cpuOn / cpuOff - 1 <= 0.1);
 const load = med(traced, 'loadMs');
 row('  starting the export (its thread and modules; once per process)', load, 'ms', `${load.toFixed(0)} ms`);
+
+// the effect journal: the same 1,000-sub-task run (file store) without it, pairs interleaved with
+// the untraced runs above' kind; then the OAuth example with and without it (effects.journal: false)
+const journaled: Array<Record<string, number>> = [];
+const unjournaled: Array<Record<string, number>> = [];
+for (let i = 0; i < RUNS; i++) {
+  unjournaled.push(...measure('unjournaled', 1000, undefined, 1));
+  journaled.push(...measure('untraced', 1000, undefined, 1));
+}
+const jOn = med(journaled, 'wallMs');
+const jOff = med(unjournaled, 'wallMs');
+const jCpuOn = med(journaled, 'cpuMs');
+const jCpuOff = med(unjournaled, 'cpuMs');
+row('a run of 1,000 parallel sub-tasks, file store, no effect journal', jOff, 'ms', `${jOff.toFixed(0)} ms`);
+row('  with the effect journal (1,001 model replies recorded)', jOn, 'ms', `${jOn.toFixed(0)} ms`);
+row('    cost of the journal, wall time', (jOn / jOff - 1) * 100, '%', `${jOn >= jOff ? '+' : ''}${((jOn / jOff - 1) * 100).toFixed(1)} %`, '<= 5 %', jOn / jOff - 1 <= 0.05);
+if (jCpuOff > 0) row("    cost of the journal, CPU of the run's thread", (jCpuOn / jCpuOff - 1) * 100, '%', `${jCpuOn >= jCpuOff ? '+' : ''}${((jCpuOn / jCpuOff - 1) * 100).toFixed(1)} %`, '<= 5 %', jCpuOn / jCpuOff - 1 <= 0.05);
+const noJournal = join(oauthWorkspace, 'no-journal.json');
+writeFileSync(noJournal, JSON.stringify({ effects: { journal: false } }));
+const oauthRuns = { on: [] as number[], off: [] as number[] };
+for (let i = 0; i < RUNS; i++) {
+  oauthRuns.off.push(timed(['run', fileURLToPath(new URL('../../examples/oauth', import.meta.url)), '--workspace', oauthWorkspace, '--no-tree', '--config', noJournal], 1));
+  oauthRuns.on.push(timed(['run', fileURLToPath(new URL('../../examples/oauth', import.meta.url)), '--workspace', oauthWorkspace, '--no-tree'], 1));
+}
+const oOn = median(oauthRuns.on);
+const oOff = median(oauthRuns.off);
+row('a2a run examples/oauth without the effect journal (start to exit)', oOff, 'ms', `${oOff.toFixed(0)} ms`);
+row('  with it', oOn, 'ms', `${oOn.toFixed(0)} ms`);
+row('    cost of the journal, wall time', (oOn / oOff - 1) * 100, '%', `${oOn >= oOff ? '+' : ''}${((oOn / oOff - 1) * 100).toFixed(1)} %`, '<= 5 %', oOn / oOff - 1 <= 0.05);
 
 let natsRuns = 0;
 if (NATS) {

@@ -511,7 +511,7 @@ export async function a2aFanout(n: number): Promise<{ directMs: number; servedMs
  * from the start to `done`, which with tracing settles only once the last spans are exported.
  * `cpuMs`: CPU time of the run's own thread (Linux), apart from the export thread's.
  */
-export async function tracedFanout(n: number, mode: 'on' | 'off'): Promise<{ wallMs: number; cpuMs: number; loadMs: number; exportedBytes: number; exports: number }> {
+export async function tracedFanout(n: number, mode: 'on' | 'off', journal = true): Promise<{ wallMs: number; cpuMs: number; loadMs: number; exportedBytes: number; exports: number }> {
   const { startRun } = await import('../../adapters/assembly/library.js');
   const { spawn } = await import('node:child_process');
   const { readFileSync } = await import('node:fs');
@@ -571,7 +571,7 @@ export async function tracedFanout(n: number, mode: 'on' | 'off'): Promise<{ wal
     }
     const cpu0 = threadCpu();
     const t = performance.now();
-    const run = await startRun({ workspace: dir, task: 'fan out', agent: '@coder', notify: () => undefined, scriptData: script, maxParallel: n, maxSubtasks: n, spawnRate: n * 10, otel: mode === 'on' ? url : false });
+    const run = await startRun({ workspace: dir, task: 'fan out', agent: '@coder', notify: () => undefined, scriptData: script, maxParallel: n, maxSubtasks: n, spawnRate: n * 10, otel: mode === 'on' ? url : false, ...(journal ? {} : { settings: { effects: { journal: false } } }) });
     if ((await run.done).status !== 'completed') throw new Error('the traced fan-out did not complete');
     const wallMs = performance.now() - t;
     const cpuMs = threadCpu() - cpu0;

@@ -93,11 +93,12 @@ switch (scenario) {
     break;
   case 'traced':
   case 'untraced':
-    // n: sub-tasks of the one worker; traced: spans exported over OTLP/HTTP
-    out = await tracedFanout(n, scenario === 'traced' ? 'on' : 'off');
+  case 'unjournaled':
+    // n: sub-tasks of the one worker; traced: spans exported over OTLP/HTTP; unjournaled: no effect journal
+    out = await tracedFanout(n, scenario === 'traced' ? 'on' : 'off', scenario !== 'unjournaled');
     break;
   default:
-    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command, a2a, a2a-fanout, traced or untraced`);
+    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command, a2a, a2a-fanout, traced, untraced or unjournaled`);
 }
 console.log(JSON.stringify({ scenario, n, parallel, ...out }));
 process.exit(0);

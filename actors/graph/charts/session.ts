@@ -55,6 +55,8 @@ function sessionEvents(spec: SessionSpec) {
       ranReply(1, ran('sent', { kind: 'notify', notification: 'question', message: 'which db?' })),
       { type: 'MODEL_FAILED', step: 1, error: 'provider down' },
       { type: 'RESTORED' },
+      { type: 'EFFECT_STARTED', step: 1 },
+      { type: 'EFFECT_IN_DOUBT', step: 1, tool: 'mcp__bank__charge' },
       outcome('ok'),
       outcome('bad arguments', undefined, true),
       outcome('', { kind: 'spawn', requestId: 'r1', specs: [child], blocking: true, timeoutMs: 5000 }),
@@ -205,7 +207,7 @@ function sessionInvariants(spec: SessionSpec) {
 
     // a permission outside the session's level goes up and the session waits; a child's request
     // is approved here within this level, or passed up; nothing is decided twice or dropped
-    if (step.event.type === 'PERMISSION_REQUIRED' && step.after.status === 'active' && JSON.stringify(step.before.value) === '{"running":"usingTools"}') {
+    if (step.event.type === 'PERMISSION_REQUIRED' && step.after.status === 'active' && JSON.stringify(step.before.value).startsWith('{"running":{"usingTools"')) {
       const requestId = (step.event as unknown as { requestId: string }).requestId;
       const asked = step.sent.some((s) => s.event.type === 'PERMISSION_REQUEST');
       const answered = step.sent.some((s) => s.to === 'loop' && s.event.type === 'PERMISSION_ANSWER');
@@ -215,6 +217,16 @@ function sessionInvariants(spec: SessionSpec) {
         if (!asked) fail(step, 'a permission the tool needs was not asked of the parent');
         if (JSON.stringify(step.after.value) !== '{"running":"waitingForPermission"}') fail(step, 'the session does not show as waiting for permission');
       }
+    }
+    // a restored tool step is asked again, and its journal decides afresh: never left `running`
+    // (as if its effect were still under way) nor `inDoubt` from an earlier life
+    if (step.event.type === 'RESTORED' && JSON.stringify(step.before.value).startsWith('{"running":{"usingTools"')) {
+      if (!step.sent.some((s) => s.to === 'loop' && s.event.type === 'RUN_TOOL')) fail(step, 'a restored tool step was not asked again');
+      if (JSON.stringify(step.after.value) !== '{"running":{"usingTools":"intended"}}') fail(step, `a restored tool step is in ${JSON.stringify(step.after.value)}, expected intended`);
+    }
+    // an effect's life only goes forward: in doubt comes from a step asked again, never from one running
+    if (step.event.type === 'EFFECT_IN_DOUBT' && JSON.stringify(step.before.value) === '{"running":{"usingTools":"running"}}' && JSON.stringify(step.after.value) !== JSON.stringify(step.before.value)) {
+      fail(step, 'a running call was taken for in doubt');
     }
     // a spent budget makes no model call: a worker pauses (and says why), a sub-task fails
     if (step.event.type === 'BUDGET_REACHED' && JSON.stringify(step.before.value) === '{"running":"thinking"}') {

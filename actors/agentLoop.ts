@@ -259,24 +259,39 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
   let history = input.messages;
   let compacted: ChatMessage[] | undefined;
   let costUsd = 0;
-  const price = (usage: ModelReply['usage']): number | undefined => {
-    if (!deps.costs) return undefined;
-    const usd = deps.costs.ledger.record({
+  const ledger = (usage: ModelReply['usage']): number | undefined =>
+    deps.costs?.ledger.record({
       sessionId: spec.id,
       workerId: workerKey(spec),
       ...(spec.role === 'subtask' ? { parentId: spec.owner.ownerId } : {}),
       model: resolved.name,
       usage,
     });
-    costUsd += usd;
+  const price = (usage: ModelReply['usage']): number | undefined => {
+    const usd = ledger(usage);
+    if (usd !== undefined) costUsd += usd;
     return usd;
   };
-  /** The history summarized (by the session's own model, priced) to fit `budget` tokens, system prompt included. */
-  const fit = async (budget: number, reserveTokens: number) => {
-    const fitted = await fitConversation({ model, request: base, messages: history, contextWindow: budget, reserveTokens, signal: abort.signal });
-    price(fitted.usage);
-    return fitted;
-  };
+  /**
+   * The history summarized (by the session's own model) to fit `budget` tokens, system prompt
+   * included. Each summary call is priced with its cache tokens and told as a `model.called` of
+   * its own (`summary: true`): it is not folded into the reply's call.
+   */
+  const fit = (budget: number, reserveTokens: number) =>
+    fitConversation({
+      model,
+      request: base,
+      messages: history,
+      contextWindow: budget,
+      reserveTokens,
+      signal: abort.signal,
+      onCall: (usage) => {
+        const usd = ledger(usage);
+        if (deps.events.listening !== false) {
+          deps.events.emit({ type: 'model.called', ...correlationOf(spec), data: { summary: true, toolCalls: [], ...usage, ...(usd !== undefined ? { costUsd: usd } : {}) } });
+        }
+      },
+    });
   const warn = (message: string, data: Record<string, unknown>) => {
     if (deps.events.listening !== false) deps.events.emit({ type: 'warning', ...correlationOf(spec), data: { message, ...data } });
   };

@@ -182,32 +182,41 @@ export class ArtifactStore {
     const taken = (await this.#io('list artifact ids', () => this.backend.ids(this.runId))).filter((id) => id.startsWith(`${args.type}-`));
     let n = Math.max(0, ...taken.map(numberOf).filter(Number.isInteger)) + 1;
     let record: ArtifactContent | null = null;
+    let meta!: ArtifactMeta;
     for (let round = 0; record === null; round++, n++) {
       if (round === MAX_ROUNDS) throw this.#contended(`a new ${args.type} id`);
-      const candidate: ArtifactContent = { id: `${args.type}-${n}`, version: 1, content, producer: args.producer, at: now };
+      meta = ArtifactMeta.parse({
+        id: `${args.type}-${n}`,
+        runId: this.runId,
+        type: args.type,
+        status: args.status ?? 'completed',
+        version: 1,
+        producer: args.producer,
+        producerRole: args.producerRole,
+        summary,
+        related: [...new Set(args.related ?? [])],
+        reviewedBy: [],
+        size: content.length,
+        createdAt: now,
+        modifiedAt: now,
+        archived: false,
+      });
+      // the content and the record it makes, in one write: it claims the id (see ArtifactContent.record)
+      const candidate: ArtifactContent = { id: meta.id, version: 1, content, producer: args.producer, at: now, record: meta };
       if (await this.#io(`write ${candidate.id}`, () => this.backend.createContent(this.runId, candidate.id, 1, candidate))) record = candidate;
+      // the id is taken: by a writer stopped before its record, whose record is completed here
+      else await this.#recordIfAny(candidate.id);
     }
-    const meta = ArtifactMeta.parse({
-      id: record.id,
-      runId: this.runId,
-      type: args.type,
-      status: args.status ?? 'completed',
-      version: 1,
-      producer: args.producer,
-      producerRole: args.producerRole,
-      summary,
-      related: [...new Set(args.related ?? [])],
-      reviewedBy: [],
-      size: content.length,
-      createdAt: now,
-      modifiedAt: now,
-      archived: false,
-    });
     const written = await this.#io(`write ${meta.id}`, () => this.backend.writeMeta(this.runId, meta.id, meta, 0));
-    // the id's first version was ours alone, so nobody else can have written its record
-    if (written === null) throw new A2AError('AGENT_ERROR', `artifact ${meta.id} of run ${this.runId} got a record from another writer while it was created (${this.backend.where})`);
+    // the id's first version was ours alone: a record already there is ours, completed by a reader
+    if (written === null) {
+      const found = await this.#recordIfAny(meta.id, false);
+      if (!found || found.meta.createdAt !== meta.createdAt || found.meta.producer !== meta.producer) {
+        throw new A2AError('AGENT_ERROR', `artifact ${meta.id} of run ${this.runId} got a record from another writer while it was created (${this.backend.where})`);
+      }
+    }
     this.#cache.put(`${meta.id}@1`, record);
-    this.#onChange?.(meta, 'created');
+    if (written !== null) this.#onChange?.(meta, 'created');
     return meta;
   }
 
@@ -219,21 +228,13 @@ export class ArtifactStore {
     if (args.related?.length) await this.#requireExisting(args.related);
     const summary = summarizeArtifact(current.type, content, args.files ?? current.summary.filesAffected);
     const now = this.clock.now();
-    let record: ArtifactContent | null = null;
-    for (let version = current.version + 1, round = 0; record === null; version++, round++) {
-      if (round === MAX_ROUNDS) throw this.#contended(`a new version of ${id}`);
-      const candidate: ArtifactContent = { id: current.id, version, content, producer: args.producer, at: now };
-      if (await this.#io(`write ${id} v${version}`, () => this.backend.createContent(this.runId, id, version, candidate))) record = candidate;
-    }
-    const mine = record;
-    this.#cache.put(`${id}@${mine.version}`, mine);
-    const revised = await this.#change(id, (meta) => {
+    const revisedBy = (meta: ArtifactMeta, version: number): ArtifactMeta => {
       const related = [...new Set([...meta.related, ...(args.related ?? [])])];
       // a concurrent revision with a higher number is the latest: it keeps its summary
-      if (meta.version > mine.version) return { ...meta, related, modifiedAt: now };
+      if (meta.version > version) return { ...meta, related, modifiedAt: now };
       return {
         ...meta,
-        version: mine.version,
+        version,
         producer: args.producer,
         producerRole: args.producerRole ?? meta.producerRole,
         status: args.status ?? 'completed',
@@ -243,7 +244,17 @@ export class ArtifactStore {
         modifiedAt: now,
         archived: false,
       };
-    });
+    };
+    let record: ArtifactContent | null = null;
+    for (let version = current.version + 1, round = 0; record === null; version++, round++) {
+      if (round === MAX_ROUNDS) throw this.#contended(`a new version of ${id}`);
+      // with the record it makes: a writer stopped before the record's write leaves it to the next reader
+      const candidate: ArtifactContent = { id: current.id, version, content, producer: args.producer, at: now, record: ArtifactMeta.parse(revisedBy(current, version)) };
+      if (await this.#io(`write ${id} v${version}`, () => this.backend.createContent(this.runId, id, version, candidate))) record = candidate;
+    }
+    const mine = record;
+    this.#cache.put(`${id}@${mine.version}`, mine);
+    const revised = await this.#change(id, (meta) => (meta.version >= mine.version && meta.modifiedAt === now && meta.producer === args.producer ? null : revisedBy(meta, mine.version)));
     this.#onChange?.({ ...revised, version: mine.version }, 'updated');
     return revised;
   }
@@ -357,18 +368,27 @@ export class ArtifactStore {
     return found;
   }
 
-  async #recordIfAny(id: string): Promise<{ meta: ArtifactMeta; revision: number } | null> {
+  async #recordIfAny(id: string, complete = true): Promise<{ meta: ArtifactMeta; revision: number } | null> {
     this.#checkId(id);
-    const stored = await this.#io(`read ${id}`, () => this.backend.readMeta(this.runId, id));
-    if (!stored) return null;
-    const meta = parseStored(ArtifactMeta, stored, 'artifact record');
-    if (meta.id !== id || meta.runId !== this.runId) throw invalidRecord(stored.key, `it holds ${meta.id} of run ${meta.runId}, not ${id} of run ${this.runId}`);
-    return { meta, revision: stored.revision };
+    for (let round = 0; ; round++) {
+      const stored = await this.#io(`read ${id}`, () => this.backend.readMeta(this.runId, id));
+      const found = stored ? { meta: parseStored(ArtifactMeta, stored, 'artifact record'), revision: stored.revision } : null;
+      if (found && (found.meta.id !== id || found.meta.runId !== this.runId)) throw invalidRecord(stored!.key, `it holds ${found.meta.id} of run ${found.meta.runId}, not ${id} of run ${this.runId}`);
+      if (!complete || round === MAX_ROUNDS) return found;
+      // a version newer than the record (its writer stopped between its two writes): completed here
+      const next = await this.#io(`read ${id} v${(found?.meta.version ?? 0) + 1}`, () => this.backend.readContent(this.runId, id, (found?.meta.version ?? 0) + 1));
+      const intended = next ? parseStored(ArtifactContent, next, 'artifact content').record : undefined;
+      if (!intended) return found;
+      const completed: ArtifactMeta = found ? { ...intended, related: [...new Set([...found.meta.related, ...intended.related])], reviewedBy: found.meta.reviewedBy } : intended;
+      if ((await this.#io(`write ${id}`, () => this.backend.writeMeta(this.runId, id, completed, found?.revision ?? 0))) !== null) {
+        this.#onChange?.(completed, found ? 'updated' : 'created');
+      }
+    }
   }
 
   async #all(): Promise<ArtifactMeta[]> {
     const ids = await this.#io('list artifact ids', () => this.backend.ids(this.runId));
-    // an id without a record yet is one being created (its first version is written first)
+    // an id without a record: being created, or its writer stopped before the record (completed by #recordIfAny)
     const found = await Promise.all(ids.filter((id) => ArtifactId.safeParse(id).success).map((id) => this.#recordIfAny(id)));
     return found.flatMap((r) => (r ? [r.meta] : [])).sort(byCreation);
   }

@@ -14,7 +14,7 @@ import { fromPromise } from 'xstate';
 import { z } from 'zod';
 import type { Clock, EventSink, Model } from '../machines/ports.js';
 import type { CostControl } from './agentLoop.js';
-import { WorkDistribution, WorkflowDecision, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol.js';
+import { WorkDistribution, WorkflowDecision, type ModelReply, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol.js';
 import { reviewVerdict } from '../machines/orchestrator.machine.js';
 import type { DecideOutput, OrganiserView, RecordInput, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
 import { STEP_ARTIFACT, type OrganiserArtifact, type TaskOutcome, type WorkingState } from '../machines/sdlcSteps.js';
@@ -205,29 +205,69 @@ function parseCall<T>(schema: z.ZodType<T>, name: string, args: unknown): T {
   return parsed.data;
 }
 
+/**
+ * The organiser's call in flight for each run, by its prompt. A pause stops the `deciding` phase
+ * (and its invoke) while the call is under way: aborting it would throw away a reply the provider
+ * bills, and the resumed phase would pay for the same question again. So the call is not tied to
+ * the invoke: it goes on through a pause, and the invoke of the resumed phase, asking the same
+ * question (the same prompt), takes its reply. A call whose question is no longer asked (the run
+ * moved on) is aborted when the next one starts.
+ */
+interface Asked {
+  content: string;
+  reply: Promise<ModelReply>;
+  controller: AbortController;
+}
+
 export function createDecide(o: { model: Model | null; modelName?: string; clock: Clock; events?: EventSink; costs?: CostControl }) {
+  const asked = new Map<string, Asked>();
+  const ask = (runId: string, content: string, call: (signal: AbortSignal) => Promise<ModelReply>): Asked => {
+    const current = asked.get(runId);
+    if (current?.content === content) return current;
+    current?.controller.abort(new A2AError('WORKFLOW_STOPPED', 'the organiser was asked another question'));
+    const controller = new AbortController();
+    const entry: Asked = { content, reply: call(controller.signal), controller };
+    entry.reply.catch(() => undefined);
+    asked.set(runId, entry);
+    return entry;
+  };
   return fromPromise<DecideOutput, OrganiserView & { runId: string }>(async ({ input, signal }) => {
     if (!o.model) throw new A2AError('CONFIGURATION_INVALID', 'no organiser model is configured (workflow.organiser.profile, or the default profile)');
+    const model = o.model;
     const content = organiserPrompt(input);
     const tools = [DECISION_TOOL, ...(input.distribute ? [DISTRIBUTION_TOOL] : [])];
-    const reply = await o.model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal });
-    // priced and counted like every agent's call (the run's usage and cost include the organiser)
-    const costUsd = o.costs?.ledger.record({ sessionId: 'organiser', workerId: `${input.runId}.organiser`, model: o.modelName ?? o.model.id, usage: reply.usage });
-    o.events?.emit({
-      type: 'model.called',
-      subTaskId: 'organiser',
-      agentType: ORGANISER_AGENT.raw,
-      data: {
-        turn: input.round,
-        text: reply.text.slice(0, 500),
-        toolCalls: reply.toolCalls.map((c) => c.name),
-        inputTokens: reply.usage.inputTokens,
-        outputTokens: reply.usage.outputTokens,
-        ...(reply.usage.cacheReadTokens ? { cacheReadTokens: reply.usage.cacheReadTokens } : {}),
-        ...(reply.usage.cacheWriteTokens ? { cacheWriteTokens: reply.usage.cacheWriteTokens } : {}),
-        ...(costUsd !== undefined ? { costUsd } : {}),
-      },
+    const entry = ask(input.runId, content, (callSignal) =>
+      model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal: callSignal }).then((reply) => {
+        priceAndTell(reply);
+        return reply;
+      }),
+    );
+    // priced and counted like every agent's call (the run's usage and cost include the organiser), once, when it returns
+    const priceAndTell = (reply: ModelReply) => {
+      const costUsd = o.costs?.ledger.record({ sessionId: 'organiser', workerId: `${input.runId}.organiser`, model: o.modelName ?? model.id, usage: reply.usage });
+      o.events?.emit({
+        type: 'model.called',
+        subTaskId: 'organiser',
+        agentType: ORGANISER_AGENT.raw,
+        data: {
+          turn: input.round,
+          text: reply.text.slice(0, 500),
+          toolCalls: reply.toolCalls.map((c) => c.name),
+          inputTokens: reply.usage.inputTokens,
+          outputTokens: reply.usage.outputTokens,
+          ...(reply.usage.cacheReadTokens ? { cacheReadTokens: reply.usage.cacheReadTokens } : {}),
+          ...(reply.usage.cacheWriteTokens ? { cacheWriteTokens: reply.usage.cacheWriteTokens } : {}),
+          ...(costUsd !== undefined ? { costUsd } : {}),
+        },
+      });
+    };
+    // the invoke stopped (a pause, the run's end): the call goes on for the phase that asks again
+    const reply = await new Promise<ModelReply>((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      entry.reply.then(resolve, reject);
     });
+    if (asked.get(input.runId) === entry) asked.delete(input.runId);
     // arguments the adapter could not read: say so, rather than "a field is missing"
     const unreadable = reply.toolCalls.find((c) => c.argumentsError !== undefined);
     if (unreadable) throw new A2AError('VALIDATION_ERROR', `the organiser's ${unreadable.name} call could not be read: ${unreadable.argumentsError}`, { where: unreadable.name });

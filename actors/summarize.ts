@@ -6,7 +6,7 @@
  * with their results (the providers refuse a tool result whose call is missing, and vice versa).
  */
 import type { Model, ModelRequest } from '../machines/ports.js';
-import type { ChatMessage } from '../machines/protocol.js';
+import type { ChatMessage, ModelReply } from '../machines/protocol.js';
 import { A2AError } from './errors.js';
 
 /** Characters per token: English prose and code average 3.5–4.5 with the common tokenizers. */
@@ -51,6 +51,8 @@ export interface FitOptions {
   /** Tokens kept free for the reply and the tool specifications sent with the request. */
   reserveTokens: number;
   signal: AbortSignal;
+  /** Each summary call's usage as the provider reported it (cache tokens included), as it returns: a call priced and told of its own. */
+  onCall?: (usage: ModelReply['usage']) => void;
 }
 
 export interface FitResult {
@@ -207,6 +209,7 @@ async function summarize(
     usage.inputTokens += reply.usage.inputTokens;
     usage.outputTokens += reply.usage.outputTokens;
     usage.calls += 1;
+    options.onCall?.(reply.usage);
     const text = typeof reply.text === 'string' ? reply.text.trim() : '';
     if (!text) {
       throw new A2AError('MODEL_MISBEHAVIOUR', `model ${model.id} returned an empty summary of ${middle.length} messages`, { where: model.id });

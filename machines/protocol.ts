@@ -1460,6 +1460,12 @@ export const ArtifactContent = z.strictObject({
   content: z.string(),
   producer: z.string().min(1).max(200),
   at: z.number(),
+  /**
+   * The artifact's record as this version makes it, written with the content in the same (atomic)
+   * write: a writer stopped before the record's own write leaves no invisible id and no orphan
+   * version, since the next reader completes the record from it.
+   */
+  record: ArtifactMeta.optional(),
 });
 export type ArtifactContent = z.infer<typeof ArtifactContent>;
 

@@ -73,6 +73,8 @@ export const RUN_EVENT_DATA = {
     reason: z.string().optional(),
     /** The call's id (a reply given back from the effect journal after a restore is told once). */
     replyId: z.string().optional(),
+    /** A call that summarized the conversation to fit the model's window (priced and told on its own, before the call it made room for). */
+    summary: z.literal(true).optional(),
   }),
   'model.truncated': data({ attempt: z.number(), limit: z.number().nullable(), outputTokens: z.number(), toolCalls: z.array(z.string()), profile: z.string() }),
   'tool.called': data({ name: z.string(), isError: z.boolean(), content: z.string(), callId: z.string().optional(), epoch: z.number().optional() }),

@@ -58,6 +58,37 @@ function artifactContract(name: string, setup: () => Fixture) {
       expect((await store.read('code-1')).content).toBe('file: src/a.ts\nexport const a = 1;');
     });
 
+    it('should complete a write its writer stopped between content and record: no invisible id, no orphan version, told once', async () => {
+      const { fixture, clock } = make();
+      const told: Array<[string, string, number]> = [];
+      const onChange = (meta: { id: string; version: number }, change: string) => void told.push([meta.id, change, meta.version]);
+      const writer = new ArtifactStore(fixture.backend(), RUN, clock, { onChange });
+      const first = await writer.create(plan);
+      // a writer killed after each content write, before its record's: the same writes, by hand
+      const killed = fixture.backend();
+      const created = { ...first, id: 'implementation_plan-2', producer: 'w-killed', summary: { ...first.summary, brief: 'the second plan' } };
+      expect(await killed.createContent(RUN, created.id, 1, { id: created.id, version: 1, content: '# plan two', producer: 'w-killed', at: 1_000, record: created })).toBe(true);
+      const revised = { ...first, version: 2, producer: 'w-killed', size: 9 };
+      expect(await killed.createContent(RUN, first.id, 2, { id: first.id, version: 2, content: '# plan v2', producer: 'w-killed', at: 1_000, record: revised })).toBe(true);
+      // the next reader (another process) completes both records, and says so once
+      const reader = new ArtifactStore(fixture.backend(), RUN, clock, { onChange });
+      expect((await reader.get('implementation_plan-2')).version).toBe(1);
+      expect((await reader.get(first.id)).version).toBe(2);
+      expect((await reader.list()).map((m) => [m.id, m.version])).toEqual([
+        ['implementation_plan-1', 2],
+        ['implementation_plan-2', 1],
+      ]);
+      expect((await reader.read(first.id)).content).toBe('# plan v2');
+      expect((await writer.read('implementation_plan-2')).content).toBe('# plan two');
+      expect(told.sort()).toEqual([
+        ['implementation_plan-1', 'created', 1],
+        ['implementation_plan-1', 'updated', 2],
+        ['implementation_plan-2', 'created', 1],
+      ]);
+      // and the next create takes the next free number
+      expect((await writer.create(plan)).id).toBe('implementation_plan-3');
+    });
+
     it('should keep every version readable after a revision', async () => {
       const { store, clock } = make();
       await store.create(code('v1 body'));

@@ -118,6 +118,12 @@ describe('switching the model of a running worker', () => {
     expect(run.summary()!.conversations['t']!.map((e) => e.kind).slice(-2)).toEqual(['model', 'redirect']);
     // the call after the summary is reported like any other
     expect(h.of('model.called', 'w-t').at(-1)!.data.toolCalls).toEqual(['a2a_subtask_complete']);
+    // each summary call is a model call of its own: told (summary: true) with its tokens, not folded into the next
+    const summaryCalls = h.model.calls.filter((c) => c.sessionId === 'w-t' && c.request.tools.length === 0);
+    const told = h.of('model.called', 'w-t').filter((e) => e.data.summary === true);
+    expect(summaryCalls.length).toBeGreaterThan(0);
+    expect(told.length).toBe(summaryCalls.length);
+    expect(told.every((e) => Number(e.data.inputTokens) > 0 && Number(e.data.outputTokens) > 0)).toBe(true);
   });
 
   it('asks a person before switching to a more expensive tier (ask_user by default)', async () => {

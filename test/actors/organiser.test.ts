@@ -53,6 +53,38 @@ describe('the organiser', () => {
     await expect(toPromise(actor)).rejects.toThrow(/workflow_decision is invalid: action: .*approve.*request_revision/);
   });
 
+  it('should not pay twice for a decision a pause interrupted: the call goes on, and the resumed phase takes its reply', async () => {
+    let calls = 0;
+    let answer!: () => void;
+    const model: Model = {
+      id: 'm',
+      call: (_request: unknown, { signal }: { signal: AbortSignal }) => {
+        calls++;
+        return new Promise((resolve, reject) => {
+          signal.addEventListener('abort', () => reject(new Error('aborted')));
+          answer = () => resolve({ text: '', toolCalls: [{ id: 'c1', name: 'workflow_decision', arguments: { action: 'approve', reasoning: 'fine' } }], usage: { inputTokens: 3, outputTokens: 2 }, stopReason: 'tool_use' });
+        });
+      },
+    } as unknown as Model;
+    const told: unknown[] = [];
+    const decide = createDecide({ model, clock: clock as never, events: { emit: (e: unknown) => void told.push(e), listening: true } as never });
+    const input = { ...view([]), runId: 'r1' };
+    // the deciding phase's invoke, stopped by a pause while its call is under way
+    const first = createActor(decide, { input });
+    first.start();
+    await Promise.resolve();
+    first.stop();
+    // resumed: the phase asks the same question again
+    const second = createActor(decide, { input });
+    second.start();
+    answer();
+    const output = await toPromise(second);
+    expect(output.decision).toMatchObject({ action: 'approve' });
+    expect(calls).toBe(1);
+    // one priced call, told once
+    expect(told.filter((e) => (e as { type: string }).type === 'model.called')).toHaveLength(1);
+  });
+
   it('should read test results as failed when a suite failed to run, and take the last summary', () => {
     const failed = (text: string) => parseTestCounts(text)?.failed;
     expect(failed('Test Suites: 1 failed, 1 total\nTests:       10 passed, 10 total')).toBe(1);

@@ -46,8 +46,9 @@ export function textPart(text: string): Part {
 }
 
 /** A message from this side (role user) in a task (or starting one when `taskId` is empty). */
-export function userMessage(text: string, ids: { taskId?: string; contextId?: string } = {}): Message {
-  return { messageId: randomUUID(), contextId: ids.contextId ?? '', taskId: ids.taskId ?? '', role: Role.ROLE_USER, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+/** `messageId`: the same for a message sent again (a restored delegation), so that the server drops the copy. */
+export function userMessage(text: string, ids: { taskId?: string; contextId?: string } = {}, messageId: string = randomUUID()): Message {
+  return { messageId, contextId: ids.contextId ?? '', taskId: ids.taskId ?? '', role: Role.ROLE_USER, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
 }
 
 export function artifactText(artifact: Artifact | undefined): string {

@@ -16,6 +16,7 @@
  *   restored elsewhere picks the remote task up again (resubscribe) instead of sending it twice.
  *   A cancelled session aborts the tool's signal, which sends CancelTask.
  */
+import { createHash } from 'node:crypto';
 import type { StreamResponse } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { z } from 'zod';
@@ -179,7 +180,9 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
         const call = { signal: AbortSignal.any([abort.signal, attempt.signal]), ...(trace ? { serviceParameters: trace } : {}) };
         if (action === 'wait') return client.resubscribeTask({ tenant: '', id: view.taskId }, call);
         const text = action === 'send' ? taskText(ctx) : (args.text ?? '');
-        return client.sendMessageStream({ tenant: '', message: userMessage(text, action === 'reply' ? { taskId: view.taskId, contextId: view.contextId } : {}), configuration: undefined, metadata: undefined }, call);
+        // the call's idempotency key names the message: sent again after a restore, the server keeps the first
+        const messageId = ctx.idempotencyKey ? `a2a-${createHash('sha256').update(`${ctx.idempotencyKey}:${action}`).digest('hex').slice(0, 32)}` : undefined;
+        return client.sendMessageStream({ tenant: '', message: userMessage(text, action === 'reply' ? { taskId: view.taskId, contextId: view.contextId } : {}, messageId), configuration: undefined, metadata: undefined }, call);
       };
       // where the task stands now: a task that ended (or asks) while nobody followed it cannot be subscribed to
       const settled = async (): Promise<boolean> => {

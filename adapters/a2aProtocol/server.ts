@@ -597,14 +597,60 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
     throw new UnsupportedOperationError(`task ${taskId} runs on the A2A server serving ${found.record.workspace}: send its messages and its cancel there (this server can read it: GetTask, ListTasks, SubscribeToTask)`);
   }
 
+  /**
+   * The task a new task's first message started, by the message's id: a client that sends the
+   * same message again (a2a's delegation after a restore sends it with the same id) gets that
+   * task, not a second one. Filled from the records on first use (a restarted server knows them).
+   */
+  #byMessage: Map<string, string> | null = null;
+
+  async #startedBy(message: Message | undefined): Promise<string | null> {
+    if (!message?.messageId || message.taskId) return null;
+    if (!this.#byMessage) {
+      const known = new Map<string, string>();
+      for (const record of await this.#executor.records.all()) {
+        const first = (taskOf(record).history ?? [])[0];
+        if (first?.messageId) known.set(first.messageId, String(record.task.id));
+      }
+      this.#byMessage ??= known;
+    }
+    return this.#byMessage.get(message.messageId) ?? null;
+  }
+
+  #remember(message: Message | undefined, task: Message | Task | StreamResponse | undefined): void {
+    if (!message?.messageId || message.taskId || !this.#byMessage) return;
+    const id = task && 'id' in task && typeof task.id === 'string' ? task.id : task && 'payload' in task && task.payload?.$case === 'task' ? task.payload.value.id : undefined;
+    if (id) this.#byMessage.set(message.messageId, id);
+  }
+
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     await this.#refuseForeign(params.message?.taskId);
-    return super.sendMessage(params, context);
+    const started = await this.#startedBy(params.message);
+    if (started) {
+      const task = await this.getTask({ tenant: params.tenant, id: started, historyLength: undefined } as never, context);
+      if (task) return task;
+    }
+    const result = await super.sendMessage(params, context);
+    this.#remember(params.message, result);
+    return result;
   }
 
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     await this.#refuseForeign(params.message?.taskId);
-    yield* super.sendMessageStream(params, context);
+    const started = await this.#startedBy(params.message);
+    if (started) {
+      // the same message again: the task it started (followed from its first event while it runs)
+      const task = await this.getTask({ tenant: params.tenant, id: started, historyLength: undefined } as never, context);
+      if (TERMINAL.has(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) yield { payload: { $case: 'task', value: task } } as StreamResponse;
+      else yield* this.resubscribe({ tenant: params.tenant, id: started } as never, context);
+      return;
+    }
+    let first = true;
+    for await (const event of super.sendMessageStream(params, context)) {
+      if (first) this.#remember(params.message, event);
+      first = false;
+      yield event;
+    }
   }
 
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {

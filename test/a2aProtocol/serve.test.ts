@@ -70,6 +70,19 @@ describe('a2a serve --a2a', () => {
     expect('status' in result && result.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
+  it('keeps one task for a message sent twice (the same message id): the copy gets the first task', async () => {
+    const count = async () => (await client.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 100, pageToken: '', historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: false } as never)).tasks.length;
+    const before = await count();
+    const once = message('hello once more', { skill: 'coder' });
+    const first = await client.sendMessage({ tenant: '', message: once, configuration: undefined, metadata: undefined });
+    const again = await client.sendMessage({ tenant: '', message: once, configuration: undefined, metadata: undefined });
+    expect('id' in again && again.id).toBe('id' in first && first.id);
+    // streamed too: the task it started, not a new one
+    const events = await drain(send(client, once));
+    expect(taskIdOf(events)).toBe('id' in first && first.id);
+    expect(await count()).toBe(before + 1);
+  });
+
   it('streams sub-tasks as status messages and their results as artifacts', async () => {
     const events = await drain(send(client, message('fan out into two parts', { skill: 'coder' })));
     const texts = events.flatMap((e) => (e.payload?.$case === 'statusUpdate' ? [lastStatusText([e])] : []));

@@ -91,6 +91,11 @@ export async function createPullRequest(options: PullRequestOptions): Promise<Pu
   if (!response.ok) {
     const rateLimited = response.status === 403 && response.headers.get('x-ratelimit-remaining') === '0';
     const message = describe(json as GitHubError | null, response.statusText || 'no explanation');
+    // opened already (by this task before its process stopped, or by hand): that pull request, not a failure
+    if (response.status === 422 && /already exists/i.test(message)) {
+      const existing = await openPullRequest(options, url).catch(() => null);
+      if (existing) return existing;
+    }
     throw new A2AError(
       codeFor(response.status, rateLimited),
       scrub(`GitHub refused to open a pull request from ${options.head} into ${options.base} in ${where} (HTTP ${response.status}): ${message}.${HINTS[response.status] ?? ''}`),
@@ -101,4 +106,17 @@ export async function createPullRequest(options: PullRequestOptions): Promise<Pu
     throw new A2AError('AGENT_ERROR', `GitHub answered HTTP ${response.status} without a pull request number and URL.`);
   }
   return { number: pr.number, url: pr.html_url };
+}
+
+/** The open pull request from `head` into `base`, if there is one (GET …/pulls?head=owner:branch&base=…). */
+async function openPullRequest(options: PullRequestOptions, url: string): Promise<PullRequest | null> {
+  const query = new URLSearchParams({ head: `${options.owner}:${options.head}`, base: options.base, state: 'open' });
+  const response = await fetch(`${url}?${query.toString()}`, {
+    headers: { Authorization: `Bearer ${options.token}`, Accept: 'application/vnd.github+json', 'X-GitHub-Api-Version': '2022-11-28', 'User-Agent': 'a2a' },
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  if (!response.ok) return null;
+  const list = (await response.json().catch(() => null)) as Array<{ number?: unknown; html_url?: unknown }> | null;
+  const pr = Array.isArray(list) ? list.find((p) => typeof p.number === 'number' && typeof p.html_url === 'string') : undefined;
+  return pr ? { number: pr.number as number, url: pr.html_url as string } : null;
 }

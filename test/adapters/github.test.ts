@@ -18,6 +18,8 @@ let server: Server;
 let apiUrl: string;
 let seen: Seen[] = [];
 let reply: { status: number; body: unknown; headers?: Record<string, string> } = { status: 201, body: {} };
+/** Replies taken in order before `reply` (a conversation of several requests). */
+let queued: Array<typeof reply> = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -25,8 +27,9 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
     req.on('end', () => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: raw ? JSON.parse(raw) : null });
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-      res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
+      const next = queued.shift() ?? reply;
+      res.writeHead(next.status, { 'content-type': 'application/json', ...next.headers });
+      res.end(typeof next.body === 'string' ? next.body : JSON.stringify(next.body));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -73,6 +76,15 @@ describe('GitHub adapter', () => {
     expect(message).not.toContain(TOKEN);
     expect(JSON.stringify(error)).not.toContain(TOKEN);
     expect(String((error as Error).stack)).not.toContain(TOKEN);
+  });
+
+  it('should take the open pull request of the branch when GitHub says one already exists (opened before a restart)', async () => {
+    const exists = { status: 422, body: { message: 'Validation Failed', errors: [{ resource: 'PullRequest', code: 'custom', message: 'A pull request already exists for acme:a2a/t1.' }] } };
+    const listed = { status: 200, body: [{ number: 7, html_url: 'https://github.com/acme/widgets/pull/7' }] };
+    queued = [exists, listed];
+    expect(await createPullRequest(options())).toEqual({ number: 7, url: 'https://github.com/acme/widgets/pull/7' });
+    expect(seen.map((r) => `${r.method} ${r.url}`)).toEqual(['POST /api/v3/repos/acme/widgets/pulls', 'GET /api/v3/repos/acme/widgets/pulls?head=acme%3Aa2a%2Ft1&base=main&state=open']);
+    expect(seen[1]!.headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
 
   it('should map other refusals to their meaning', async () => {

@@ -330,7 +330,7 @@ export class Host {
     return running.saving;
   }
 
-  async #write(running: Running, state: SessionRecord['state']): Promise<void> {
+  async #write(running: Running, state: SessionRecord['state'], attempt = 0): Promise<void> {
     if (!running.dirty && state === 'running') return;
     const key = wireId(running.spec);
     if (this.#running.get(key) !== running) return; // dropped (or replaced by a newer copy)
@@ -355,6 +355,18 @@ export class Host {
     }
     if (revision === null) {
       if (this.#running.get(key) !== running) return; // it finished meanwhile
+      // a write of ours that landed while its answer was lost (the server went away mid-write:
+      // "could not save … yet"): the record is still this host's, at a newer revision. Go on from
+      // it; taking it for another host's would stop the session and restore it from its snapshot
+      // here (seen when a cluster node died under load: steps run twice)
+      const current = await this.#snapshots!.get(key).catch(() => null);
+      const head = current ? RecordHead.safeParse(current.value) : null;
+      if (attempt < 3 && current && head?.success && head.data.host === this.#o.hostId && head.data.state === 'running' && this.#running.get(key) === running) {
+        running.revision = current.revision;
+        running.pendingAcks.unshift(...acks);
+        running.dirty = true;
+        return this.#write(running, state, attempt + 1);
+      }
       // another host took it over (this one was thought dead): stop here, it runs there
       this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} lost ${running.spec.id} to another host; stopping its copy here` } });
       this.#drop(key);

@@ -86,7 +86,14 @@ describe('examples/nats/cluster', () => {
       const host = await as('host', 2);
       const snapshots = await host.keyValue('snapshots');
       expect(await snapshots.put('probe', { ok: true })).toBeGreaterThan(0);
-      expect((await snapshots.get('probe'))?.value).toEqual({ ok: true });
+      // a replicated bucket's reads may be served by a replica that has not applied the write yet
+      // (direct get: eventually consistent), so the value is awaited, not read once
+      let read: unknown;
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+        read = (await snapshots.get('probe'))?.value;
+        if (read !== undefined) break;
+      }
+      expect(read).toEqual({ ok: true });
       expect((await jsm.streams.info('KV_a2a_default_snapshots')).config.num_replicas).toBe(3);
     });
 

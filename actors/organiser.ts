@@ -10,10 +10,11 @@
  *   `workflow_decision` tool call (and in STRUCTURE_CREATION a `work_distribution`). Both are
  *   parsed with their zod schemas; the chart checks the decision against its transitions.
  */
+import { createHash } from 'node:crypto';
 import { fromPromise } from 'xstate';
 import { z } from 'zod';
 import type { Clock, EventSink, Model } from '../machines/ports.js';
-import type { CostControl } from './agentLoop.js';
+import type { CostControl, EffectJournals } from './agentLoop.js';
 import { WorkDistribution, WorkflowDecision, type ModelReply, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol.js';
 import { reviewVerdict } from '../machines/orchestrator.machine.js';
 import type { DecideOutput, OrganiserView, RecordInput, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
@@ -219,7 +220,11 @@ interface Asked {
   controller: AbortController;
 }
 
-export function createDecide(o: { model: Model | null; modelName?: string; clock: Clock; events?: EventSink; costs?: CostControl }) {
+/** The organiser's calls in the effect journal: its "session", and its steps keyed by the question. */
+const ORGANISER_SESSION = 'organiser';
+const questionKey = (content: string, tools: unknown) => `o${createHash('sha256').update(content).update(JSON.stringify(tools)).digest('hex').slice(0, 24)}`;
+
+export function createDecide(o: { model: Model | null; modelName?: string; clock: Clock; events?: EventSink; costs?: CostControl; effects?: EffectJournals }) {
   const asked = new Map<string, Asked>();
   const ask = (runId: string, content: string, call: (signal: AbortSignal) => Promise<ModelReply>): Asked => {
     const current = asked.get(runId);
@@ -236,12 +241,20 @@ export function createDecide(o: { model: Model | null; modelName?: string; clock
     const model = o.model;
     const content = organiserPrompt(input);
     const tools = [DECISION_TOOL, ...(input.distribute ? [DISTRIBUTION_TOOL] : [])];
-    const entry = ask(input.runId, content, (callSignal) =>
-      model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal: callSignal }).then((reply) => {
-        priceAndTell(reply);
-        return reply;
-      }),
-    );
+    // a reply an earlier life of the run received for this very question (killed before its
+    // checkpoint): given back from the effect journal, not asked or paid again
+    const journal = o.effects?.journal(input.runId) ?? null;
+    const key = journal ? questionKey(content, tools) : '';
+    const recorded = journal?.take(ORGANISER_SESSION, key)?.reply?.out.reply;
+    const entry: Pick<Asked, 'reply'> = recorded
+      ? { reply: Promise.resolve(recorded) }
+      : ask(input.runId, content, (callSignal) =>
+          model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal: callSignal }).then(async (reply) => {
+            priceAndTell(reply);
+            await journal?.write({ t: 'reply', s: ORGANISER_SESSION, k: key, agent: ORGANISER_SESSION, out: { injected: [], reply, consumedInbox: 0, consumedUpTo: null } });
+            return reply;
+          }),
+        );
     // priced and counted like every agent's call (the run's usage and cost include the organiser), once, when it returns
     const priceAndTell = (reply: ModelReply) => {
       const costUsd = o.costs?.ledger.record({ sessionId: 'organiser', workerId: `${input.runId}.organiser`, model: o.modelName ?? model.id, usage: reply.usage });

@@ -225,6 +225,7 @@ export function createRuntime(deps: RuntimeDeps) {
         clock: deps.clock,
         events: deps.events,
         ...(deps.costs ? { costs: deps.costs } : {}),
+        ...(deps.effects ? { effects: deps.effects } : {}),
       }),
     },
   });

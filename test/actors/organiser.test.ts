@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ArtifactStore, parseTestCounts } from '../../actors/artifacts.js';
 import { createDecide, organiserPrompt } from '../../actors/organiser.js';
+import { MemoryEffectJournal } from '../../actors/effects.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import type { OrganiserView } from '../../machines/sdlcWorkflow.machine.js';
 import type { Model } from '../../machines/ports.js';
@@ -83,6 +84,29 @@ describe('the organiser', () => {
     expect(calls).toBe(1);
     // one priced call, told once
     expect(told.filter((e) => (e as { type: string }).type === 'model.called')).toHaveLength(1);
+  });
+
+  it('should give back a decision an earlier life of the run received (the effect journal), without asking again', async () => {
+    let calls = 0;
+    const model: Model = {
+      id: 'm',
+      call: async () => {
+        calls++;
+        return { text: '', toolCalls: [{ id: 'c1', name: 'workflow_decision', arguments: { action: 'approve', reasoning: 'fine' } }], usage: { inputTokens: 1, outputTokens: 1 }, stopReason: 'tool_use' };
+      },
+    } as unknown as Model;
+    const journal = new MemoryEffectJournal();
+    const effects = { journal: (runId: string) => (runId === 'r1' ? journal : null), inDoubt: 'report' as const };
+    const input = { ...view([]), runId: 'r1' };
+    const first = createActor(createDecide({ model, clock: clock as never, effects }), { input });
+    first.start();
+    await toPromise(first);
+    expect(calls).toBe(1);
+    // the process stopped before its checkpoint: the next life, reading the same journal, asks the same question
+    const second = createActor(createDecide({ model, clock: clock as never, effects }), { input });
+    second.start();
+    expect((await toPromise(second)).decision).toMatchObject({ action: 'approve' });
+    expect(calls).toBe(1);
   });
 
   it('should read test results as failed when a suite failed to run, and take the last summary', () => {

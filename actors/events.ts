@@ -122,7 +122,7 @@ export function factKey(event: Pick<RunEvent, 'type' | 'subTaskId' | 'parentId' 
     case 'model.called':
       return d.replyId !== undefined ? keyed('model', event.subTaskId, id(d.replyId)) : undefined;
     case 'tool.called':
-      return keyed('tool', event.subTaskId, id(d.epoch ?? 0), id(d.callId));
+      return keyed('tool', event.subTaskId, id(d.epoch ?? 0), id(d.turn ?? 0), id(d.callId));
     default:
       return undefined;
   }

@@ -83,7 +83,8 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
         });
       } else if (m.role === 'tool' && m.clipped !== true) {
         const epoch = (context as { meta?: { epoch?: number } }).meta?.epoch;
-        events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content), callId: m.toolCallId, ...(epoch ? { epoch } : {}) } });
+        // the turn too: a provider may reuse call ids from one reply to the next ("call_0")
+        events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content), callId: m.toolCallId, turn: context.turns, ...(epoch ? { epoch } : {}) } });
       } else if (m.role === 'user' && m.synthetic === true) {
         // child results, inquiries, answers and notes as the session's model read them (the task itself is its spawn's prompt)
         events.emit({ type: 'message.injected', ...corr, data: { text: clipped(m.content, 4_000) } });

@@ -77,7 +77,7 @@ export const RUN_EVENT_DATA = {
     summary: z.literal(true).optional(),
   }),
   'model.truncated': data({ attempt: z.number(), limit: z.number().nullable(), outputTokens: z.number(), toolCalls: z.array(z.string()), profile: z.string() }),
-  'tool.called': data({ name: z.string(), isError: z.boolean(), content: z.string(), callId: z.string().optional(), epoch: z.number().optional() }),
+  'tool.called': data({ name: z.string(), isError: z.boolean(), content: z.string(), callId: z.string().optional(), turn: z.number().optional(), epoch: z.number().optional() }),
   'message.injected': data({ text: z.string() }),
   'permission.requested': data({ requestId: z.string(), action: PermissionAction, detail: z.string(), requesterId: z.string() }),
   'permission.forwarded': data({ requestId: z.string(), action: PermissionAction, detail: z.string(), from: z.string(), to: z.string(), hop: z.number(), via: z.array(z.string()) }),

@@ -185,6 +185,7 @@ const CheckArgs = z.object({
 });
 const checkUpdates: ToolDefinition<typeof CheckArgs> = {
   name: 'a2a_check_updates',
+  idempotent: true,
   description:
     'Return the updates from your sub-tasks that arrived since your last step (results, questions, idle answers), without waiting. Give subTaskIds to see only those sub-tasks\' updates; the others arrive with a later step.',
   parameters: CheckArgs,

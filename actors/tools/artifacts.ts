@@ -66,6 +66,7 @@ const ReadArgs = z.object({
 });
 const readArtifact: ToolDefinition<typeof ReadArgs> = {
   name: 'a2a_read_artifact',
+  idempotent: true,
   description: 'Read the full content of an artifact (the latest version, or the one given).',
   parameters: ReadArgs,
   execute: async (args, ctx) => {
@@ -86,6 +87,7 @@ const ListArgs = z.object({
 });
 const listArtifacts: ToolDefinition<typeof ListArgs> = {
   name: 'a2a_list_artifacts',
+  idempotent: true,
   description: 'List the run\'s artifacts (id, type, version, status, producer role, brief), oldest first.',
   parameters: ListArgs,
   execute: async (args, ctx) => {

@@ -76,15 +76,14 @@ export class ToolCatalog {
 
   /**
    * Whether a call may run twice with the effect of once (see ToolDefinition.idempotent): the
-   * coordination tools (their effects are the actor tree's, which the checkpoint holds), the tools
-   * that only read, an MCP tool its server annotates so, a program's tool declared so. An unknown
-   * tool only gets an error.
+   * tools run in the model's step (coordination: their effects are the actor tree's, which the
+   * checkpoint holds), the tools declared so (reads, a program's tool), an MCP tool its server
+   * annotates so. An unknown tool only gets an error.
    */
   idempotent(name: string, spec: SessionSpec, external: ExternalTools | null): boolean {
     if (name.startsWith(EXTERNAL_PREFIX)) return external?.idempotent(name, spec) ?? true;
     const tool = this.#tools.get(name);
-    if (!tool || tool.inline === true || tool.idempotent === true) return true;
-    return name.startsWith('a2a_') && name !== 'a2a_write_artifact';
+    return !tool || tool.inline === true || tool.idempotent === true;
   }
 
   specsFor(definition: AgentDefinition, spec: SessionSpec): ToolSpec[] {

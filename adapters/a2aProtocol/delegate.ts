@@ -136,6 +136,8 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
     name: REMOTE_TOOL,
     description: 'Talk to the remote A2A agent this session stands for (only its driver calls this).',
     parameters: RemoteArgs,
+    // sent again after a restore, it names its message as before: the server keeps one task
+    idempotent: true,
     async execute(args: RemoteArgs, ctx: ToolContext) {
       const definition = ctx.registry.get(ctx.spec.agent.agentName);
       const remote = definition.remote;

@@ -59,8 +59,29 @@ export function argumentsDigest(call: ToolCall): string {
   return createHash('sha256').update(JSON.stringify(call.arguments ?? {})).digest('hex').slice(0, 16);
 }
 
+/** What the journal holds by session and step: records folded into entries, each handed out once. */
+export class EffectEntries {
+  readonly #entries = new Map<string, EffectEntry>();
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  take(sessionId: string, key: string): EffectEntry | undefined {
+    if (this.#entries.size === 0) return undefined;
+    const id = `${sessionId}\u0000${key}`;
+    const entry = this.#entries.get(id);
+    this.#entries.delete(id);
+    return entry;
+  }
+
+  apply(record: EffectRecord): void {
+    applyRecord(this.#entries, record);
+  }
+}
+
 /** Folds a record into its step's entry. */
-export function applyRecord(entries: Map<string, EffectEntry>, record: EffectRecord): void {
+function applyRecord(entries: Map<string, EffectEntry>, record: EffectRecord): void {
   const id = `${record.s}\u0000${record.k}`;
   let entry = entries.get(id);
   if (!entry) entries.set(id, (entry = {}));
@@ -90,20 +111,17 @@ export function inDoubt(entry: EffectEntry | undefined): boolean {
 
 /** The journal kept in memory (tests, and a program's own runs that restore in-process). */
 export class MemoryEffectJournal implements EffectJournal {
-  readonly #entries = new Map<string, EffectEntry>();
+  readonly #entries = new EffectEntries();
   readonly stats = { records: 0, writes: 0 };
 
   take(sessionId: string, key: string): EffectEntry | undefined {
-    const id = `${sessionId}\u0000${key}`;
-    const entry = this.#entries.get(id);
-    this.#entries.delete(id);
-    return entry;
+    return this.#entries.take(sessionId, key);
   }
 
   write(record: EffectRecord): Promise<void> {
     this.stats.records++;
     this.stats.writes++;
-    applyRecord(this.#entries, record);
+    this.#entries.apply(record);
     return Promise.resolve();
   }
 }

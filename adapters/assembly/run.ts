@@ -5,7 +5,7 @@
  * is only how it is shown (a terminal tree or typed events) and who answers (a prompt or code).
  */
 import { randomBytes } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Clock, Model, PullRequests } from '../../machines/ports.js';
 import { ControlRequest as ControlRequestSchema, RunId as RunIdSchema, type ControlRequest, type HumanAnswer, type HumanItem, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol.js';
@@ -422,7 +422,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   // first, so that what a step told is there before the record that says it is over.
   let flushLog: () => void = () => {};
   const effectJournal = store && p.config.effects.journal
-    ? new FileEffectJournal(join(store.dir(runId), 'effects.jsonl'), { beforeWrite: () => flushLog(), onInvalid: (problem) => warn(`the effect journal: ${problem}`) })
+    ? new FileEffectJournal(store, runId, { beforeWrite: () => flushLog(), onInvalid: (problem) => warn(`the effect journal: ${problem}`) })
     : null;
   const runtime = createRuntime({
     ...(effectJournal ? { effects: { journal: (id: string) => (id === runId ? effectJournal : null), inDoubt: p.config.effects.inDoubt } } : {}),

@@ -4,17 +4,21 @@
  * turn of the event loop goes out in one write(2) on a descriptor kept open (a kill -9 loses
  * nothing written: the kernel has it). The run's event log is flushed first, so that what a step
  * told (an `mcp.called`, a warning) is on disk before the record that says the step is over.
- * A line that is not a valid record (a torn last line) is left out and reported once.
+ * A line that is not a valid record (a torn last line) is left out and reported.
  */
-import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { EffectRecord } from '../../machines/protocol.js';
-import { applyRecord, type EffectEntry, type EffectJournal } from '../../actors/effects.js';
+import { EffectEntries, type EffectEntry, type EffectJournal } from '../../actors/effects.js';
 import { stateJson } from '../../actors/secrets.js';
-import { describeIssues } from '../../actors/errors.js';
-import { terminateLastLine } from './file.js';
+import { inlineIssues } from '../../actors/errors.js';
+import { terminateLastLine, type FileRunStore } from './file.js';
+
+const FILE = 'effects.jsonl';
 
 export class FileEffectJournal implements EffectJournal {
-  readonly #entries = new Map<string, EffectEntry>();
+  readonly #entries = new EffectEntries();
+  readonly #file: string;
   #fd: number | null = null;
   #lines: string[] = [];
   #waiting: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
@@ -22,34 +26,19 @@ export class FileEffectJournal implements EffectJournal {
   readonly stats = { records: 0, writes: 0 };
 
   constructor(
-    private readonly file: string,
+    store: FileRunStore,
+    runId: string,
     private readonly options: { beforeWrite?: () => void; onInvalid?: (problem: string) => void } = {},
   ) {
-    if (existsSync(file)) {
-      terminateLastLine(file);
-      const lines = readFileSync(file, 'utf8').split('\n');
-      let bad = 0;
-      let first = '';
-      lines.forEach((line, i) => {
-        if (!line) return;
-        let value: unknown;
-        try {
-          value = JSON.parse(line);
-        } catch {
-          bad++;
-          first ||= `line ${i + 1} is not JSON`;
-          return;
-        }
-        const parsed = EffectRecord.safeParse(value);
-        if (!parsed.success) {
-          bad++;
-          first ||= `line ${i + 1}: ${describeIssues(parsed.error.issues).trim()}`;
-          return;
-        }
-        applyRecord(this.#entries, parsed.data);
-      });
-      if (bad > 0) this.options.onInvalid?.(`${file}: ${bad} line(s) left out (${first})`);
+    this.#file = join(store.dir(runId), FILE);
+    const onInvalid = options.onInvalid ?? (() => {});
+    for (const value of store.readLines(runId, FILE, onInvalid)) {
+      const parsed = EffectRecord.safeParse(value);
+      if (parsed.success) this.#entries.apply(parsed.data);
+      else onInvalid(`${this.#file}: a line is not an effect record (${inlineIssues(parsed.error.issues)}); left out`);
     }
+    // a process killed mid-write may have left a torn last line: ended, so that it stays one bad line
+    terminateLastLine(this.#file);
   }
 
   /** Steps an earlier life recorded (a resumed run). */
@@ -58,11 +47,7 @@ export class FileEffectJournal implements EffectJournal {
   }
 
   take(sessionId: string, key: string): EffectEntry | undefined {
-    if (this.#entries.size === 0) return undefined;
-    const id = `${sessionId}\u0000${key}`;
-    const entry = this.#entries.get(id);
-    this.#entries.delete(id);
-    return entry;
+    return this.#entries.take(sessionId, key);
   }
 
   write(record: EffectRecord): Promise<void> {
@@ -87,7 +72,7 @@ export class FileEffectJournal implements EffectJournal {
     this.#waiting = [];
     try {
       this.options.beforeWrite?.();
-      this.#fd ??= openSync(this.file, 'a');
+      this.#fd ??= openSync(this.#file, 'a');
       writeSync(this.#fd, text);
       this.stats.writes++;
     } catch (error) {

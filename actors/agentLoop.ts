@@ -595,7 +595,7 @@ async function runStep(deps: AgentLoopDeps, self: AnyActorRef, running: Step, st
       if (answer.approved) {
         await journal!.write({ t: 'go', s: spec.id, k: key });
         tell(self, running, { type: 'EFFECT_STARTED', step });
-        const ended = await execute(deps, input, self, running, step, idemKey, permitFor(deps, running, spec, `${input.epoch ?? 0}.${step}`, asks));
+        const ended = await execute(deps, input, self, running, idemKey, permitFor(deps, running, spec, `${input.epoch ?? 0}.${step}`, asks));
         await record(ended);
         return ended;
       }
@@ -613,7 +613,7 @@ async function runStep(deps: AgentLoopDeps, self: AnyActorRef, running: Step, st
         granted: () => journal!.write({ t: 'go', s: spec.id, k: key }),
       }
     : undefined;
-  const ended = await execute(deps, input, self, running, step, idemKey, permitFor(deps, running, spec, `${input.epoch ?? 0}.${step}`, asks, hooks));
+  const ended = await execute(deps, input, self, running, idemKey, permitFor(deps, running, spec, `${input.epoch ?? 0}.${step}`, asks, hooks));
   if (effectful) {
     try {
       await record(ended);
@@ -625,7 +625,8 @@ async function runStep(deps: AgentLoopDeps, self: AnyActorRef, running: Step, st
   return ended;
 }
 
-async function execute(deps: AgentLoopDeps, input: RunToolInput, self: AnyActorRef, running: Step, _step: number, idemKey: string, permit: (ask: PermissionAsk) => Promise<PermissionAnswer>): Promise<StepEnd> {
+/** Runs the call; a throw is the runtime's failure to run it (TOOL_CRASHED), recorded as such. */
+async function execute(deps: AgentLoopDeps, input: RunToolInput, self: AnyActorRef, running: Step, idemKey: string, permit: (ask: PermissionAsk) => Promise<PermissionAnswer>): Promise<StepEnd> {
   try {
     return { outcome: await runTool(deps, input, self, running, permit, idemKey) };
   } catch (error) {

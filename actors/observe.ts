@@ -23,7 +23,7 @@ interface Seen {
 
 interface SessionSnapshot {
   value: unknown;
-  context?: { spec?: SessionSpec; messages: ChatMessage[]; usage: Usage; turns: number };
+  context?: { spec?: SessionSpec; messages: ChatMessage[]; usage: Usage; turns: number; meta?: { epoch: number } };
 }
 
 const clipped = (text: string, max = 2_000) => (text.length > max ? `${text.slice(0, max)}…` : text);
@@ -82,7 +82,7 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
           },
         });
       } else if (m.role === 'tool' && m.clipped !== true) {
-        const epoch = (context as { meta?: { epoch?: number } }).meta?.epoch;
+        const epoch = context.meta?.epoch;
         // the turn too: a provider may reuse call ids from one reply to the next ("call_0")
         events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content), callId: m.toolCallId, turn: context.turns, ...(epoch ? { epoch } : {}) } });
       } else if (m.role === 'user' && m.synthetic === true) {

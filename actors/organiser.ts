@@ -241,20 +241,6 @@ export function createDecide(o: { model: Model | null; modelName?: string; clock
     const model = o.model;
     const content = organiserPrompt(input);
     const tools = [DECISION_TOOL, ...(input.distribute ? [DISTRIBUTION_TOOL] : [])];
-    // a reply an earlier life of the run received for this very question (killed before its
-    // checkpoint): given back from the effect journal, not asked or paid again
-    const journal = o.effects?.journal(input.runId) ?? null;
-    const key = journal ? questionKey(content, tools) : '';
-    const recorded = journal?.take(ORGANISER_SESSION, key)?.reply?.out.reply;
-    const entry: Pick<Asked, 'reply'> = recorded
-      ? { reply: Promise.resolve(recorded) }
-      : ask(input.runId, content, (callSignal) =>
-          model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal: callSignal }).then(async (reply) => {
-            priceAndTell(reply);
-            await journal?.write({ t: 'reply', s: ORGANISER_SESSION, k: key, agent: ORGANISER_SESSION, out: { injected: [], reply, consumedInbox: 0, consumedUpTo: null } });
-            return reply;
-          }),
-        );
     // priced and counted like every agent's call (the run's usage and cost include the organiser), once, when it returns
     const priceAndTell = (reply: ModelReply) => {
       const costUsd = o.costs?.ledger.record({ sessionId: 'organiser', workerId: `${input.runId}.organiser`, model: o.modelName ?? model.id, usage: reply.usage });
@@ -274,6 +260,20 @@ export function createDecide(o: { model: Model | null; modelName?: string; clock
         },
       });
     };
+    // a reply an earlier life of the run received for this very question (killed before its
+    // checkpoint): given back from the effect journal, not asked or paid again
+    const journal = o.effects?.journal(input.runId) ?? null;
+    const key = journal ? questionKey(content, tools) : '';
+    const recorded = journal?.take(ORGANISER_SESSION, key)?.reply?.out.reply;
+    const entry: Pick<Asked, 'reply'> = recorded
+      ? { reply: Promise.resolve(recorded) }
+      : ask(input.runId, content, (callSignal) =>
+          model.call({ system: ORGANISER_SYSTEM, messages: [{ role: 'user', content }], tools, agentType: ORGANISER_AGENT, sessionId: 'organiser', depth: 0 }, { signal: callSignal }).then(async (reply) => {
+            priceAndTell(reply);
+            await journal?.write({ t: 'reply', s: ORGANISER_SESSION, k: key, agent: ORGANISER_SESSION, out: { injected: [], reply, consumedInbox: 0, consumedUpTo: null } });
+            return reply;
+          }),
+        );
     // the invoke stopped (a pause, the run's end): the call goes on for the phase that asks again
     const reply = await new Promise<ModelReply>((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);

@@ -18,10 +18,9 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunEvent } from '../../machines/protocol.js';
-import { a2aProcess, killAll, waitFor, type Proc } from '../nats/cluster.js';
+import { a2aProcess, killAll, nodeProcess, waitFor, type Proc } from '../nats/cluster.js';
 import { faultSeed, seeded, tally } from './harness.js';
 import { bundleOnce, tempDir } from '../helpers.js';
-import { spawn } from 'node:child_process';
 
 const BANK = resolve(import.meta.dirname, 'fixtures', 'bank.mjs');
 const WORKERS = 2;
@@ -140,12 +139,8 @@ interface Row {
 }
 const rows: Row[] = [];
 
-const afterProcs: Proc[] = [];
 // the trials run side by side: their processes are killed once all have ended
-afterAll(() => {
-  killAll();
-  for (const p of afterProcs.splice(0)) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-});
+afterAll(() => killAll());
 afterAll(() => {
   const kinds = new Map<string, Row>();
   for (const r of rows) {
@@ -242,15 +237,7 @@ describe('fault: kill -9 around tool calls with side effects, then --resume', ()
 /** A program's own tool (defineTool), killed and resumed by the same program (startRun({ resume })). */
 describe('fault: kill -9 of a program around its own tool, then the program resumes', () => {
   const program = () => bundleOnce('payments', 'test/faults/fixtures/payments.ts', { platform: 'node', format: 'esm', packages: 'external', target: 'node20', splitting: true }, 'mjs');
-  const start = (ws: string, ledger: string, ...rest: string[]): Proc => {
-    const child = spawn(process.execPath, [program(), ws, ledger, ...rest], { cwd: ws, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const p: Proc = { child, out: () => out, exited: new Promise((r) => child.on('exit', (code, signal) => r(code ?? (signal ? 128 : -1)))) };
-    afterProcs.push(p);
-    return p;
-  };
+  const start = (ws: string, ledger: string, ...rest: string[]): Proc => nodeProcess([program(), ws, ledger, ...rest], ws);
   const setup = () => {
     const ws = tempDir('a2a-effects-program-');
     writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'pay', tasks: [1, 2].map((i) => ({ id: `t${i}`, agent: '@payer', prompt: `pay set ${i}` })) }));

@@ -32,7 +32,12 @@ const started: Proc[] = [];
 
 /** Starts `a2a <args>` in `cwd` (from the sources, as a user would run the built binary). */
 export function a2aProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env, nodeArgs: string[] = []): Proc {
-  const child = spawn(process.execPath, [...nodeArgs, a2aBundle(), ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
+  return nodeProcess([...nodeArgs, a2aBundle(), ...args], cwd, env);
+}
+
+/** Starts `node <args>` in `cwd`, its output kept, killed by killAll (a2a, or a program of a test's own). */
+export function nodeProcess(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Proc {
+  const child = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

@@ -45,13 +45,19 @@ function liveMemory(): { rss: number; heapUsed: number } {
 
 /** How many invalid records a heartbeat lists (each was named in a warning when first seen). */
 const INVALID_LISTED = 20;
+/** How many invalid records and heartbeat subjects are remembered (not said again): forgeries cannot grow it. */
+const INVALID_REMEMBERED = 1_000;
 
 /**
- * How long a finished session's record stays in the snapshots bucket: longer than the spawn dedup
- * window (a redelivered spawn finds it), and as long as a run's host events are kept (an owner
- * resumed that late still learns which host held the session).
+ * How long a finished session's record stays in the snapshots bucket, then removed (nothing of it
+ * is left: the bucket holds the sessions alive, not every session ever run). Long enough for a
+ * spawn redelivered after a lost acknowledgement (its ack wait: 3 heartbeats) to find it and not
+ * run the session again, and for its owner to check the host that sent its result; a spawn sent
+ * again by a resumed owner within the spawn queue's dedup window (10 min) is dropped by the queue.
  */
-const FINISHED_KEPT_MS = 86_400_000;
+export const FINISHED_KEPT_MS = 120_000;
+/** How often a spawn whose claim names a live host that has not listed it yet comes back before it is dropped. */
+const UNLISTED_CLAIM_DELIVERIES = 10;
 /**
  * How long a spawn delivered while every slot is taken waits here for one to free before it is
  * handed back to the queue (for a host with a free slot). It used to be handed back at once with a
@@ -86,6 +92,8 @@ export interface HostOptions {
   /** A host silent this long is dead (default: 3 heartbeats). */
   deadAfterMs?: number;
   snapshotMinMs?: number;
+  /** How long a finished session's record is kept before it is removed (default FINISHED_KEPT_MS). */
+  finishedKeptMs?: number;
 }
 
 interface Running {
@@ -136,7 +144,7 @@ export class DeferredAcks {
 }
 
 export class Host {
-  readonly #o: Required<Pick<HostOptions, 'heartbeatMs' | 'deadAfterMs' | 'snapshotMinMs'>> & HostOptions;
+  readonly #o: Required<Pick<HostOptions, 'heartbeatMs' | 'deadAfterMs' | 'snapshotMinMs' | 'finishedKeptMs'>> & HostOptions;
   readonly #s: ReturnType<typeof subjects>;
   readonly #running = new Map<string, Running>();
   #consumers: DurableConsumer[] = [];
@@ -151,6 +159,23 @@ export class Host {
   readonly #known = new Map<string, HostHeartbeat>();
   /** Per host: its last heartbeat's `at`, and when (here) that value last changed. */
   readonly #seen = new Map<string, { at: number; changedAt: number }>();
+  /**
+   * Every host's last heartbeat as heard here: the core heartbeats (every host hears every other's;
+   * no reads), seeded from the hosts bucket at start for hosts that went silent before.
+   */
+  readonly #beats = new Map<string, HostHeartbeat>();
+  /**
+   * Per host taken for dead (or handing sessions back): the sessions of its last heartbeat that are
+   * settled (taken over by someone, finished, gone). Once all are, its key leaves the hosts bucket.
+   */
+  readonly #settled = new Map<string, Set<string>>();
+  /** Sessions this host handed back while draining: listed in its heartbeats for the others to take. */
+  #released: string[] = [];
+  /** Timers removing finished sessions' records (see FINISHED_KEPT_MS). */
+  readonly #removals = new Set<NodeJS.Timeout>();
+  /** The next heartbeat that announces new claims, not yet begun (claims made meanwhile join it). */
+  #nextAnnounce: Promise<void> | null = null;
+  #announced: Promise<void> = Promise.resolve();
   /** Until then, this host does not judge others dead: it was cut off itself and saw nobody. */
   #blindUntil = 0;
   /** Keys being claimed or finished here: their record says this host, but they are not in #running. */
@@ -166,12 +191,14 @@ export class Host {
    * revision, listed in the heartbeat, never in the way of the others.
    */
   readonly #invalid = new Map<string, { revision: number; problem: string }>();
+  /** Subjects invalid heartbeats came on, said once each. */
+  readonly #invalidBeats = new Set<string>();
 
   constructor(options: HostOptions) {
     if (!/^[A-Za-z0-9_-]{1,128}$/.test(options.hostId)) {
       throw new A2AError('VALIDATION_ERROR', `host id "${options.hostId}" is not allowed: use 1 to 128 letters, digits, "_" and "-" (it names NATS subjects and keys)`, { where: '--id' });
     }
-    this.#o = { heartbeatMs: 2_000, snapshotMinMs: 50, ...options, deadAfterMs: options.deadAfterMs ?? 3 * (options.heartbeatMs ?? 2_000) };
+    this.#o = { heartbeatMs: 2_000, snapshotMinMs: 50, finishedKeptMs: FINISHED_KEPT_MS, ...options, deadAfterMs: options.deadAfterMs ?? 3 * (options.heartbeatMs ?? 2_000) };
     this.#s = subjects(options.ns);
     this.#startedAt = options.clock.now();
   }
@@ -189,6 +216,11 @@ export class Host {
     await ensureQueues(transport, this.#o.ns);
     this.#snapshots = await transport.keyValue(this.#s.buckets.snapshots);
     this.#hosts = await transport.keyValue(this.#s.buckets.hosts);
+    // every host's heartbeat as it is published: liveness costs no read of the bucket
+    this.#subscription = await transport.subscribe(this.#s.heartbeats, (message) => this.#onBeat(message.subject, message.data));
+    // the hosts that beat before this one listened (or went silent before it started), this one's
+    // earlier life included: what its last heartbeat listed is looked at like any silent host's
+    await this.#seedBeats();
     await this.#heartbeat();
     await this.#register();
     this.#beat = setInterval(() => this.#tick(), this.#o.heartbeatMs);
@@ -203,8 +235,10 @@ export class Host {
       );
       this.#consumers.push(consumer);
     }
-    // sessions of hosts that died while nobody was looking
-    await this.#adoptOrphans();
+    // sessions of hosts that died while nobody was looking, and claims never listed in a
+    // heartbeat: every record is read once, at start (the bucket holds only sessions alive, and
+    // finished ones for FINISHED_KEPT_MS)
+    await this.#adoptOrphans(true);
   }
 
   async #onSpawn(message: import('../machines/ports.js').DurableMessage): Promise<void> {
@@ -263,12 +297,20 @@ export class Host {
       this.#claiming--;
       claimed = false;
       if (revision === null) {
-        await message.ack();
-        // not ours to run (claimed elsewhere): its slot goes to the next held spawn
+        // claimed before (a redelivery): its slot goes to the next held spawn
         this.#refill();
+        await this.#claimedBefore(key, message);
         return;
       }
       if (!this.#stopped) this.#run(spec, null, revision, trace);
+      // acknowledged once a heartbeat lists it: a host that dies between the claim and its next
+      // heartbeat leaves the spawn unacknowledged, and its redelivery finds the claim of a dead host
+      // (#claimedBefore). Orphans are found from heartbeats alone, never by reading every record.
+      try {
+        await this.#announce();
+      } catch {
+        return; // not listed: redelivered, and found claimed here
+      }
       await message.ack();
     } finally {
       if (claimed) {
@@ -277,6 +319,46 @@ export class Host {
       }
       this.#busy.delete(key);
     }
+  }
+
+  /**
+   * A spawn whose session has a record already (the spawn redelivered: its acknowledgement was
+   * lost, or its host died before listing it). Dropped when the session finished, runs here, or a
+   * live host lists it; taken over when its host is dead; else delivered again after a heartbeat.
+   */
+  async #claimedBefore(key: string, message: import('../machines/ports.js').DurableMessage): Promise<void> {
+    const entry = await this.#snapshots!.get(key);
+    const head = entry ? RecordHead.safeParse(entry.value) : null;
+    if (!entry || !head?.success || head.data.state === 'finished' || this.#running.has(key)) return message.ack();
+    const { host, state } = head.data;
+    const alive = this.#aliveNow(this.#o.clock.now());
+    const listed = this.#beats.get(host)?.sessions.includes(key) ?? false;
+    if (state === 'running' && host !== this.#o.hostId && alive.has(host) && !listed && message.deliveries < UNLISTED_CLAIM_DELIVERIES) {
+      // its host may still be about to list it (or about to be taken for dead)
+      await message.nak(this.#o.heartbeatMs);
+      return;
+    }
+    if (state === 'released' || !alive.has(host) || host === this.#o.hostId) {
+      await this.#consider(key, this.#o.clock.now(), alive).catch((error: unknown) =>
+        this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not consider ${key} for adoption: ${errorText(error)}` } }),
+      );
+    }
+    await message.ack();
+  }
+
+  /**
+   * A heartbeat now, listing the sessions claimed since the last one. Claims made while one is
+   * being written wait for the next; claims made before it begins join it (one write for a burst).
+   */
+  #announce(): Promise<void> {
+    if (this.#nextAnnounce) return this.#nextAnnounce;
+    const next = this.#announced.then(() => {
+      this.#nextAnnounce = null;
+      return this.#heartbeat();
+    });
+    this.#nextAnnounce = next;
+    this.#announced = next.catch(() => undefined);
+    return next;
   }
 
   /** Starts (or restores) a session under a parent link. */
@@ -352,7 +434,7 @@ export class Host {
     const report: UpMessage = { kind: 'error', error: why };
     await enqueueSurely(this.#o.transport, this.#s.up(this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
     const record: SessionRecord = { spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
-    await this.#snapshots!.update(key, record, revision).catch(() => null);
+    if ((await this.#snapshots!.update(key, record, revision).catch(() => null)) !== null) this.#removeLater(key);
   }
 
   #mark(running: Running): void {
@@ -459,12 +541,26 @@ export class Host {
       const written = await this.#snapshots!.update(id, record, running.revision).catch(() => null);
       if (written !== null) {
         for (const ack of deferred) await ack().catch(() => undefined);
+        this.#removeLater(id);
       } else {
         this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} finished ${running.spec.id}, but another host holds it now: its record is left to that host` } });
       }
     } finally {
       this.#busy.delete(id);
     }
+  }
+
+  /**
+   * Removes a finished session's record after FINISHED_KEPT_MS. A host that stops or dies first
+   * leaves it to the next host that starts (its scan removes finished records past that age).
+   */
+  #removeLater(key: string): void {
+    const timer = setTimeout(() => {
+      this.#removals.delete(timer);
+      void this.#snapshots!.delete(key).catch(() => undefined);
+    }, this.#o.finishedKeptMs);
+    timer.unref?.();
+    this.#removals.add(timer);
   }
 
   /** A slot freed: the spawn held longest starts now (a draining or stopped host hands them all back). */
@@ -516,6 +612,7 @@ export class Host {
       concurrency: this.#o.concurrency,
       running: this.#running.size,
       sessions: this.sessions,
+      ...(this.#released.length > 0 ? { released: this.#released } : {}),
       startedAt: this.#startedAt,
       at: this.#o.clock.now(),
       intervalMs: this.#o.heartbeatMs,
@@ -585,16 +682,42 @@ export class Host {
     const id = `${bucket}/${key}`;
     if (this.#invalid.get(id)?.revision === revision) return;
     this.#invalid.set(id, { revision, problem });
+    if (this.#invalid.size > INVALID_REMEMBERED) this.#invalid.delete(this.#invalid.keys().next().value as string);
     this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: skipped the invalid record "${key}" of the ${bucket} bucket (revision ${revision}): ${problem}` } });
   }
 
-  /** The hosts alive as seen from here, with host.joined / host.lost on changes. */
-  async #liveHosts(now: number): Promise<Set<string>> {
-    const alive = new Set<string>();
-    const keys = await this.#hosts!.keys();
-    // as for a heartbeat: an answer this slow means this host was cut off, and saw nobody meanwhile
-    this.#blindIfSlow(now);
-    for (const key of keys) {
+  /** A heartbeat heard (core): kept when valid and sent by the host it names. */
+  #onBeat(subject: string, data: unknown): void {
+    const beat = HostHeartbeat.safeParse(data);
+    const from = subject.split('.').at(-2) ?? '';
+    if (!beat.success || beat.data.hostId !== from) {
+      // said once per subject (a forged host beating on is not said again), remembered within bounds
+      if (this.#invalidBeats.has(subject)) return;
+      this.#invalidBeats.add(subject);
+      if (this.#invalidBeats.size > INVALID_REMEMBERED) this.#invalidBeats.delete(this.#invalidBeats.values().next().value as string);
+      const problem = beat.success ? `hostId "${beat.data.hostId}" is not the host of its subject` : inlineIssues(beat.error.issues);
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: skipped an invalid heartbeat on ${subject}: ${problem}` } });
+      return;
+    }
+    this.#invalidBeats.delete(subject);
+    this.#heard(beat.data, this.#o.clock.now());
+  }
+
+  /** Takes a heartbeat (heard, or read from the bucket) as the host's latest if it is newer. */
+  #heard(beat: HostHeartbeat, now: number): void {
+    const before = this.#beats.get(beat.hostId);
+    if (before && before.at >= beat.at && before.startedAt >= beat.startedAt) return;
+    this.#beats.set(beat.hostId, beat);
+    const seen = this.#seen.get(beat.hostId);
+    if (!seen || seen.at !== beat.at) this.#seen.set(beat.hostId, { at: beat.at, changedAt: now });
+    // a host heard again (restarted under its id, or back from an outage) starts a new account
+    if (before && before.at !== beat.at) this.#settled.delete(beat.hostId);
+  }
+
+  /** The heartbeats in the hosts bucket (once, at start): hosts that went silent before this one listened. */
+  async #seedBeats(): Promise<void> {
+    const now = this.#o.clock.now();
+    for (const key of await this.#hosts!.keys()) {
       const entry = await this.#hosts!.get(key).catch(() => null);
       if (!entry) continue;
       const beat = HostHeartbeat.safeParse(entry.value);
@@ -602,53 +725,121 @@ export class Host {
         this.#invalidRecord('hosts', key, entry.revision, beat.success ? `hostId "${beat.data.hostId}" is not its key` : inlineIssues(beat.error.issues));
         continue;
       }
-      this.#invalid.delete(`hosts/${key}`);
+      // this host's earlier life: its records name it, and the first scan takes them back
+      if (key !== this.#o.hostId) this.#heard(beat.data, now);
+    }
+  }
+
+  /** The hosts alive as seen from here (no reads: heartbeats heard), with host.joined / host.lost on changes. */
+  #aliveNow(now: number): Set<string> {
+    const alive = new Set<string>([this.#o.hostId]);
+    for (const [hostId, beat] of this.#beats) {
+      if (hostId === this.#o.hostId) continue;
       // A host is alive while its heartbeat keeps changing, as seen from here (no clock skew); a
-      // host first seen now gets the benefit of the doubt for deadAfterMs.
-      const seen = this.#seen.get(beat.data.hostId);
-      if (!seen || seen.at !== beat.data.at) this.#seen.set(beat.data.hostId, { at: beat.data.at, changedAt: now });
-      if (now < this.#blindUntil) {
-        // just back from an outage of its own: nobody's silence means anything yet
-        alive.add(beat.data.hostId);
-        continue;
-      }
-      const fresh = beat.data.hostId === this.#o.hostId || now - this.#seen.get(beat.data.hostId)!.changedAt < this.#o.deadAfterMs;
-      if (fresh) alive.add(beat.data.hostId);
-      const before = this.#known.get(beat.data.hostId);
-      if (fresh && !before) this.#o.events.emit({ type: 'host.joined', data: { host: beat.data.hostId, agents: beat.data.agents } });
-      if (!fresh && before) this.#o.events.emit({ type: 'host.lost', data: { host: beat.data.hostId, sessions: beat.data.sessions } });
-      if (fresh) this.#known.set(beat.data.hostId, beat.data);
-      else this.#known.delete(beat.data.hostId);
+      // host first seen now gets the benefit of the doubt for deadAfterMs. Just back from an
+      // outage of its own, this host takes nobody's silence to mean anything yet.
+      const fresh = now < this.#blindUntil || now - this.#seen.get(hostId)!.changedAt < this.#o.deadAfterMs;
+      if (fresh) alive.add(hostId);
+      const before = this.#known.get(hostId);
+      if (fresh && !before) this.#o.events.emit({ type: 'host.joined', data: { host: hostId, agents: beat.agents } });
+      if (!fresh && before) this.#o.events.emit({ type: 'host.lost', data: { host: hostId, sessions: beat.sessions } });
+      if (fresh) this.#known.set(hostId, beat);
+      else this.#known.delete(hostId);
     }
     return alive;
   }
 
-  /** Sessions whose host is dead or released them: restored here if this host serves their agent type. */
-  async #adoptOrphans(): Promise<void> {
+  /**
+   * A host about to be taken for dead: its heartbeat in the bucket is read once, in case its core
+   * heartbeats were lost on the way (they are at most once) while it kept writing them there.
+   */
+  async #confirmSilent(hostId: string, now: number): Promise<void> {
+    const entry = await this.#hosts!.get(hostId);
+    const beat = entry ? HostHeartbeat.safeParse(entry.value) : null;
+    if (beat?.success && beat.data.hostId === hostId) this.#heard(beat.data, now);
+  }
+
+  /**
+   * Sessions whose host is dead or handed them back, restored here if this host serves their agent
+   * type. What is looked at is what those hosts' last heartbeats listed, so a heartbeat costs the
+   * same whatever the number of records; `everything` (at start) reads every record once instead,
+   * for claims never listed and records of hosts gone before this one started.
+   */
+  async #adoptOrphans(everything = false): Promise<void> {
     if (this.#draining || this.#stopped) return;
     const now = this.#o.clock.now();
-    const alive = await this.#liveHosts(now);
+    // silent hosts are confirmed from the bucket before their sessions are taken
+    for (const [hostId] of this.#beats) {
+      if (hostId === this.#o.hostId || now < this.#blindUntil) continue;
+      const seen = this.#seen.get(hostId);
+      if (seen && now - seen.changedAt >= this.#o.deadAfterMs && !this.#settled.has(hostId)) {
+        await this.#confirmSilent(hostId, now).catch(() => undefined);
+        this.#blindIfSlow(now);
+      }
+    }
+    const alive = this.#aliveNow(now);
+    if (everything) return this.#scanAll(now, alive);
+    for (const [hostId, beat] of [...this.#beats]) {
+      if (hostId === this.#o.hostId) continue;
+      const dead = !alive.has(hostId);
+      const handedBack = beat.released ?? [];
+      if (!dead && handedBack.length === 0) continue;
+      const settled = this.#settled.get(hostId) ?? new Set<string>();
+      this.#settled.set(hostId, settled);
+      const listed = dead ? [...beat.sessions, ...handedBack] : handedBack;
+      for (const key of listed) {
+        if (settled.has(key)) continue;
+        if (this.#running.size + this.#claiming >= this.#o.concurrency || this.#draining || this.#stopped) return;
+        if (this.#running.has(key) || this.#busy.has(key)) {
+          settled.add(key);
+          continue;
+        }
+        try {
+          if (await this.#consider(key, now, alive)) settled.add(key);
+        } catch (error) {
+          this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not consider ${key} for adoption: ${errorText(error)}` } });
+        }
+      }
+      // every session it listed is someone's now (or over): its heartbeat leaves the bucket
+      if (dead && listed.every((key) => settled.has(key))) {
+        this.#beats.delete(hostId);
+        this.#settled.delete(hostId);
+        this.#seen.delete(hostId);
+        await this.#hosts!.delete(hostId).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Every record of the snapshots bucket, once (at start). */
+  async #scanAll(now: number, alive: Set<string>): Promise<void> {
     const keys = await this.#snapshots!.keys();
-    const present = new Set(keys.map((k) => `snapshots/${k}`));
-    for (const id of this.#invalid.keys()) if (id.startsWith('snapshots/') && !present.has(id)) this.#invalid.delete(id);
     for (const key of keys) {
-      if (this.#running.size >= this.#o.concurrency || this.#draining || this.#stopped) return;
+      if (this.#running.size + this.#claiming >= this.#o.concurrency || this.#draining || this.#stopped) return;
       if (this.#running.has(key) || this.#busy.has(key)) continue;
       // one record's trouble (invalid, unreadable, unrestorable) never stops the others
       try {
-        await this.#consider(key, now, alive);
+        await this.#consider(key, now, alive, true);
       } catch (error) {
         this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not consider ${key} for adoption: ${errorText(error)}` } });
       }
     }
   }
 
-  async #consider(key: string, now: number, alive: Set<string>): Promise<void> {
+  /**
+   * Looks at one record and takes the session over if its host is dead or released it (or is this
+   * host, which does not run it). True when the record is settled: taken over (here or by another
+   * host), finished or gone; false when it still waits for a host (of an agent type this host does
+   * not serve, say).
+   */
+  async #consider(key: string, now: number, alive: Set<string>, atStart = false): Promise<boolean> {
     const entry = await this.#snapshots!.get(key);
-    if (!entry) return;
-    const invalid = (problem: string) => this.#invalidRecord('snapshots', key, entry.revision, problem);
-    // every record on every heartbeat: what the decision needs is checked first, the whole record
-    // (its checkpoint, its spec) only when this host is about to take the session over
+    if (!entry) return true;
+    const invalid = (problem: string) => {
+      this.#invalidRecord('snapshots', key, entry.revision, problem);
+      return true;
+    };
+    // what the decision needs is checked first, the whole record (its checkpoint, its spec) only
+    // when this host is about to take the session over
     const head = RecordHead.safeParse(entry.value);
     if (!head.success) return invalid(inlineIssues(head.error.issues));
     if (wireId(head.data.spec) !== key) return invalid(`its session is ${wireId(head.data.spec)}, not its key`);
@@ -656,23 +847,29 @@ export class Host {
     // one listed as invalid before is looked at whole again: it may have been mended
     if (this.#invalid.has(`snapshots/${key}`) && SessionRecord.safeParse(entry.value).success) this.#invalid.delete(`snapshots/${key}`);
     if (state === 'finished') {
-      if (now - at > FINISHED_KEPT_MS) await this.#snapshots!.delete(key).catch(() => undefined);
-      return;
+      // past its keeping (its host stopped or died before removing it): removed here
+      if (atStart && now - at > this.#o.finishedKeptMs) await this.#snapshots!.delete(key).catch(() => undefined);
+      return true;
     }
-    if (!this.#o.agents.includes(spec.agent.agentName)) return;
     // its own record with nothing running it (a claim it did not start, or this host restarted
     // under the same id) is an orphan too
     const ownOrphan = host === this.#o.hostId;
-    if (state !== 'released' && alive.has(host) && !ownOrphan) return;
+    if (state !== 'released' && alive.has(host) && !ownOrphan) return true;
+    if (!this.#o.agents.includes(spec.agent.agentName)) return false;
     const parsed = SessionRecord.safeParse(entry.value);
     if (!parsed.success) return invalid(inlineIssues(parsed.error.issues));
     this.#invalid.delete(`snapshots/${key}`);
     const record = parsed.data;
     const claimed: SessionRecord = { ...record, host: this.#o.hostId, state: 'running', at: now };
     const revision = await this.#snapshots!.update(key, claimed, entry.revision);
-    if (revision === null || this.#stopped) return;
+    // lost to another host: settled (it runs there)
+    if (revision === null) return true;
+    if (this.#stopped) return true;
     this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
     this.#run(record.spec, record.checkpoint, revision, record.trace);
+    // listed in a heartbeat at once, as a new claim is
+    void this.#announce().catch(() => undefined);
+    return true;
   }
 
   /** The invalid records this host skips, for its heartbeat (and so for `a2a monitor`). */
@@ -694,8 +891,11 @@ export class Host {
       running.dirty = true;
       await this.#snapshot(running, 'released');
       released.push(running.spec.id);
+      this.#released.push(wireId(running.spec));
       this.#drop(wireId(running.spec));
     }
+    // the others take what it lists as released at once (their next heartbeat)
+    if (released.length > 0) await this.#heartbeat('draining').catch(() => undefined);
     return { finished: before - released.length, released };
   }
 
@@ -704,6 +904,7 @@ export class Host {
     this.#stopped = true;
     this.#refill();
     if (this.#beat) clearInterval(this.#beat);
+    this.#quiet();
     for (const c of this.#consumers.splice(0)) await c.stop();
     for (const running of this.#running.values()) {
       if (running.timer) clearTimeout(running.timer);
@@ -721,9 +922,19 @@ export class Host {
     this.#refill();
     if (this.#beat) clearInterval(this.#beat);
     for (const c of this.#consumers.splice(0)) await c.stop();
-    await this.#subscription?.unsubscribe();
+    this.#quiet();
     for (const id of [...this.#running.keys()]) this.#drop(id);
-    await this.#hosts?.delete(this.#o.hostId).catch(() => undefined);
+    // a host that handed sessions back leaves its last heartbeat (status draining, listing them)
+    // for the others, which remove it once they are taken
+    if (this.#released.length === 0) await this.#hosts?.delete(this.#o.hostId).catch(() => undefined);
+  }
+
+  /** Hears no more heartbeats and removes no more records (a host starting later removes them). */
+  #quiet(): void {
+    void this.#subscription?.unsubscribe().catch(() => undefined);
+    this.#subscription = null;
+    for (const timer of this.#removals) clearTimeout(timer);
+    this.#removals.clear();
   }
 }
 

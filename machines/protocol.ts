@@ -1328,7 +1328,10 @@ export const HostHeartbeat = z.object({
   agents: z.array(z.string()),
   concurrency: z.number().int().min(1),
   running: z.number().int().min(0),
+  /** The sessions it runs (wire ids), claims included as soon as they are made. */
   sessions: z.array(z.string()),
+  /** Sessions it handed back while draining, for another host to take over. */
+  released: z.array(z.string()).optional(),
   startedAt: z.number(),
   at: z.number(),
   /** How often it beats: a host silent for 3 intervals is taken as dead. */

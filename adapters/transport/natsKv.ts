@@ -8,7 +8,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { KeyValue, KeyValueReader } from '../../machines/ports.js';
 import { assertKey, assertName } from './names.js';
 import { decode, encode } from './natsCodec.js';
-import { isApiError, reason } from './natsErrors.js';
+import { isApiError, isRefused, reason } from './natsErrors.js';
 import type { NatsLink } from './natsLink.js';
 import { replicasRefused } from './natsQueues.js';
 
@@ -23,6 +23,38 @@ const kvms = new WeakMap<NatsLink, Kvm>();
 
 /** A prefix ending in "." is a subject prefix the server can filter on; others are filtered here. */
 const serverFilter = (prefix: string) => (prefix.endsWith('.') && prefix.length > 1 ? prefix : '');
+
+/**
+ * The keys of a bucket under `prefix`, from its stream's info (the subjects it holds, filtered by
+ * the server), sorted. No consumer is made: a KV key listing (`kv.keys()`) creates an ordered
+ * consumer that lingers on the server for minutes after it is read (hosts listing on every
+ * heartbeat left about 150 each per bucket). Each listed key is read once: a subject whose last
+ * message is a delete marker (an older version's deletes, or another tool's) is no key; this
+ * adapter's own deletes leave none.
+ */
+async function listKeys(link: NatsLink, bucket: string, name: string, prefix: string, isKey: (key: string) => Promise<boolean>): Promise<string[]> {
+  const subjectPrefix = `$KV.${name}.`;
+  try {
+    return await link.retrying(`list the keys of bucket ${bucket}`, bucket, async () => {
+      let i: StreamInfo;
+      try {
+        i = await link.jsm.streams.info(`KV_${name}`, { subjects_filter: `${subjectPrefix}${serverFilter(prefix)}>` });
+      } catch (error) {
+        if (isApiError(error, JetStreamApiCodes.StreamNotFound)) return [];
+        throw error;
+      }
+      const listed = Object.keys(i.state.subjects ?? {})
+        .map((subject) => subject.slice(subjectPrefix.length))
+        .filter((key) => key.startsWith(prefix));
+      // a marker is the only message of its subject once its value is gone (history 1), so the
+      // counts cannot tell it from a value: each key is read (in parallel) to know
+      const live = await Promise.all(listed.map(async (key) => ((await isKey(key)) ? key : null)));
+      return live.filter((key): key is string => key !== null).sort();
+    });
+  } catch (error) {
+    throw link.fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
+  }
+}
 
 /** Opens bucket `bucket`, creating it if missing. */
 export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyValue> {
@@ -82,6 +114,9 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
     const now = await link.retrying(`read key "${key}" of bucket ${bucket}`, at(key), () => latest(key));
     return now !== null && now.payload === payload ? now.revision : null;
   };
+  let purgeAllowed = true;
+  /** Whether a listed key's last message is a value (a marker left by a KV delete is not). */
+  const latestIsKey = async (key: string) => (await kv.get(key))?.operation === 'PUT';
 
   return {
     get: async (key) => {
@@ -115,22 +150,28 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
     delete: async (key) => {
       assertKey(key, bucket);
       try {
-        await link.retrying(`use key "${key}" of bucket ${bucket}`, at(key), () => kv.delete(key));
+        // the key's messages purged from the bucket's stream: nothing is left of it, where a KV
+        // delete leaves a marker per key for ever (a bucket of finished sessions would grow by one
+        // per session ever run). Kept as a KV delete where the user may not purge (a marker, still
+        // no key to a reader).
+        await link.retrying(`use key "${key}" of bucket ${bucket}`, at(key), async () => {
+          if (purgeAllowed) {
+            try {
+              await link.jsm.streams.purge(`KV_${name}`, { filter: `$KV.${name}.${key}` });
+              return;
+            } catch (error) {
+              // not allowed to this user (its permissions, or a stream that denies purges)
+              if (!isRefused(error) && !/permission/i.test(reason(error))) throw error;
+              purgeAllowed = false;
+            }
+          }
+          await kv.delete(key);
+        });
       } catch (error) {
         throw failed('delete', key, error);
       }
     },
-    keys: async (prefix = '') => {
-      try {
-        return await link.retrying(`list the keys of bucket ${bucket}`, bucket, async () => {
-          const out: string[] = [];
-          for await (const key of await kv.keys(`${serverFilter(prefix)}>`)) if (key.startsWith(prefix)) out.push(key);
-          return [...new Set(out)].sort();
-        });
-      } catch (error) {
-        throw link.fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
-      }
-    },
+    keys: (prefix = '') => listKeys(link, bucket, name, prefix, latestIsKey),
   };
 }
 
@@ -173,22 +214,6 @@ export function openKeyValueReader(link: NatsLink, bucket: string): KeyValueRead
         throw link.fail('AGENT_ERROR', `KV get of key "${key}" in bucket ${bucket} failed`, `${bucket}/${key}`, error);
       }
     },
-    keys: async (prefix = '') => {
-      try {
-        return await link.retrying(`list the keys of bucket ${bucket}`, bucket, async () => {
-          const i = await info(`${subjectPrefix}${serverFilter(prefix)}>`);
-          if (!i) return [];
-          direct ??= i.config.allow_direct === true;
-          const listed = Object.keys(i.state.subjects ?? {})
-            .map((subject) => subject.slice(subjectPrefix.length))
-            .filter((key) => key.startsWith(prefix));
-          // a subject whose last entry is a delete marker is no key: each is read once to know
-          const live = await Promise.all(listed.map(async (key) => ((await get(key)) ? key : null)));
-          return live.filter((key): key is string => key !== null).sort();
-        });
-      } catch (error) {
-        throw link.fail('AGENT_ERROR', `could not list the keys of bucket ${bucket}`, bucket, error);
-      }
-    },
+    keys: (prefix = '') => listKeys(link, bucket, name, prefix, async (key) => (await get(key)) !== null),
   };
 }

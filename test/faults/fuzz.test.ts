@@ -229,15 +229,30 @@ describe('fault: hostile messages to a run in progress', () => {
     expect(alive()).toEqual([]);
   }, STORM_MS);
 
-  it('skips 200 invalid records in the snapshots and hosts buckets, each named in a warning, and adopts nothing', async () => {
+  it('skips 200 invalid records in the snapshots and hosts buckets and 100 invalid heartbeats, each named in a warning, and adopts nothing', async () => {
     const random = seeded(SEED + 6);
     const records = invalidVariants({ spec, host: 'gone', state: 'released', checkpoint: null, at: 1 }, (v) => SessionRecord.safeParse(v).success, random, 100, { bigStrings: 0 });
     const beats = invalidVariants({ hostId: 'ghost', agents: ['coder'], concurrency: 1, running: 0, sessions: [], startedAt: 1, at: 1, status: 'ready' }, (v) => HostHeartbeat.safeParse(v).success, random, 100, { bigStrings: 0 });
+    const named = (pattern: RegExp) => new Set(heard.map((h) => pattern.exec(h.message)?.[1]).filter((key): key is string => key !== undefined));
+    const warned = (bucket: string) => () => named(new RegExp(`skipped the invalid record "(.*?)" of the ${bucket} bucket`));
+    const beatsWarned = () => named(/skipped an invalid heartbeat on a2a\.\w+\.hosts\.(ghost-\d+)\.heartbeat/);
+    // the running hosts hear every heartbeat: each invalid one is named
+    beats.forEach((b, i) => send(`a2a.${NS}.hosts.ghost-${i}.heartbeat`, b));
+    await waitFor('a warning for every invalid heartbeat', () => beatsWarned().size >= 100, ANSWERS_MS, () => `${beatsWarned().size} of 100`);
+    // records are read by a host when it starts (running hosts read none on their heartbeats)
     records.forEach((r, i) => send(`$KV.a2a_${NS}_snapshots.${RUN}.w-junk.${i}`, r));
     beats.forEach((b, i) => send(`$KV.a2a_${NS}_hosts.ghost-${i}`, b));
-    const keys = () => new Set(heard.filter((h) => /skipped the invalid record "(.*?)"/.test(h.message)).map((h) => /skipped the invalid record "(.*?)"/.exec(h.message)![1]));
-    await waitFor('a warning for every invalid record', () => keys().size >= 200, ANSWERS_MS, () => `${keys().size} of 200`);
-    rows.push({ target: 'KV records', sent: 200, answered: keys().size });
+    const late = a2aHost(server.url, ws, 'late', 'coder', { env: SMALL_HEAP });
+    try {
+      await served(late);
+      const both = () => warned('snapshots')().size + warned('hosts')().size;
+      await waitFor('a warning for every invalid record', () => both() >= 200, ANSWERS_MS, () => `${both()} of 200`);
+      rows.push({ target: 'KV records and heartbeats', sent: 300, answered: both() + beatsWarned().size });
+      expect(heard.filter((h) => /takes over/.test(h.message))).toEqual([]);
+    } finally {
+      late.child.kill('SIGTERM');
+      await waitFor('the late host to stop', () => late.child.exitCode !== null || late.child.signalCode !== null, 20_000, late.out);
+    }
     expect(alive()).toEqual([]);
   }, STORM_MS);
 

@@ -6,6 +6,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats } from '../../adapters/transport/nats.js';
 import { isA2AError } from '../../actors/errors.js';
 import type { DurableMessage, Transport } from '../../machines/ports.js';
@@ -231,7 +233,7 @@ describe('nats transport specifics', () => {
     await waitFor(() => got.length >= 3, 'the three queued messages');
     await consumer.stop();
     expect(got.sort()).toEqual([1, 2, 3]);
-    // KV: create, put, get (direct get), keys (an ordered consumer that delivers to the inbox)
+    // KV: create, put, get (direct get), keys (the stream's info, answered on the inbox)
     const kv = await t.keyValue('snapshots');
     await kv.put('k1', { v: 1 });
     await kv.put('k2', { v: 2 });
@@ -246,6 +248,37 @@ describe('nats transport specifics', () => {
     expect(isA2AError(error), String(error)).toBe(true);
     expect((error as Error).message).toMatch(/Permissions Violation for Subscription to "_INBOX\./);
     expect((error as Error).message).toContain('A2A_NATS_INBOX_PREFIX');
+  });
+
+  it('should list keys without making a consumer, and delete a key without leaving a marker behind', async () => {
+    const t = await connectAgent('listing');
+    const kv = await t.keyValue('records');
+    for (const k of ['a.1', 'a.2', 'b.1']) await kv.put(k, { k });
+    const nc = await connect({ servers: server.url, user: 'agent', pass: 's3cret-pw' });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const stream = 'KV_a2a_listing_records';
+      for (let i = 0; i < 20; i++) expect(await kv.keys()).toEqual(['a.1', 'a.2', 'b.1']);
+      expect(await kv.keys('a.')).toEqual(['a.1', 'a.2']);
+      // a KV key listing (kv.keys()) leaves an ordered consumer on the server for minutes: 20 here
+      expect((await jsm.streams.info(stream)).state.consumer_count).toBe(0);
+      await kv.delete('a.2');
+      expect(await kv.get('a.2')).toBeNull();
+      expect(await kv.keys()).toEqual(['a.1', 'b.1']);
+      // nothing is left of it: no delete marker per key for ever
+      const state = (await jsm.streams.info(stream, { subjects_filter: '>' })).state;
+      expect(Object.keys(state.subjects ?? {}).sort()).toEqual(['$KV.a2a_listing_records.a.1', '$KV.a2a_listing_records.b.1']);
+      expect(state.messages).toBe(2);
+      // a key deleted by another client (a marker) is no key either
+      const { Kvm } = await import('@nats-io/kv');
+      await (await new Kvm(nc).open('a2a_listing_records')).delete('b.1');
+      expect(await kv.keys()).toEqual(['a.1']);
+      // and written again after it was removed
+      expect(await kv.update('a.2', { k: 'again' }, 0)).not.toBeNull();
+      expect(await kv.keys()).toEqual(['a.1', 'a.2']);
+    } finally {
+      await nc.close();
+    }
   });
 
   it('should refuse an inbox prefix that is not a subject without wildcards, before connecting', async () => {

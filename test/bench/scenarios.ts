@@ -341,6 +341,149 @@ export async function natsLatency(hopSamples: number, spawnSamples: number, opti
 }
 
 /**
+ * How soon a host's freed slot takes the next queued spawn (issue 39): a host of `concurrency`
+ * slots gets `sessions` spawns at once, each session taking about `workMs`; for every session
+ * started after the first `concurrency`, the time from the latest session end before it (a slot
+ * freeing: its result sent, its record written) to its start. p50 and p99 in ms, and the wall time.
+ */
+export async function slotRefill(sessions: number, concurrency = 4, workMs = 20): Promise<Record<string, number>> {
+  const { createActor } = await import('xstate');
+  const { startNatsServer } = await import('../nats/server.js');
+  const { connectNats } = await import('../../adapters/transport/nats.js');
+  const { Host } = await import('../../adapters/host.js');
+  const { createRemoteSessionLogic, ensureQueues } = await import('../../actors/remote.js');
+  const server = await startNatsServer();
+  const closers: Array<() => Promise<unknown>> = [];
+  try {
+    const { runtime, spec } = setup(
+      { rules: [{ agent: '*', prompt: '', turns: [{ delayMs: workMs, text: '', toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'ok' } }] }], reactions: [] }] },
+      sessions + 10,
+    );
+    const starts = new Map<string, number>();
+    const ends: number[] = [];
+    const hostTransport = await connectNats({ servers: server.url, namespace: 'refill', name: 'bench-refill-host' });
+    const ownerTransport = await connectNats({ servers: server.url, namespace: 'refill', name: 'bench-refill-owner' });
+    closers.push(() => hostTransport.close(), () => ownerTransport.close());
+    const host = new Host({
+      transport: hostTransport,
+      ns: 'refill',
+      // a slot frees when a tree stops running here (its result sent, its record written)
+      onTreeEnded: () => void ends.push(performance.now()),
+      hostId: 'refill-host',
+      agents: [spec.agent.agentName],
+      concurrency,
+      sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
+      clock: realClock,
+      events: {
+        listening: true,
+        emit: (e) => {
+          if (e.type === 'session.state' && e.subTaskId && !starts.has(e.subTaskId)) starts.set(e.subTaskId, performance.now());
+        },
+      },
+    });
+    await host.start();
+    closers.unshift(() => host.stop());
+    await ensureQueues(ownerTransport, 'refill');
+    const logic = createRemoteSessionLogic({ transport: ownerTransport, ns: 'refill', process: 'bench-refill-owner', clock: realClock, events: nullSink });
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: sessions }, (_, i) => {
+        const child: SessionSpec = { ...spec, id: `rf-${i}`, role: 'subtask', depth: 1, prompt: `refill ${i}`, owner: { ownerType: 'agent', ownerId: spec.id }, lineage: [{ agentName: spec.agent.agentName, prompt: spec.prompt }] };
+        const actor = createActor(logic, { input: { spec: child } });
+        const done = new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`remote sub-task ${child.id} did not finish within 60 s`)), 60_000);
+          actor.subscribe({ complete: () => (clearTimeout(timer), resolve()), error: (error) => (clearTimeout(timer), reject(error instanceof Error ? error : new Error(String(error)))) });
+        });
+        actor.start();
+        return done;
+      }),
+    );
+    const wallMs = performance.now() - t0;
+    const ordered = [...starts.values()].sort((a, b) => a - b);
+    const gaps: number[] = [];
+    for (const start of ordered.slice(concurrency)) {
+      const before = ends.filter((end) => end <= start);
+      if (before.length > 0) gaps.push(start - before[before.length - 1]!);
+    }
+    if (process.env.REFILL_DEBUG) console.error(gaps.map((g) => g.toFixed(1)).join(" "));
+    const { p50, p99 } = percentiles(gaps);
+    return { refillP50: p50, refillP99: p99, refillWallMs: wallMs, refillSamples: gaps.length };
+  } finally {
+    for (const close of closers) await close().catch(() => undefined);
+    await server.stop();
+  }
+}
+
+/**
+ * What an idle host costs with `records` sessions of the past in the snapshots bucket (finished
+ * ones, and ones held by another live host): two hosts of default heartbeat (2 s) idle for
+ * `idleMs` after their start; CPU of this process (both hosts) and of the nats-server, in % of a
+ * core, and the consumers on the server at the end (issue 39: every heartbeat used to list and
+ * read every record, and leave an ordered consumer per listing).
+ */
+export async function idleHosts(records: number, idleMs = 10_000): Promise<Record<string, number>> {
+  const { readFileSync } = await import('node:fs');
+  const { startNatsServer } = await import('../nats/server.js');
+  const { connectNats } = await import('../../adapters/transport/nats.js');
+  const { connect } = await import('@nats-io/transport-node');
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const { Host } = await import('../../adapters/host.js');
+  const { wireId } = await import('../../actors/remote.js');
+  const server = await startNatsServer();
+  const closers: Array<() => Promise<unknown>> = [];
+  const ticks = (pid: number) => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  // heartbeats measure memory after a collection when gc is exposed: a host started by a user has
+  // no such collection, and this is to be run without --expose-gc
+  if ((globalThis as { gc?: unknown }).gc) throw new Error('idle-hosts: run it without --expose-gc (a heartbeat would collect garbage, which hosts started by users do not)');
+  try {
+    const { runtime, spec } = setup({ rules: [] }, 10);
+    const seed = await connectNats({ servers: server.url, namespace: 'idle', name: 'bench-idle-seed' });
+    closers.push(() => seed.close());
+    const kv = await seed.keyValue('snapshots');
+    const now = Date.now();
+    for (let i = 0; i < records; i++) {
+      const past: SessionSpec = { ...spec, id: `past-${i}`, role: 'subtask', depth: 1 };
+      await kv.put(wireId(past), { spec: past, host: i % 2 ? 'idle-b' : 'idle-a', state: i % 3 ? 'finished' : 'running', checkpoint: null, at: now });
+    }
+    const hosts = [];
+    for (const id of ['idle-a', 'idle-b']) {
+      const transport = await connectNats({ servers: server.url, namespace: 'idle', name: `bench-${id}` });
+      closers.push(() => transport.close());
+      const host = new Host({ transport, ns: 'idle', hostId: id, agents: ['nobody'], concurrency: 4, sessionLogic: () => runtime.subtask, clock: realClock, events: nullSink });
+      await host.start();
+      closers.unshift(() => host.stop());
+      hosts.push(host);
+    }
+    // past their start (each read every record once): idle from here
+    await new Promise((r) => setTimeout(r, 2_500));
+    const hz = 100;
+    const cpu0 = process.cpuUsage();
+    const server0 = ticks(server.pid!);
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, idleMs));
+    const wall = performance.now() - t0;
+    const used = process.cpuUsage(cpu0);
+    const serverTicks = ticks(server.pid!) - server0;
+    const nc = await connect({ servers: server.url });
+    closers.push(() => nc.close());
+    const jsm = await jetstreamManager(nc);
+    let consumers = 0;
+    for await (const info of jsm.streams.list()) consumers += info.state.consumer_count;
+    return {
+      idleHostsCpuPct: ((used.user + used.system) / 1000 / wall) * 100,
+      idleServerCpuPct: ((serverTicks / hz) * 1000 / wall) * 100,
+      idleConsumers: consumers,
+    };
+  } finally {
+    for (const close of closers) await close().catch(() => undefined);
+    await server.stop();
+  }
+}
+
+/**
  * What the sandbox costs per run_command: `true`, `n` times each unconfined and in the bubblewrap
  * sandbox, in a plain directory and in a git worktree (more mounts: the git directory), after one
  * warm-up each (the sandbox's one-time self-check and /etc scan are not billed to a command).

@@ -6,7 +6,7 @@
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { rawXState } from './baseline.js';
-import { a2aFanout, a2aRoundTrip, commandCost, fanout, idle, inbox, natsLatency, spawnLatency, tracedFanout } from './scenarios.js';
+import { a2aFanout, a2aRoundTrip, commandCost, fanout, idle, inbox, natsLatency, slotRefill, idleHosts, spawnLatency, tracedFanout } from './scenarios.js';
 
 const [scenario, nText, parallelText] = process.argv.slice(2);
 const n = Number(nText);
@@ -79,6 +79,14 @@ switch (scenario) {
     // n: hop samples; the second argument: remote spawns
     out = await natsLatency(n, parallel);
     break;
+  case 'refill':
+    // n: sessions queued at once on a host of `parallel` slots
+    out = await slotRefill(n, parallel);
+    break;
+  case 'idle-hosts':
+    // n: records of past sessions in the snapshots bucket
+    out = await idleHosts(n);
+    break;
   case 'command':
     // n: commands per runner
     out = await commandCost(n);
@@ -98,7 +106,7 @@ switch (scenario) {
     out = await tracedFanout(n, scenario === 'traced' ? 'on' : 'off', scenario !== 'unjournaled');
     break;
   default:
-    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, command, a2a, a2a-fanout, traced, untraced or unjournaled`);
+    throw new Error(`unknown scenario ${scenario}; use fanout, baseline, idle, idle-watched, spawn, inbox, inbox-memory, load, nats, refill, idle-hosts, command, a2a, a2a-fanout, traced, untraced or unjournaled`);
 }
 console.log(JSON.stringify({ scenario, n, parallel, ...out }));
 process.exit(0);

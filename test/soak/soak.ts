@@ -66,6 +66,10 @@ export interface SoakReport {
   leftInQueues: Record<string, number>;
   /** Consumers on the cluster's streams 1.2 s after the last run. */
   consumers: number;
+  /** Remote spawn -> placed under this load (ms, from the runs' logs: subtask.spawned to subtask.placed). */
+  placement: { p50: number; p99: number; n: number };
+  /** Records left in the snapshots bucket after the last run (finished ones are removed 2 min after). */
+  recordsLeft: number;
   /** Each node's RSS (MB) before the first run and after the last. */
   serverRssStartMB: number[];
   serverRssMB: number[];
@@ -181,6 +185,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     let consumers = 0;
     for await (const si of jsm.streams.list()) consumers += si.state.consumer_count;
     const serverRssMB = cluster.nodes.map((n) => rssOf(n.pid));
+    const recordsLeft = (await jsm.streams.info('KV_a2a_default_snapshots')).state.messages;
     if (warmDone === Infinity) warmDone = Math.floor(done * o.warmup);
     const figures: HostFigures[] = [...samples.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
@@ -201,7 +206,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
         };
       });
     const sessions = runs * ids.length;
-    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB };
+    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB, placement: placementTimes(ws, runs), recordsLeft };
   } finally {
     for (const h of hosts) h.child.kill('SIGTERM');
     await Promise.all(hosts.map((h) => Promise.race([h.exited, new Promise((r) => setTimeout(r, 5_000))])));
@@ -249,10 +254,28 @@ function mostAtOnce(ws: string, runs: number): Map<string, { count: number; at: 
   return most;
 }
 
+/** Each remote session's spawn -> placed (ms) over all runs, from the runs' logs (one machine: one clock). */
+function placementTimes(ws: string, runs: number): { p50: number; p99: number; n: number } {
+  const store = new FileRunStore(ws);
+  const times: number[] = [];
+  for (let k = 1; k <= runs; k++) {
+    const spawned = new Map<string, number>();
+    for (const e of store.events(`soak-${k}`)) {
+      if (!e.subTaskId) continue;
+      if (e.type === 'subtask.spawned' && !spawned.has(e.subTaskId)) spawned.set(e.subTaskId, e.ts);
+      if (e.type === 'subtask.placed' && spawned.has(e.subTaskId) && e.data.restored !== true) times.push(e.ts - spawned.get(e.subTaskId)!);
+    }
+  }
+  times.sort((a, b) => a - b);
+  const at = (q: number) => (times.length ? times[Math.min(times.length - 1, Math.floor(q * times.length))]! : NaN);
+  return { p50: at(0.5), p99: at(0.99), n: times.length };
+}
+
 /** The report as the table `npm run soak` prints. */
 export function formatSoak(r: SoakReport): string {
   const lines = [
     `runs ${r.runs} (${r.failedRuns.length} failed) in ${(r.ms / 1000).toFixed(0)} s · sessions ${r.sessions} (sub-tasks ${r.subtasks}) · lost ${r.lost.length} · duplicated ${r.duplicated.length} · ${r.sessionsPerSec.toFixed(1)} remote sessions/s`,
+    `remote spawn -> placed under this load: p50 ${r.placement.p50.toFixed(0)} ms, p99 ${r.placement.p99.toFixed(0)} ms (${r.placement.n} spawns) · records left in the snapshots bucket: ${r.recordsLeft}`,
     `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')} · consumers left: ${r.consumers} · nats-server RSS MB: ${r.serverRssStartMB.map((a, i) => `${a.toFixed(0)} → ${r.serverRssMB[i]!.toFixed(0)}`).join(', ')}`,
     '',
     'host      beats  RSS MB first→last  heap MB first→last  RSS MB/1k sub-tasks  heap MB/1k sub-tasks  most sessions (RSS MB)',

@@ -92,6 +92,13 @@ export interface HostOptions {
   /** A host silent this long is dead (default: 3 heartbeats). */
   deadAfterMs?: number;
   snapshotMinMs?: number;
+  /**
+   * A session is about to be restored here from another host's snapshot (or this host's earlier
+   * life): what must be read first (its effect journal) is read now.
+   */
+  restoring?: (spec: SessionSpec) => Promise<void>;
+  /** A session's record says it finished (written by this host): what was kept for its restore can go. */
+  closed?: (spec: SessionSpec) => void;
   /** How long a finished session's record is kept before it is removed (default FINISHED_KEPT_MS). */
   finishedKeptMs?: number;
 }
@@ -209,6 +216,14 @@ export class Host {
 
   get sessions(): string[] {
     return [...this.#running.keys()];
+  }
+
+  /** The session id of the tree running here that session `sessionId` of run `runId` is in (the deepest root above it). */
+  rootOf(runId: string, sessionId: string): string {
+    const wire = `${runId}.${sessionId}`;
+    let best: Running | null = null;
+    for (const [root, running] of this.#running) if (under(wire, root) && (best === null || root.length > wireId(best.spec).length)) best = running;
+    return best?.spec.id ?? sessionId;
   }
 
   async start(): Promise<void> {
@@ -434,7 +449,10 @@ export class Host {
     const report: UpMessage = { kind: 'error', error: why };
     await enqueueSurely(this.#o.transport, this.#s.up(this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
     const record: SessionRecord = { spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
-    if ((await this.#snapshots!.update(key, record, revision).catch(() => null)) !== null) this.#removeLater(key);
+    if ((await this.#snapshots!.update(key, record, revision).catch(() => null)) !== null) {
+      this.#removeLater(key);
+      this.#o.closed?.(spec);
+    }
   }
 
   #mark(running: Running): void {
@@ -542,6 +560,7 @@ export class Host {
       if (written !== null) {
         for (const ack of deferred) await ack().catch(() => undefined);
         this.#removeLater(id);
+        this.#o.closed?.(running.spec);
       } else {
         this.#o.events.emit({ type: 'warning', ...correlationOf(running.spec), data: { message: `host ${this.#o.hostId} finished ${running.spec.id}, but another host holds it now: its record is left to that host` } });
       }
@@ -872,6 +891,19 @@ export class Host {
     if (revision === null) return true;
     if (this.#stopped) return true;
     this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
+    if (this.#o.restoring) {
+      // claimed, not running yet: no scan takes it meanwhile
+      this.#busy.add(key);
+      try {
+        await this.#o.restoring(record.spec);
+      } catch (error) {
+        // restored without it: its steps after the snapshot run again (said, not hidden)
+        this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} could not read the effect journal of ${key}; its steps after its last snapshot run again: ${errorText(error)}` } });
+      } finally {
+        this.#busy.delete(key);
+      }
+      if (this.#stopped) return true;
+    }
     this.#run(record.spec, record.checkpoint, revision, record.trace);
     // listed in a heartbeat at once, as a new claim is
     void this.#announce().catch(() => undefined);

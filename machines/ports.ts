@@ -142,6 +142,11 @@ export interface KeyValue {
   /** Compare-and-set: writes only if the key is at `revision` (0: absent); returns the new revision, or null when it is not. */
   update(key: string, value: unknown, revision: number): Promise<number | null>;
   delete(key: string): Promise<void>;
+  /**
+   * Removes every key that starts with `prefix` (which ends with "."): over NATS one purge of the
+   * bucket's subjects under it, whatever their number.
+   */
+  deleteUnder(prefix: string): Promise<void>;
   keys(prefix?: string): Promise<string[]>;
 }
 

@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { EventSink, Model, Transport } from '../../machines/ports.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent, SessionSpec } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
@@ -14,6 +14,7 @@ import { ToolCatalog } from '../../actors/tools/index.js';
 import { commandRefusal } from '../../actors/remote.js';
 import { errorText } from '../../machines/errorText.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
+import { EFFECTS_BUCKET, KvEffectJournals } from '../store/effectsKv.js';
 import { realClock } from '../clock.js';
 import { loadConfig, loadRegistry, loadScript } from '../config.js';
 import { DeferredAcks, Host, snapshotHolders } from '../host.js';
@@ -99,6 +100,16 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${commands.warning}`, sandbox: 'none' } });
     }
     const mcp = new McpTools({ events: bus, secretsFile: secretsFileOf(config, workspace), workspace });
+    // the effect journal of the sessions run here, in the namespace's effects bucket: a host that
+    // takes a session over answers its restored steps from it (adapters/store/effectsKv.ts)
+    let host: Host | null = null;
+    const journals = config.effects.journal
+      ? new KvEffectJournals(await transport.keyValue(EFFECTS_BUCKET), {
+          rootOf: (runId, sessionId) => host?.rootOf(runId, sessionId) ?? sessionId,
+          beforeWrite: () => bus.flush(),
+          onInvalid: (problem) => bus.emit({ type: 'warning', data: { message: `host ${hostId}: the effect journal: ${problem}` } }),
+        })
+      : null;
     const runtime = createRuntime({
       external: mcp,
       // the runs' artifacts, in the KV bucket the run's process and the other hosts use too
@@ -111,13 +122,14 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       costs,
       catalog,
       commands: commands.runner,
+      ...(journals ? { effects: { journal: (runId: string) => journals.journal(runId), inDoubt: config.effects.inDoubt } } : {}),
       remote: {
         deps: { transport, ns, process: hostId, clock: realClock, events: bus, deferAck: deferredAcks.defer, holderOf: await snapshotHolders(transport, ns) },
         // children of types this host serves run here; the others go to hosts that serve them
         placeRemotely: (spec) => !agents.includes(spec.agent.agentName),
       },
     });
-    const host = new Host({
+    host = new Host({
       transport,
       ns,
       hostId,
@@ -125,7 +137,15 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       concurrency,
       sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
       flushEvents: () => bus.flush(),
+      ...(journals
+        ? {
+            restoring: async (spec: SessionSpec) => void (await journals.load(spec.correlation.runId, spec.id)),
+            closed: (spec: SessionSpec) => void journals.remove(spec.correlation.runId, spec.id).catch(() => undefined),
+          }
+        : {}),
       onTreeEnded: (unused) => {
+        // a run's journal goes when no tree of it runs here (its wire ids start with "<run>.")
+        journals?.forget((runId) => unused(runId));
         runtime.ids.forget?.(unused);
         runtime.budget.forget(unused);
         runtime.costs?.ledger.forget(unused);

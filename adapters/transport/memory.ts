@@ -15,7 +15,7 @@ import type { Clock, DurableConsumer, DurableMessage, KeyValue, KeyValueReader, 
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../clock.js';
 import { errorText } from '../../machines/errorText.js';
-import { assertConsumerName, assertKey, assertName, assertSubject, subjectMatches, tokensMatch } from './names.js';
+import { assertConsumerName, assertKey, assertName, assertPrefix, assertSubject, subjectMatches, tokensMatch } from './names.js';
 
 // Subjects and names: the rules NATS applies (names.ts)
 
@@ -487,7 +487,15 @@ class MemoryTransport implements Transport {
       delete: async (key) => {
         this.#open();
         assertKey(key, name);
-        b.entries.set(key, { wire: 'null', revision: ++b.revision, deleted: true });
+        // nothing is left of it (as over NATS: a purge, no marker)
+        b.entries.delete(key);
+        b.revision++;
+      },
+      deleteUnder: async (prefix) => {
+        this.#open();
+        assertPrefix(prefix, name);
+        for (const key of [...b.entries.keys()]) if (key.startsWith(prefix)) b.entries.delete(key);
+        b.revision++;
       },
       keys: async (prefix = '') => {
         this.#open();

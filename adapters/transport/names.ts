@@ -50,6 +50,14 @@ export function assertKey(key: string, bucket: string): void {
   }
 }
 
+/** A prefix of keys to remove at once (KeyValue.deleteUnder): key tokens, ending with ".". */
+export function assertPrefix(prefix: string, bucket: string): void {
+  if (typeof prefix !== 'string' || !prefix.endsWith('.') || prefix.length < 2) {
+    throw new A2AError('VALIDATION_ERROR', `invalid key prefix "${prefix}" in bucket ${bucket}: give whole key tokens ending with "."`, { where: `${bucket}/${prefix}` });
+  }
+  assertKey(prefix.slice(0, -1), bucket);
+}
+
 /** Whether `subject` (no wildcards) matches `pattern`. */
 export function subjectMatches(pattern: string, subject: string): boolean {
   return tokensMatch(pattern.split('.'), subject.split('.'));

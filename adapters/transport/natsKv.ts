@@ -6,7 +6,7 @@
 import { JetStreamApiCodes, StorageType, type StreamInfo } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { KeyValue, KeyValueReader } from '../../machines/ports.js';
-import { assertKey, assertName } from './names.js';
+import { assertKey, assertName, assertPrefix } from './names.js';
 import { decode, encode } from './natsCodec.js';
 import { isApiError, isRefused, reason } from './natsErrors.js';
 import type { NatsLink } from './natsLink.js';
@@ -169,6 +169,25 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
         });
       } catch (error) {
         throw failed('delete', key, error);
+      }
+    },
+    deleteUnder: async (prefix) => {
+      assertPrefix(prefix, bucket);
+      try {
+        await link.retrying(`remove the keys under "${prefix}" of bucket ${bucket}`, at(prefix), async () => {
+          if (purgeAllowed) {
+            try {
+              await link.jsm.streams.purge(`KV_${name}`, { filter: `$KV.${name}.${prefix}>` });
+              return;
+            } catch (error) {
+              if (!isRefused(error) && !/permission/i.test(reason(error))) throw error;
+              purgeAllowed = false;
+            }
+          }
+          for (const key of await listKeys(link, bucket, name, prefix, latestIsKey)) await kv.delete(key);
+        });
+      } catch (error) {
+        throw failed('delete', `${prefix}*`, error);
       }
     },
     keys: (prefix = '') => listKeys(link, bucket, name, prefix, latestIsKey),

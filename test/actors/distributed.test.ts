@@ -68,6 +68,7 @@ function connection(shared: Transport): Transport & { sever(): void } {
         put: (k, v) => (dead ? gone() : kv.put(k, v)),
         update: (k, v, r) => (dead ? gone() : kv.update(k, v, r)),
         delete: (k) => (dead ? gone() : kv.delete(k)),
+        deleteUnder: (p) => (dead ? gone() : kv.deleteUnder(p)),
         keys: (p) => (dead ? gone() : kv.keys(p)),
       };
     },

@@ -51,6 +51,7 @@ function counting(transport: Transport): Transport & { reads: { get: number; key
         put: (k, v) => kv.put(k, v),
         update: (k, v, r) => kv.update(k, v, r),
         delete: (k) => kv.delete(k),
+        deleteUnder: (p) => kv.deleteUnder(p),
       };
       return counted;
     },

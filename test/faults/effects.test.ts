@@ -15,10 +15,11 @@
  */
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunEvent } from '../../machines/protocol.js';
-import { a2aProcess, killAll, nodeProcess, waitFor, type Proc } from '../nats/cluster.js';
+import { a2aProcess, killAll, nodeProcess, served, waitFor, type Proc } from '../nats/cluster.js';
+import { startNatsServer, type NatsServer } from '../nats/server.js';
 import { faultSeed, seeded, tally } from './harness.js';
 import { bundleOnce, tempDir } from '../helpers.js';
 
@@ -289,6 +290,66 @@ describe('fault: kill -9 of a program around its own tool, then the program resu
       expect(told.length).toBe(4);
       expect(told.filter((e) => String(e.data.content).startsWith('EFFECT_IN_DOUBT')).length).toBe(doubts.length);
       expect(tally(ws, 'pay', ['w-t1', 'w-t2'])).toEqual({ lost: [], duplicated: [] });
+    }, 20_000);
+  });
+});
+
+/**
+ * The same charges run by hosts over NATS: the host that runs the payers is killed with SIGKILL
+ * around a charge, and another host takes its sessions over from their last snapshots. The
+ * effect journal of hosts (the namespace's effects bucket) holds what the dead host's sessions
+ * did after those snapshots: no charge runs twice, none that ran is told as not run.
+ */
+describe('fault: kill -9 of the host running tool calls with side effects, another host takes over', () => {
+  let server: NatsServer;
+  beforeAll(async () => {
+    server = await startNatsServer();
+  });
+  afterAll(() => server?.stop());
+  const points: Array<{ name: string; charges: number; afterMs: number }> = [
+    { name: 'during charge 2', charges: 2, afterMs: 0 },
+    { name: 'after charge 5 started, 200 ms on', charges: 5, afterMs: 200 },
+  ];
+  // one after the other: each starts four processes
+  points.forEach((point, trial) => {
+    it(`charges once, reports nothing that ran as not run: ${point.name}`, async () => {
+      const { ws, env, ledger } = workspace();
+      const ns = `fx${trial + 1}`;
+      const runId = `host-effects-${trial + 1}`;
+      const host = (id: string, agents: string) =>
+        a2aProcess(['host', '--nats', server.url, '--namespace', ns, '--agents', agents, '--id', id, '--script', join(ws, 'script.json'), '--workspace', ws, '--heartbeat', '150', '--drain', '1000'], ws, env);
+      const arch = host('arch', 'architect');
+      const payer = host('pay-1', 'payer');
+      await Promise.all([served(arch), served(payer)]);
+      const run = a2aProcess(['run', 'plan.json', '--nats', server.url, '--namespace', ns, '--script', 'script.json', '--run-id', runId, '--no-tree'], ws, env);
+      await waitFor(point.name, () => ledgerOf(ledger).filter((l) => l.ref).length >= point.charges || run.child.exitCode !== null, 8_000, () => `${run.out()}\n--- payer host ---\n${payer.out()}`);
+      if (point.afterMs) await new Promise((r) => setTimeout(r, point.afterMs));
+      expect(run.child.exitCode, `the run ended before the kill point:\n${run.out().slice(-2000)}`).toBeNull();
+      payer.child.kill('SIGKILL');
+      await payer.exited;
+      const heir = host('pay-2', 'payer');
+      const code = await run.exited;
+      expect(code, `${run.out().slice(-3000)}\n--- heir ---\n${heir.out().slice(-3000)}`).toBe(0);
+
+      const events = new FileRunStore(ws).events(runId);
+      const lines = ledgerOf(ledger).filter((l) => l.ref);
+      const perKey = new Map<string, number>();
+      for (const l of lines) perKey.set(l.key, (perKey.get(l.key) ?? 0) + 1);
+      const rerun = [...perKey.values()].filter((n) => n > 1).length;
+      const told = events.filter((e) => e.type === 'tool.called' && e.data.name === 'mcp__bank__charge');
+      const keyOf = (e: RunEvent) => `a2a:${runId}:${e.subTaskId}:${String(e.data.callId)}`;
+      const reportedNotRun = told.filter((e) => perKey.has(keyOf(e)) && !String(e.data.content).startsWith('EFFECT_IN_DOUBT') && /was not run|not available|not connected/.test(String(e.data.content))).length;
+      const doubts = events.filter((e) => e.type === 'effect.in_doubt').map((e) => String(e.data.idempotencyKey));
+      const inDoubtTwice = doubts.length - new Set(doubts).size;
+      rows.push({ point: `host killed, ${point.name}`, trials: 1, rerun, reportedNotRun, inDoubt: doubts.length, inDoubtTwice, results: '1 each' });
+      expect({ rerun, reportedNotRun, inDoubtTwice }).toEqual({ rerun: 0, reportedNotRun: 0, inDoubtTwice: 0 });
+      for (const key of doubts) expect(perKey.get(key) ?? 0, `${key} was in doubt: at most the one execution`).toBeLessThanOrEqual(1);
+      // the sessions were taken over, and each payer's charges were told once each
+      expect(events.some((e) => e.type === 'session.restored')).toBe(true);
+      for (const s of payers) expect(told.filter((e) => e.subTaskId === s).length, `${s}'s charges told`).toBe(CHARGES);
+      expect(tally(ws, runId, sessions)).toEqual({ lost: [], duplicated: [] });
+      heir.child.kill('SIGTERM');
+      arch.child.kill('SIGTERM');
     }, 20_000);
   });
 });

@@ -261,6 +261,13 @@ if (NATS) {
   row('host slot freed -> next queued session started p99', r99, 'ms', `${r99.toFixed(2)} ms`, '<= 25 ms', r99 <= 25);
   const rWall = med(refill, 'refillWallMs');
   row('  those 200 sessions, first spawn to last result (floor 1,000 ms of work)', rWall, 'ms', `${rWall.toFixed(0)} ms`);
+  // two idle hosts, 5,000 records of past sessions in the bucket: heartbeats read none of them
+  const idleHosts = measure('idle-hosts', 5000, undefined, Math.min(natsRuns, 2), false);
+  const hostsCpu = med(idleHosts, 'idleHostsCpuPct');
+  const serverCpu = med(idleHosts, 'idleServerCpuPct');
+  row('two idle hosts, 5,000 past records in the bucket: their CPU (% of a core)', hostsCpu, '%', `${hostsCpu.toFixed(1)} %`, '<= 5 %', hostsCpu <= 5);
+  row("  the nats-server's CPU meanwhile", serverCpu, '%', `${serverCpu.toFixed(1)} %`, '<= 5 %', serverCpu <= 5);
+  row('  consumers on the server after 10 s idle', med(idleHosts, 'idleConsumers'), '', String(med(idleHosts, 'idleConsumers')), '<= 2', med(idleHosts, 'idleConsumers') <= 2);
 }
 
 if (JSON_OUT) {

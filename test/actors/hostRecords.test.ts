@@ -155,10 +155,11 @@ describe('a silent host', () => {
     const spec = specOf(registry, 'w-x.2');
     const key = wireId(spec);
     const snapshots = await transport.keyValue(s.buckets.snapshots);
-    // claimed by a host nobody ever heard of, its spawn never acknowledged
-    await snapshots.put(key, { spec, host: 'ghost', state: 'running', checkpoint: null, at: Date.now() } satisfies SessionRecord);
     await host.start();
-    await transport.enqueue(s.spawn('coder'), { spec, ownerProcess: 'owner', requestedAt: Date.now() }, { msgId: `${key}:spawn` });
+    // claimed (after this host's start: its scan did not see it) by a host nobody ever heard of,
+    // which died before listing it: its spawn, never acknowledged, comes back
+    await snapshots.put(key, { spec, host: 'ghost', state: 'running', checkpoint: null, at: Date.now() } satisfies SessionRecord);
+    await transport.enqueue(s.spawn('coder'), { spec, ownerProcess: 'owner', owner: { box: 'r-owner' }, requestedAt: Date.now() }, { msgId: `${key}:spawn` });
     await waitFor('the claim taken over', async () => ((await snapshots.get(key))?.value as SessionRecord | undefined)?.host === 'heir');
     await waitFor('its result', async () => ((await snapshots.get(key))?.value as SessionRecord | undefined)?.state === 'finished');
     await transport.close();
@@ -174,7 +175,7 @@ describe('finished sessions', () => {
     const spec = specOf(registry, 'w-x.3');
     const key = wireId(spec);
     const snapshots = await transport.keyValue(s.buckets.snapshots);
-    const spawn = { spec, ownerProcess: 'owner', requestedAt: Date.now() };
+    const spawn = { spec, ownerProcess: 'owner', owner: { box: 'r-owner' }, requestedAt: Date.now() };
     await transport.enqueue(s.spawn('coder'), spawn, { msgId: `${key}:spawn` });
     await waitFor('its result', async () => ((await snapshots.get(key))?.value as SessionRecord | undefined)?.state === 'finished');
     // the same spawn again (a lost acknowledgement): the record says it finished

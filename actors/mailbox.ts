@@ -141,11 +141,14 @@ export class Mailbox {
     this.#others.set(box, reading);
   }
 
-  /** Stops reading box `box` (its messages all taken, or its process back). */
-  async stopReading(box: string): Promise<void> {
+  /**
+   * Stops reading box `box` (its process is back; or its boxes are empty and nothing more is sent
+   * there: `remove` takes its consumers off the server).
+   */
+  async stopReading(box: string, remove = false): Promise<void> {
     const reading = this.#others.get(box);
     this.#others.delete(box);
-    for (const consumer of (await reading?.catch(() => [])) ?? []) await consumer.stop();
+    for (const consumer of (await reading?.catch(() => [])) ?? []) await (remove ? consumer.remove() : consumer.stop()).catch(() => undefined);
   }
 
   /** The boxes read here for others, and what is still in them (not delivered, or not acknowledged). */
@@ -161,18 +164,24 @@ export class Mailbox {
     return out;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops reading. `remove`: this process's own boxes leave the server too (a run that ended, a
+   * host that stopped): what they still hold stays queued for a reader that comes later.
+   */
+  async stop(options: { remove?: boolean } = {}): Promise<void> {
     this.#stopped = true;
     // a process started again on this connection (tests, a program) gets a new one
     const byBox = boxes.get(this.#transport);
     if (byBox?.get(`${this.#ns}\u0000${this.box}`) === this) byBox.delete(`${this.#ns}\u0000${this.box}`);
-    const all = [...this.#consumers.values(), ...[...this.#others.values()].map((p) => p.then((list) => list))];
+    const own = [...this.#consumers.values()];
+    const others = [...this.#others.values()];
     this.#consumers.clear();
     this.#others.clear();
-    for (const c of all) {
-      const got = await Promise.resolve(c).catch(() => null);
-      for (const consumer of Array.isArray(got) ? got : got ? [got] : []) await consumer.stop();
+    for (const reading of own) {
+      const consumer = await reading.catch(() => null);
+      if (consumer) await (options.remove ? consumer.remove() : consumer.stop()).catch(() => undefined);
     }
+    for (const reading of others) for (const consumer of (await reading.catch(() => [])) ?? []) await consumer.stop().catch(() => undefined);
   }
 
   #read(kind: MailKind, box: string): Promise<DurableConsumer> {

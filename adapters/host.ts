@@ -481,7 +481,8 @@ export class Host {
       const next = empty ? quiet + 1 : 0;
       if (back || next >= 3) {
         this.#readingDead.delete(hostId);
-        await mailbox.stopReading(hostBox(hostId));
+        // empty and gone: its boxes leave the server (made again if anything is sent there)
+        await mailbox.stopReading(hostBox(hostId), !back);
       } else this.#readingDead.set(hostId, next);
     }
   }
@@ -1081,7 +1082,9 @@ export class Host {
     for (const c of this.#consumers.splice(0)) await c.stop();
     this.#quiet();
     for (const id of [...this.#running.keys()]) this.#drop(id);
-    await this.#mailbox?.stop();
+    // its boxes leave the server: what they still hold (for sessions it handed back) stays queued,
+    // and the hosts that take those over read it
+    await this.#mailbox?.stop({ remove: true });
     // a host that handed sessions back leaves its last heartbeat (status draining, listing them)
     // for the others, which remove it once they are taken
     if (this.#released.length === 0) await this.#hosts?.delete(this.#o.hostId).catch(() => undefined);

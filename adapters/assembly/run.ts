@@ -550,7 +550,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         usage.costUsd += Number(e.data.costUsd ?? 0);
       }
     });
-    let relay: { stop(): Promise<void>; pending(): Promise<number> } | null = null;
+    let relay: { stop(): Promise<void>; remove(): Promise<void>; pending(): Promise<number> } | null = null;
     if (transport) {
       publishRunEvents(bus, transport, ns, `run-${runId}`);
       // hosts' events are acknowledged once the log holds them
@@ -620,7 +620,16 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         ended = { error };
       }
       finished = true;
-      const closing: Array<() => Promise<unknown> | unknown> = [() => inspector?.close(), () => relay?.stop(), () => log?.close(), cleanup];
+      // a run that ended takes its consumers off the server (one stopped by a failure keeps them
+      // for its resume; the server removes them after an hour unread)
+      const over = 'outcome' in ended;
+      const closing: Array<() => Promise<unknown> | unknown> = [
+        () => inspector?.close(),
+        () => (over ? relay?.remove() : relay?.stop()),
+        () => (transport ? mailboxOf(transport, ns, runBox(runId)).stop({ remove: over }) : undefined),
+        () => log?.close(),
+        cleanup,
+      ];
       for (const close of closing) {
         try {
           await close();

@@ -288,11 +288,17 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
   const box = deps.box ?? hostBox(deps.process);
   const mailbox = () => mailboxOf(deps.transport, deps.ns, box);
 
-  function end(state: RemoteState): void {
+  /**
+   * It takes nothing more. `over` (its result arrived): what still comes for it is dropped by the
+   * box; stopped with its process (a run shutting down, a tree dropped here) it is only taken out,
+   * so that what comes meanwhile stays for the copy that goes on (a resumed run, another host).
+   */
+  function end(state: RemoteState, over: boolean): void {
     state.stopped = true;
     clearWarning(state);
+    state.off?.();
     state.off = null;
-    mailbox().ended('up', wireId(state.spec));
+    if (over) mailbox().ended('up', wireId(state.spec));
   }
 
   /** Its reports come to this process's box (one consumer for every stand-in of the process). */
@@ -303,7 +309,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       state.chain = handled.catch((error: unknown) => warn(state.spec, `could not handle a report from the host of ${state.spec.id}: ${String(error)}`));
       return handled;
     });
-    if (state.stopped) mailbox().ended('up', wireId(state.spec));
+    if (state.stopped) off();
     else state.off = off;
   }
 
@@ -410,13 +416,13 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       if (snapshot.status !== 'active') return snapshot;
       switch (event.type) {
         case 'REMOTE_DONE':
-          end(state);
+          end(state, true);
           return { ...snapshot, status: 'done', output: (event as { output: SubTaskResult }).output };
         case 'REMOTE_ERROR':
-          end(state);
+          end(state, true);
           return { ...snapshot, status: 'error', error: new Error((event as { error: string }).error) };
         case 'xstate.stop':
-          end(state);
+          end(state, false);
           return stopped(snapshot);
         default: {
           // a stand-in of a copy being dropped (detachTree) sends nothing: the copy elsewhere owns the child

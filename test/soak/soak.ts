@@ -73,7 +73,7 @@ export interface SoakReport {
   /** Records left in the snapshots bucket after the last run (finished ones are removed 2 min after). */
   recordsLeft: number;
   /** After `settleMs` idle: records in the snapshots and effects buckets, consumers, each node's RSS (MB). */
-  settled?: { ms: number; records: number; effects: number; consumers: number; serverRssMB: number[] };
+  settled?: { ms: number; records: number; effects: number; consumers: number; consumerNames: string[]; serverRssMB: number[] };
   /** Each node's RSS (MB) before the first run and after the last. */
   serverRssStartMB: number[];
   serverRssMB: number[];
@@ -195,9 +195,13 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
       o.progress?.(`idle for ${Math.round(o.settleMs / 1000)} s, then what is left is counted again`);
       await new Promise((r) => setTimeout(r, o.settleMs));
       let after = 0;
-      for await (const si of jsm.streams.list()) after += si.state.consumer_count;
+      const names: string[] = [];
+      for await (const si of jsm.streams.list()) {
+        after += si.state.consumer_count;
+        for await (const ci of jsm.consumers.list(si.config.name)) names.push(`${si.config.name.replace(/^a2a_default_/, '')}/${ci.name}`);
+      }
       const messagesOf = async (stream: string) => (await jsm.streams.info(stream).catch(() => null))?.state.messages ?? 0;
-      settled = { ms: o.settleMs, records: await messagesOf('KV_a2a_default_snapshots'), effects: await messagesOf('KV_a2a_default_effects'), consumers: after, serverRssMB: cluster.nodes.map((n) => rssOf(n.pid)) };
+      settled = { ms: o.settleMs, records: await messagesOf('KV_a2a_default_snapshots'), effects: await messagesOf('KV_a2a_default_effects'), consumers: after, consumerNames: names.sort(), serverRssMB: cluster.nodes.map((n) => rssOf(n.pid)) };
     }
     if (warmDone === Infinity) warmDone = Math.floor(done * o.warmup);
     const figures: HostFigures[] = [...samples.entries()]
@@ -290,7 +294,7 @@ export function formatSoak(r: SoakReport): string {
     `runs ${r.runs} (${r.failedRuns.length} failed) in ${(r.ms / 1000).toFixed(0)} s · sessions ${r.sessions} (sub-tasks ${r.subtasks}) · lost ${r.lost.length} · duplicated ${r.duplicated.length} · ${r.sessionsPerSec.toFixed(1)} remote sessions/s`,
     `remote spawn -> placed under this load: p50 ${r.placement.p50.toFixed(0)} ms, p99 ${r.placement.p99.toFixed(0)} ms (${r.placement.n} spawns) · records left in the snapshots bucket: ${r.recordsLeft}`,
     ...(r.settled
-      ? [`after ${Math.round(r.settled.ms / 1000)} s idle: records ${r.settled.records} (snapshots), ${r.settled.effects} (effects) · consumers ${r.settled.consumers} · nats-server RSS MB: ${r.settled.serverRssMB.map((x) => x.toFixed(0)).join(', ')}`]
+      ? [`after ${Math.round(r.settled.ms / 1000)} s idle: records ${r.settled.records} (snapshots), ${r.settled.effects} (effects) · consumers ${r.settled.consumers} (${r.settled.consumerNames.join(', ')}) · nats-server RSS MB: ${r.settled.serverRssMB.map((x) => x.toFixed(0)).join(', ')}`]
       : []),
     `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')} · consumers left: ${r.consumers} · nats-server RSS MB: ${r.serverRssStartMB.map((a, i) => `${a.toFixed(0)} → ${r.serverRssMB[i]!.toFixed(0)}`).join(', ')}`,
     '',

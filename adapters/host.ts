@@ -286,7 +286,11 @@ export class Host {
         const held = {
           start: () => {
             clearTimeout(timer);
-            void this.#onSpawn(message).finally(resolve);
+            // a failure (an ack lost to a leader election) leaves it unacknowledged: it comes back;
+            // never an unhandled rejection, which would end the process
+            void this.#onSpawn(message)
+              .catch(() => undefined)
+              .finally(resolve);
           },
           handBack: () => {
             clearTimeout(timer);

@@ -1044,7 +1044,7 @@ export type AgentLoopReply = z.infer<typeof AgentLoopReply>;
  */
 export const EffectRecord = z.discriminatedUnion('t', [
   /** A model's reply (with what was injected before it): a restored session is given it, not asked again. */
-  z.object({ t: z.literal('reply'), s: z.string(), k: z.string(), agent: z.string(), out: CallModelOutput }),
+  z.object({ t: z.literal('reply'), s: z.string(), k: z.string(), agent: z.string(), out: CallModelOutput, /** the digest of its input (inputDigest) */ in: z.string().optional() }),
   /** A tool call is about to start (its arguments' digest and idempotency key). */
   z.object({
     t: z.literal('intent'),

@@ -175,7 +175,10 @@ describe('fault: kill -9 around tool calls with side effects, then --resume', ()
 
       const second = a2aProcess(['run', '--resume', runId, '--json', '--no-tree'], ws, env);
       const code = await second.exited;
-      expect(code, `${first.out().slice(-3000)}\n--- resume ---\n${second.out().slice(-3000)}`).toBe(0);
+      // on a loaded machine the kill may land as the first life exits, its run over: nothing to
+      // resume (exit 2); what follows checks that life's charges all the same
+      const lateKill = code === 2 && /already finished/.test(second.out());
+      if (!lateKill) expect(code, `${first.out().slice(-3000)}\n--- resume ---\n${second.out().slice(-3000)}`).toBe(0);
 
       const store = new FileRunStore(ws);
       const events = store.events(runId);

@@ -50,7 +50,7 @@ import type { PauseGates } from './pause.js';
 import type { ArtifactStore } from './artifacts.js';
 import { estimateTokens, fitConversation } from './summarize.js';
 import { startChat, startTool, tracingEnabled } from './tracing.js';
-import { argumentsDigest, idempotencyKey, inDoubt, LIFE, modelStepKey, retryAction, toolStepKey, unknownOutcome, type EffectJournal, type InDoubtHandling } from './effects.js';
+import { argumentsDigest, idempotencyKey, inDoubt, inputDigest, LIFE, modelStepKey, retryAction, toolStepKey, unknownOutcome, type EffectJournal, type InDoubtHandling } from './effects.js';
 
 /** The model a session runs on: the client, the model name (requests, prices), its window. */
 export interface ResolvedModel {
@@ -564,7 +564,12 @@ async function runStep(deps: AgentLoopDeps, self: AnyActorRef, running: Step, st
   const external = deps.external?.handles(call.name) ? deps.external : null;
   // a restored session has no connection to its MCP servers yet: made again before its tool runs
   if (external && definition.mcpServers) await external.toolsFor(spec, definition, running.signal, self);
-  const entry = journal?.take(spec.id, key);
+  let entry = journal?.take(spec.id, key);
+  if (entry?.intent && entry.intent.call.id !== call.id) {
+    // recorded for another call: that life went another way from here (see CALL_MODEL)
+    journal!.drop(spec.id);
+    entry = undefined;
+  }
   if (entry?.outcome) {
     // it ran (or was reported in doubt) in an earlier life: its result, as it was
     return entry.outcome.crashed !== undefined ? { crashed: entry.outcome.crashed } : { outcome: entry.outcome.outcome };
@@ -684,8 +689,17 @@ export function createLoop(deps: AgentLoopDeps): (args: { self: AnyActorRef }, c
         const { step, input } = command;
         const journal = deps.effects?.journal(input.spec.correlation.runId) ?? null;
         const key = journal ? modelStepKey(input.epoch, step) : '';
-        // a reply an earlier life received (and recorded) for this step: given back, not asked or paid again
-        const recorded = journal?.take(input.spec.id, key)?.reply;
+        // a reply an earlier life received (and recorded) for this step: given back, not asked or
+        // paid again, if it answered the same input (else that life went another way from here)
+        const digest = journal ? inputDigest(input) : '';
+        let recorded = journal?.take(input.spec.id, key)?.reply;
+        if (recorded?.input !== undefined && recorded.input !== digest) {
+          journal!.drop(input.spec.id);
+          recorded = undefined;
+          if (deps.events.listening !== false) {
+            deps.events.emit({ type: 'warning', ...correlationOf(input.spec), data: { message: `the recorded reply to ${input.spec.id}'s model step ${key} answered other input (its messages came in another order after the restore): asked again; what that life recorded after it is set aside` } });
+          }
+        }
         if (!recorded) {
           const spent = deps.costs?.ledger.checkBudget(workerKey(input.spec), deps.costs.budgets);
           if (spent) {
@@ -703,7 +717,7 @@ export function createLoop(deps: AgentLoopDeps): (args: { self: AnyActorRef }, c
               ? callModel(deps, input, running, self).then(async (output) => {
                   const out: CallModelOutput = { ...output, replyId: `${input.spec.id}:${key}:${LIFE}` };
                   // on record before the session acts on it: a restore gives it back instead of paying again
-                  await journal.write({ t: 'reply', s: input.spec.id, k: key, agent: input.spec.agent.agentName, out });
+                  await journal.write({ t: 'reply', s: input.spec.id, k: key, agent: input.spec.agent.agentName, out, in: digest });
                   return out;
                 })
               : callModel(deps, input, running, self);

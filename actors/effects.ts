@@ -22,7 +22,8 @@ import type { CallModelOutput, EffectRecord, PermissionAction, ToolCall, ToolOut
 
 /** What the journal holds for one step of one session (from records of an earlier process life). */
 export interface EffectEntry {
-  reply?: { agent: string; out: CallModelOutput };
+  /** `input`: the digest of what the model was given (see inputDigest). */
+  reply?: { agent: string; out: CallModelOutput; input?: string };
   intent?: { call: { id: string; name: string }; digest: string; key: string };
   /** It waited for a permission (and had not acted then). */
   asking?: boolean;
@@ -37,6 +38,11 @@ export interface EffectJournal {
    * again once after a restore); undefined when nothing was recorded.
    */
   take(sessionId: string, key: string): EffectEntry | undefined;
+  /**
+   * Forgets what an earlier life recorded for a session: its steps went another way this time (a
+   * step's input differs from the one recorded), so nothing later of that life fits either.
+   */
+  drop(sessionId: string): void;
   /** Records; resolves once the record is durable (grouped with the others of the same turn). */
   write(record: EffectRecord): Promise<void>;
   /** Records written by this life, and the writes they took (for the bench and the closing note). */
@@ -52,6 +58,19 @@ export const toolStepKey = (epoch: number | undefined, step: number): string => 
 /** The key a call's effect is known by outside the run (custom tools, MCP servers): the same across restores. */
 export function idempotencyKey(runId: string, sessionId: string, callId: string, epoch: number | undefined): string {
   return `a2a:${runId}:${sessionId}:${callId}${epoch ? `:e${epoch}` : ''}`;
+}
+
+/**
+ * What a model step was given, in short: the conversation's length, and the inbox items and
+ * updates handed to it. A reply on record is given back only for the same: a session restored on
+ * another host may get its messages in another order (one redelivered later than another that
+ * came straight), and a reply to other input would answer the wrong thing.
+ */
+export function inputDigest(input: { messages: unknown[]; inbox: unknown[]; updates: Array<{ id: string }>; upTo: number | null }): string {
+  return createHash('sha256')
+    .update(JSON.stringify([input.messages.length, input.inbox, input.updates.map((u) => u.id), input.upTo]))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** A short digest of a call's arguments (the journal shows what ran without holding it twice). */
@@ -78,6 +97,11 @@ export class EffectEntries {
   apply(record: EffectRecord): void {
     applyRecord(this.#entries, record);
   }
+
+  drop(sessionId: string): void {
+    const prefix = `${sessionId}\u0000`;
+    for (const id of [...this.#entries.keys()]) if (id.startsWith(prefix)) this.#entries.delete(id);
+  }
 }
 
 /** Folds a record into its step's entry. */
@@ -87,7 +111,7 @@ function applyRecord(entries: Map<string, EffectEntry>, record: EffectRecord): v
   if (!entry) entries.set(id, (entry = {}));
   switch (record.t) {
     case 'reply':
-      entry.reply = { agent: record.agent, out: record.out };
+      entry.reply = { agent: record.agent, out: record.out, ...(record.in !== undefined ? { input: record.in } : {}) };
       break;
     case 'intent':
       entry.intent = { call: record.call, digest: record.digest, key: record.key };
@@ -116,6 +140,10 @@ export class MemoryEffectJournal implements EffectJournal {
 
   take(sessionId: string, key: string): EffectEntry | undefined {
     return this.#entries.take(sessionId, key);
+  }
+
+  drop(sessionId: string): void {
+    this.#entries.drop(sessionId);
   }
 
   write(record: EffectRecord): Promise<void> {

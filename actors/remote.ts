@@ -2,18 +2,21 @@
  * Sessions in other actor systems. A supervisor places a child locally or remotely; a remote
  * child is, in the owner's system, a `remoteSession` actor that stands for it:
  *
- *   owner process                                   host process
+ *   owner process (box r-<run> or h-<host>)          host process (box h-<host>)
  *   supervisor ── remoteSession(st-3) ──spawn──▶ a2a.<ns>.spawn.<agent> ──▶ host ── parentLink ── session st-3
  *                      ▲                                                                 │
- *                      └──────────── a2a.<ns>.up.st-3 (updates, permission requests, result) ◀┘
- *                      └──────────── a2a.<ns>.down.st-3 (cancel, messages, decisions) ──────▶
+ *                      └── a2a.<ns>.up.<owner box>.<host>.<run>.st-3 (updates, requests, result) ◀┘
+ *                      └── a2a.<ns>.down.<host box>.<run>.st-3 (cancel, messages, decisions) ──▶
  *
  * To the supervisor a remote child is an ordinary child actor: what it sends its parent arrives as
  * if the session had sent it, its result completes the actor (so the supervisor's delivery rule
  * holds: exactly one result per child), and what the supervisor sends it goes down to the session.
  * Every channel is a durable queue (JetStream over NATS): a message survives a restart of either
- * side or of the server, and is acknowledged once handed over. Every message is validated on
- * arrival; an invalid one is reported and dropped without changing anything.
+ * side or of the server, and is acknowledged once handed over. Each process reads its own box of
+ * each queue through one consumer (actors/mailbox.ts), and each message names the box of the
+ * process that holds its addressee now: the host that holds a session (its record in the snapshots
+ * bucket), the host that holds the owner's tree, or the run's process. Every message is validated
+ * on arrival; an invalid one is reported and dropped without changing anything.
  */
 import { createActor, type ActorLogic, type ActorScope, type AnyActorRef, type Snapshot } from 'xstate';
 import type { Clock, DurableConsumer, DurableMessage, EventSink, Transport } from '../machines/ports.js';
@@ -25,6 +28,7 @@ import { inlineIssues } from './errors.js';
 import { parentOf, relay, stopped } from './xstateInternals.js';
 import { errorText } from '../machines/errorText.js';
 import { adopt, headersFor } from './tracing.js';
+import { hostBox, Mailbox, mailboxOf } from './mailbox.js';
 
 /**
  * A session's key on the wire: session ids are unique within a run (`w-api.2` is w-api's second
@@ -49,18 +53,15 @@ export function subjects(ns: string) {
   const root = `a2a.${ns}`;
   return {
     spawn: (agentName: string) => `${root}.spawn.${agentName}`,
-    /** What a session reports to its owner, published by the host that runs it (`wire`: its wireId). */
-    up: (hostId: string, wire: string) => `${root}.up.${hostId}.${wire}`,
-    /** Every report about one session, whichever host sent it (a consumer's filter). */
-    upFrom: (wire: string) => `${root}.up.*.${wire}`,
-    /** The host that published a report (the token after `up.`), or null when the subject is not one. */
+    /** What a session reports to its owner in box `box`, published by the host that runs it (`wire`: its wireId). */
+    up: (box: string, hostId: string, wire: string) => Mailbox.subject(ns, 'up', box, wire, hostId),
+    /** The host that published a report (the token after the box), or null when the subject is not one. */
     hostOf: (subject: string): string | null => {
-      const prefix = `${root}.up.`;
-      if (!subject.startsWith(prefix)) return null;
-      const host = subject.slice(prefix.length).split('.')[0];
-      return host || null;
+      const where = Mailbox.parse(ns, subject);
+      return where?.kind === 'up' ? where.host || null : null;
     },
-    down: (wire: string) => `${root}.down.${wire}`,
+    /** What an owner sends its session, held by the process of box `box`. */
+    down: (box: string, wire: string) => Mailbox.subject(ns, 'down', box, wire),
     heartbeat: (hostId: string) => `${root}.hosts.${hostId}.heartbeat`,
     heartbeats: `${root}.hosts.*.heartbeat`,
     /** A host's seed 004 registration envelope, once at start. */
@@ -95,19 +96,31 @@ export async function ensureQueues(transport: Transport, ns: string): Promise<vo
   // together: on a cluster each replicated stream takes a round of its meta group
   await Promise.all([
     transport.ensureQueue(s.queues.spawn.name, { subjects: s.queues.spawn.subjects, workQueue: true, duplicateWindowMs: 600_000 }),
-    // up and down: consumed per session, removed once acknowledged
-    transport.ensureQueue(s.queues.up.name, { subjects: s.queues.up.subjects, workQueue: true, duplicateWindowMs: 600_000 }),
-    transport.ensureQueue(s.queues.down.name, { subjects: s.queues.down.subjects, workQueue: true, duplicateWindowMs: 600_000 }),
+    // up and down: each process reads its own box (actors/mailbox.ts), removed once acknowledged;
+    // kept a week at most (a run never resumed, a host gone for good)
+    transport.ensureQueue(s.queues.up.name, { subjects: s.queues.up.subjects, workQueue: true, maxAgeMs: MAIL_KEPT_MS, duplicateWindowMs: 600_000 }),
+    transport.ensureQueue(s.queues.down.name, { subjects: s.queues.down.subjects, workQueue: true, maxAgeMs: MAIL_KEPT_MS, duplicateWindowMs: 600_000 }),
     // hosts' run events: kept until the run has them in its log (a day at most: a run never resumed)
     transport.ensureQueue(s.queues.hostEvents.name, { subjects: s.queues.hostEvents.subjects, workQueue: true, maxAgeMs: 86_400_000, duplicateWindowMs: 600_000 }),
   ]);
 }
+
+/** How long a report or a command waits in its queue for a reader (a week: a run never resumed). */
+const MAIL_KEPT_MS = 7 * 86_400_000;
 
 export interface RemoteDeps {
   transport: Transport;
   ns: string;
   /** This process (an orchestrator run, or a host): recorded with the spawns it makes. */
   process: string;
+  /** This process's box (`r-<runId>`, `h-<hostId>`): where its stand-ins' reports come. Default `h-<process>`. */
+  box?: string;
+  /**
+   * The session id of the tree running here that a new remote child's owner runs in (a host): the
+   * child's reports go to whichever host holds that tree then. Absent: the owner stays in this
+   * process (a run's).
+   */
+  ownerRoot?: (spec: SessionSpec) => string | undefined;
   clock: Clock;
   events: EventSink;
   /** How long a spawn may wait for a host before a warning says none serves its agent type. */
@@ -173,16 +186,6 @@ async function persist(op: () => Promise<void>, stopped: () => boolean, onRetry:
   }
 }
 
-/**
- * Per-session consumers (one per remote session and direction) are removed by the server after
- * 15 s without a reader: each session would otherwise leave two behind, and each is a RAFT group
- * on a cluster (an hour's worth, 11,000 consumers after a 10-minute soak, held 1.8 GB in each
- * nats-server). Their messages stay in the queue (work queues keep what is not acknowledged); a
- * resumed owner, or a reader back after an outage, attaches a new consumer and gets them. Long
- * enough for the acks deferred to the owner's next snapshot, which follow its last pull.
- */
-const CONSUMER_IDLE_MS = 15_000;
-
 let downCounter = 0;
 const downId = (sessionId: string) => `${sessionId}:down:${Date.now().toString(36)}:${process.pid}:${(downCounter++).toString(36)}`;
 
@@ -224,7 +227,12 @@ interface RemoteState {
   /** The host that holds the session (the only one whose reports are taken). */
   host: string | null;
   spawned: boolean;
-  consumer: DurableConsumer | null;
+  /** Takes it out of its process's box (see attach). */
+  off: (() => void) | null;
+  /** What its parent sent it before any host held it: sent once one does (kept in its snapshot). */
+  unsent: DownMessage[];
+  /** Commands go down one after the other, in the order they were sent. */
+  sending: Promise<void>;
   stopped: boolean;
   /** The "no host has taken it" warning, cleared once placed or ended. */
   warning: unknown;
@@ -244,6 +252,7 @@ interface PersistedRemote {
   host: string | null;
   spawned: boolean;
   seen?: string[];
+  unsent?: DownMessage[];
 }
 
 
@@ -276,26 +285,51 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
     state.warning = null;
   }
 
-  function end(state: RemoteState): void {
+  const box = deps.box ?? hostBox(deps.process);
+  const mailbox = () => mailboxOf(deps.transport, deps.ns, box);
+
+  /**
+   * It takes nothing more. `over` (its result arrived): what still comes for it is dropped by the
+   * box; stopped with its process (a run shutting down, a tree dropped here) it is only taken out,
+   * so that what comes meanwhile stays for the copy that goes on (a resumed run, another host).
+   */
+  function end(state: RemoteState, over: boolean): void {
     state.stopped = true;
     clearWarning(state);
-    void state.consumer?.stop();
+    state.off?.();
+    state.off = null;
+    if (over) mailbox().ended('up', wireId(state.spec));
   }
 
+  /** Its reports come to this process's box (one consumer for every stand-in of the process). */
   async function attach(state: RemoteState, self: AnyActorRef): Promise<void> {
-    const { spec } = state;
-    state.consumer = await deps.transport.consume(
-      s.queues.up.name,
-      // acked as soon as handed over: a short ack wait makes a dead owner's messages come back soon
-      { consumer: `up-${wireToken(spec)}`, filter: s.upFrom(wireId(spec)), ackWaitMs: 5_000, maxInFlight: 64, inactiveMs: CONSUMER_IDLE_MS },
-      (message) => {
-        // one at a time, in order: checking a host's claim may wait for the snapshots bucket
-        const handled = state.chain.then(() => handleUp(state, self, message));
-        state.chain = handled.catch((error: unknown) => warn(state.spec, `could not handle a report from the host of ${state.spec.id}: ${String(error)}`));
-        return handled;
-      },
-    );
-    if (state.stopped) await state.consumer.stop();
+    const off = await mailbox().register('up', wireId(state.spec), (message) => {
+      // one at a time, in order: checking a host's claim may wait for the snapshots bucket
+      const handled = state.chain.then(() => handleUp(state, self, message));
+      state.chain = handled.catch((error: unknown) => warn(state.spec, `could not handle a report from the host of ${state.spec.id}: ${String(error)}`));
+      return handled;
+    });
+    if (state.stopped) off();
+    else state.off = off;
+  }
+
+  /**
+   * Sends a command to the session, in the box of the host that holds it now (its record, read at
+   * send time: a session taken over by another host gets what is sent after, and the host it left
+   * forwards what was sent before); kept until a host holds it.
+   */
+  function sendDown(state: RemoteState, message: DownMessage): void {
+    const wire = wireId(state.spec);
+    state.sending = state.sending.then(async () => {
+      const holder = (deps.holderOf ? await deps.holderOf(wire).catch(() => null) : null) ?? state.host;
+      if (!holder) {
+        state.unsent.push(message);
+        return;
+      }
+      await enqueueSurely(deps.transport, s.down(hostBox(holder), wire), message, message.id, (error) => warn(state.spec, `retrying ${message.event.type} to ${state.spec.id}: ${String(error)}`), () => state.stopped, traceOf(state.spec)).catch((error: unknown) => {
+        warn(state.spec, `could not send ${message.event.type} to ${state.spec.id}: ${errorText(error)}`);
+      });
+    });
   }
 
   /**
@@ -340,6 +374,8 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       }
       state.host = sender;
       clearWarning(state);
+      // what its parent sent before a host held it goes there now, in order
+      for (const message of state.unsent.splice(0)) sendDown(state, message);
       deps.events.emit({ type: 'subtask.placed', ...correlationOf(state.spec), data: { host: sender, restored: up.kind === 'started' ? up.restored : true } });
     }
     const parent = parentOf(self);
@@ -373,31 +409,28 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       output: undefined,
       error: undefined,
       input,
-      remote: { spec: input.spec, host: null, spawned: false, consumer: null, stopped: false, warning: null, seen: new Seen(), chain: Promise.resolve() },
+      remote: { spec: input.spec, host: null, spawned: false, off: null, unsent: [], sending: Promise.resolve(), stopped: false, warning: null, seen: new Seen(), chain: Promise.resolve() },
     }),
     transition: (snapshot, event) => {
       const state = snapshot.remote;
       if (snapshot.status !== 'active') return snapshot;
       switch (event.type) {
         case 'REMOTE_DONE':
-          end(state);
+          end(state, true);
           return { ...snapshot, status: 'done', output: (event as { output: SubTaskResult }).output };
         case 'REMOTE_ERROR':
-          end(state);
+          end(state, true);
           return { ...snapshot, status: 'error', error: new Error((event as { error: string }).error) };
         case 'xstate.stop':
-          end(state);
+          end(state, false);
           return stopped(snapshot);
         default: {
           // a stand-in of a copy being dropped (detachTree) sends nothing: the copy elsewhere owns the child
           if (state.stopped) return snapshot;
           // what a parent sends its child goes down to the session, wherever it runs
-          const id = downId(wireId(state.spec));
-          const down = DownMessage.safeParse({ id, event });
+          const down = DownMessage.safeParse({ id: downId(wireId(state.spec)), event });
           if (!down.success) return snapshot;
-          enqueueSurely(deps.transport, s.down(wireId(state.spec)), down.data, id, (error) => warn(state.spec, `retrying ${event.type} to ${state.spec.id}: ${String(error)}`), undefined, traceOf(state.spec)).catch((error: unknown) => {
-            warn(state.spec, `could not send ${event.type} to ${state.spec.id}: ${errorText(error)}`);
-          });
+          sendDown(state, down.data);
           return snapshot;
         }
       }
@@ -413,7 +446,8 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       ).catch((error: unknown) => self.send({ type: 'REMOTE_ERROR', error: `cannot receive from ${state.spec.id}: ${String(error)}` }));
       if (!state.spawned) {
         state.spawned = true;
-        const spawn: RemoteSpawn = { spec: state.spec, ownerProcess: deps.process, requestedAt: deps.clock.now() };
+        const root = deps.ownerRoot?.(state.spec);
+        const spawn: RemoteSpawn = { spec: state.spec, ownerProcess: deps.process, owner: { box, ...(root !== undefined ? { root } : {}) }, requestedAt: deps.clock.now() };
         enqueueSurely(
           deps.transport,
           s.spawn(state.spec.agent.agentName),
@@ -443,6 +477,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
         host: r.host,
         spawned: r.spawned,
         seen: r.seen.list(),
+        ...(r.unsent.length > 0 ? { unsent: r.unsent } : {}),
       };
       return persisted as unknown as Snapshot<unknown>;
     },
@@ -453,7 +488,7 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
         output: p.output,
         error: p.error,
         input: { spec: p.spec },
-        remote: { spec: p.spec, host: p.host, spawned: p.spawned, consumer: null, stopped: false, warning: null, seen: new Seen(p.seen), chain: Promise.resolve() },
+        remote: { spec: p.spec, host: p.host, spawned: p.spawned, off: null, unsent: p.unsent ?? [], sending: Promise.resolve(), stopped: false, warning: null, seen: new Seen(p.seen), chain: Promise.resolve() },
       } as RemoteSnapshot;
     },
   };
@@ -475,10 +510,15 @@ type LinkEvent =
   | { type: `xstate.done.actor.${string}`; output: SubTaskResult }
   | { type: `xstate.error.actor.${string}`; error: unknown };
 
+/** Where a remote session's reports go: its owner's box, or the host that holds the owner's tree now. */
+export type OwnerAddress = RemoteSpawn['owner'];
+
 interface LinkState {
   spec: SessionSpec;
+  owner: OwnerAddress;
   session: AnyActorRef;
-  consumer: DurableConsumer | null;
+  /** Takes it out of its host's box (see attach). */
+  off: (() => void) | null;
   /** Publishing up is sequential: updates arrive before the result. */
   chain: Promise<unknown>;
   restored: boolean;
@@ -496,6 +536,7 @@ interface PersistedLink {
   output: undefined;
   error: undefined;
   spec: SessionSpec;
+  owner?: OwnerAddress;
   session: Snapshot<unknown>;
   seen?: string[];
 }
@@ -525,14 +566,27 @@ export interface LinkDeps extends RemoteDeps {
  * session sends its parent goes up; what the owner sends comes down to it; its result goes up and
  * ends the link.
  */
-export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, LinkEvent, { spec: SessionSpec }> {
+export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, LinkEvent, { spec: SessionSpec; owner?: OwnerAddress }> {
   const s = subjects(deps.ns);
+  const mailbox = () => mailboxOf(deps.transport, deps.ns, deps.box ?? hostBox(deps.hostId));
+  /**
+   * The box its reports go to now: the host that holds the owner's tree (read at send time: after a
+   * failover, the host that took the tree over), else the owner's own box.
+   */
+  const ownerBox = async (state: LinkState): Promise<string> => {
+    const { owner } = state;
+    if (owner.root !== undefined && deps.holderOf) {
+      const holder = await deps.holderOf(`${state.spec.correlation.runId}.${owner.root}`).catch(() => null);
+      if (holder) return hostBox(holder);
+    }
+    return owner.box;
+  };
   const warn = (state: LinkState, message: string) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message } });
   const up = (state: LinkState, message: UpMessage, msgId: string) => {
-    const send = (m: UpMessage, id: string) =>
+    const send = async (m: UpMessage, id: string) =>
       enqueueSurely(
         deps.transport,
-        s.up(deps.hostId, wireId(state.spec)),
+        s.up(await ownerBox(state), deps.hostId, wireId(state.spec)),
         m,
         // per host: a host that takes a session over sends what the one before it sent (its result
         // too, which the owner refused from that one); the same id would be dropped as a duplicate
@@ -590,20 +644,28 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
     return acked();
   }
 
+  /**
+   * Its commands come to its host's box (one consumer for every session of the host), acknowledged
+   * after the next snapshot; a dead host's box is read by the hosts that take its sessions over.
+   */
   async function attach(state: LinkState, self: AnyActorRef): Promise<void> {
-    state.consumer = await deps.transport.consume(
-      s.queues.down.name,
-      // acknowledged after the next snapshot (ms later); a dead host's messages come back to its successor
-      { consumer: `down-${wireToken(state.spec)}`, filter: s.down(wireId(state.spec)), ackWaitMs: 10_000, maxInFlight: 64, inactiveMs: CONSUMER_IDLE_MS },
-      (message) => onDown(state, self, message),
-    );
-    if (state.finished || state.stopped) await state.consumer.stop();
+    const off = await mailbox().register('down', wireId(state.spec), (message) => onDown(state, self, message));
+    if (state.finished || state.stopped) off();
+    else state.off = off;
   }
 
-  const fresh = (spec: SessionSpec, session: AnyActorRef, restored: boolean, seen: string[] = []): LinkState => ({
+  /** It takes no more commands: what still comes is dropped (acknowledged) by its host's box. */
+  function detach(state: LinkState): void {
+    state.off?.();
+    state.off = null;
+    mailbox().ended('down', wireId(state.spec));
+  }
+
+  const fresh = (spec: SessionSpec, owner: OwnerAddress, session: AnyActorRef, restored: boolean, seen: string[] = []): LinkState => ({
     spec,
+    owner,
     session,
-    consumer: null,
+    off: null,
     chain: Promise.resolve(),
     restored,
     finished: false,
@@ -617,7 +679,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       status: 'active',
       output: undefined,
       error: undefined,
-      link: fresh(input.spec, createSession(input.spec, scope), false),
+      link: fresh(input.spec, input.owner ?? { box: hostBox('unknown') }, createSession(input.spec, scope), false),
     }),
     transition: (snapshot, event, scope) => {
       const state = snapshot.link;
@@ -631,22 +693,25 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
       } else if (event.type.startsWith('xstate.done.actor.')) {
         state.finished = true;
         const output = (event as { output: SubTaskResult }).output;
-        void up(state, { kind: 'done', output }, `${state.spec.id}:done`).then(async () => {
-          await state.consumer?.stop();
+        void up(state, { kind: 'done', output }, `${state.spec.id}:done`).then(() => {
+          detach(state);
           deps.onFinished?.(wireId(state.spec));
         });
         return { ...snapshot, status: 'done', output };
       } else if (event.type.startsWith('xstate.error.actor.')) {
         state.finished = true;
         const error = (event as { error: unknown }).error;
-        void up(state, { kind: 'error', error: errorText(error) }, `${state.spec.id}:error`).then(async () => {
-          await state.consumer?.stop();
+        void up(state, { kind: 'error', error: errorText(error) }, `${state.spec.id}:error`).then(() => {
+          detach(state);
           deps.onFinished?.(wireId(state.spec));
         });
         return { ...snapshot, status: 'done', output: { taskId: state.spec.id, status: 'failed', output: '', error: String(error), fallback: true } };
       } else if (event.type === 'xstate.stop') {
         state.stopped = true;
-        void state.consumer?.stop();
+        // not ended for its box: a copy dropped here may be taken over by another host, whose box
+        // gets what is sent after; what comes here meanwhile is forwarded (the host's stray policy)
+        state.off?.();
+        state.off = null;
         // the session is this link's own actor (not one XState stops with it): a copy dropped
         // because another host holds the session now must not go on calling models and tools,
         // and must not cancel, settle or report anything on its way out (detachTree)
@@ -683,6 +748,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         output: undefined,
         error: undefined,
         spec: snapshot.link.spec,
+        owner: snapshot.link.owner,
         session: snapshot.link.session.getPersistedSnapshot() as Snapshot<unknown>,
         seen: snapshot.link.seen.list(),
       };
@@ -694,7 +760,7 @@ export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, 
         status: 'active',
         output: undefined,
         error: undefined,
-        link: fresh(p.spec, createSession(p.spec, scope as ActorScope<LinkSnapshot, LinkEvent>, p.session), true, p.seen),
+        link: fresh(p.spec, p.owner ?? { box: hostBox('unknown') }, createSession(p.spec, scope as ActorScope<LinkSnapshot, LinkEvent>, p.session), true, p.seen),
       };
     },
   };
@@ -710,8 +776,10 @@ export function detachTree(root: AnyActorRef): void {
     const snapshot = ref.getSnapshot() as { family?: { detached: boolean }; remote?: RemoteState };
     if (snapshot.family) snapshot.family.detached = true;
     if (snapshot.remote) {
+      // out of its process's box, not ended there: the copy elsewhere takes what comes for it
       snapshot.remote.stopped = true;
-      void snapshot.remote.consumer?.stop();
+      snapshot.remote.off?.();
+      snapshot.remote.off = null;
     }
   });
 }

@@ -19,7 +19,8 @@ import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
 import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol.js';
 import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
-import { createParentLinkLogic, enqueueSurely, ensureQueues, subjects, wireId, type LinkDeps } from '../actors/remote.js';
+import { createParentLinkLogic, enqueueSurely, ensureQueues, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/remote.js';
+import { hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/mailbox.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
 import { A2AError, inlineIssues } from '../actors/errors.js';
@@ -116,6 +117,8 @@ interface Running {
   unsubscribe: () => void;
   /** The trace headers of its spawn (its span in its owner's process), kept in its record for a host that takes it over. */
   trace?: Record<string, string>;
+  /** Where its reports go (its spawn's owner), kept in its record. */
+  owner?: OwnerAddress;
 }
 
 /** Acks waiting for a session's next snapshot; the host flushes them when it writes one. */
@@ -198,6 +201,10 @@ export class Host {
    * revision, listed in the heartbeat, never in the way of the others.
    */
   readonly #invalid = new Map<string, { revision: number; problem: string }>();
+  /** This host's boxes (actors/mailbox.ts): what comes for its sessions and stand-ins. */
+  #mailbox: Mailbox | null = null;
+  /** Dead hosts whose boxes are read here, and how many heartbeats each has been empty. */
+  readonly #readingDead = new Map<string, number>();
   /** Subjects invalid heartbeats came on, said once each. */
   readonly #invalidBeats = new Set<string>();
 
@@ -231,6 +238,12 @@ export class Host {
     await ensureQueues(transport, this.#o.ns);
     this.#snapshots = await transport.keyValue(this.#s.buckets.snapshots);
     this.#hosts = await transport.keyValue(this.#s.buckets.hosts);
+    // its boxes, read from now on: what was forwarded here (or sent before it restarted) included
+    const mailbox = mailboxOf(transport, this.#o.ns, hostBox(this.#o.hostId));
+    mailbox.stray = (parcel) => this.#stray(parcel);
+    mailbox.onDrop = (parcel, why) => this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped a message on ${parcel.message.subject}: ${why}` } });
+    this.#mailbox = mailbox;
+    await Promise.all([mailbox.open('up'), mailbox.open('down')]);
     // every host's heartbeat as it is published: liveness costs no read of the bucket
     this.#subscription = await transport.subscribe(this.#s.heartbeats, (message) => this.#onBeat(message.subject, message.data));
     // the hosts that beat before this one listened (or went silent before it started), this one's
@@ -273,7 +286,11 @@ export class Host {
         const held = {
           start: () => {
             clearTimeout(timer);
-            void this.#onSpawn(message).finally(resolve);
+            // a failure (an ack lost to a leader election) leaves it unacknowledged: it comes back;
+            // never an unhandled rejection, which would end the process
+            void this.#onSpawn(message)
+              .catch(() => undefined)
+              .finally(resolve);
           },
           handBack: () => {
             clearTimeout(timer);
@@ -302,7 +319,8 @@ export class Host {
       return;
     }
     // claim it: a session runs on one host, whatever the queue redelivers
-    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now(), ...(trace ? { trace } : {}) };
+    const owner = parsed.data.owner;
+    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'running', checkpoint: null, at: this.#o.clock.now(), owner, ...(trace ? { trace } : {}) };
     const key = wireId(spec);
     this.#busy.add(key);
     this.#claiming++;
@@ -317,7 +335,7 @@ export class Host {
         await this.#claimedBefore(key, message);
         return;
       }
-      if (!this.#stopped) this.#run(spec, null, revision, trace);
+      if (!this.#stopped) this.#run(spec, null, revision, trace, owner);
       // acknowledged once a heartbeat lists it: a host that dies between the claim and its next
       // heartbeat leaves the spawn unacknowledged, and its redelivery finds the claim of a dead host
       // (#claimedBefore). Orphans are found from heartbeats alone, never by reading every record.
@@ -376,15 +394,114 @@ export class Host {
     return next;
   }
 
+  /** Which host holds a session now (its record), null when none does. */
+  async #holderOf(wire: string): Promise<string | null> {
+    const entry = await this.#snapshots!.get(wire);
+    const head = entry ? RecordHead.safeParse(entry.value) : null;
+    return head?.success ? head.data.host : null;
+  }
+
+  /** The box a session's reports go to now (see OwnerAddress). */
+  async #ownerBoxOf(spec: SessionSpec, owner?: OwnerAddress): Promise<string> {
+    if (owner?.root !== undefined) {
+      const holder = await this.#holderOf(`${spec.correlation.runId}.${owner.root}`);
+      if (holder) return hostBox(holder);
+    }
+    return owner?.box ?? runBox(spec.correlation.runId);
+  }
+
+  /**
+   * A message in one of the boxes read here for no session or stand-in of this host: forwarded to
+   * the box of the process that holds its addressee now (a session taken over, an owner's tree
+   * taken over), waited for when that is this host restoring it (or no host yet), dropped when its
+   * addressee has finished.
+   */
+  async #stray(parcel: Parcel): Promise<void> {
+    const { kind, wire, message } = parcel;
+    const runId = wire.split('.')[0]!;
+    const head = async (key: string) => {
+      const entry = await this.#snapshots!.get(key);
+      const parsed = entry ? RecordHead.safeParse(entry.value) : null;
+      return parsed?.success ? parsed.data : null;
+    };
+    let target: string;
+    try {
+      if (kind === 'down') {
+        const record = await head(wire);
+        if (!record || record.state === 'finished') return message.ack(); // over: nothing takes it
+        if (record.state === 'released' || record.host === this.#o.hostId) return message.nak(record.host === this.#o.hostId ? 250 : 1_000);
+        target = hostBox(record.host);
+      } else {
+        // the tree its owner runs in: the nearest ancestor with a record; none: the run's process
+        const parts = wire.slice(runId.length + 1).split('.');
+        target = runBox(runId);
+        for (let n = parts.length - 1; n >= 1; n--) {
+          const root = `${runId}.${parts.slice(0, n).join('.')}`;
+          const record = await head(root);
+          if (!record) continue;
+          if (record.state === 'finished') return message.ack();
+          if (record.state === 'released') return message.nak(1_000);
+          if (record.host === this.#o.hostId) {
+            // its tree runs here and has no stand-in for it (it ended): nothing takes it; a tree
+            // being restored here takes it in a moment
+            return this.#running.has(root) ? message.ack() : message.nak(250);
+          }
+          target = hostBox(record.host);
+          break;
+        }
+      }
+    } catch {
+      return message.nak(1_000); // the bucket cannot be read now
+    }
+    // back into the box it came from (its process is alive after all, or not yet taken over): later
+    if (target === parcel.box) return message.nak(500);
+    const hops = Number(message.headers['a2a-hops'] ?? '0');
+    if (hops >= 4) {
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped a message on ${message.subject} forwarded ${hops} times (last towards ${target})` } });
+      return message.ack();
+    }
+    const subject = kind === 'down' ? this.#s.down(target, wire) : this.#s.up(target, parcel.host ?? this.#o.hostId, wire);
+    await enqueueSurely(this.#o.transport, subject, message.data, `${message.msgId || `${wire}:${message.subject}`}>${target}`, () => undefined, () => this.#stopped, { ...message.headers, 'a2a-hops': String(hops + 1) });
+    await message.ack();
+  }
+
+  /**
+   * Reads the boxes of the hosts taken for dead (what was sent to them goes to whoever holds its
+   * addressee now), until each is back or has had nothing in its boxes for 3 heartbeats.
+   */
+  async #readDeadBoxes(dead: string[], alive: Set<string>): Promise<void> {
+    const mailbox = this.#mailbox;
+    if (!mailbox) return;
+    for (const hostId of dead) {
+      if (this.#readingDead.has(hostId)) continue;
+      this.#readingDead.set(hostId, 0);
+      mailbox.readOther(hostBox(hostId));
+    }
+    const pending = await mailbox.othersPending();
+    for (const [hostId, quiet] of [...this.#readingDead]) {
+      const left = pending.get(hostBox(hostId));
+      const back = alive.has(hostId);
+      const empty = left === 0 && !this.#beats.has(hostId);
+      const next = empty ? quiet + 1 : 0;
+      if (back || next >= 3) {
+        this.#readingDead.delete(hostId);
+        // empty and gone: its boxes leave the server (made again if anything is sent there)
+        await mailbox.stopReading(hostBox(hostId), !back);
+      } else this.#readingDead.set(hostId, next);
+    }
+  }
+
   /** Starts (or restores) a session under a parent link. */
-  #run(spec: SessionSpec, checkpoint: Checkpoint | null, revision: number, trace?: Record<string, string>): void {
+  #run(spec: SessionSpec, checkpoint: Checkpoint | null, revision: number, trace?: Record<string, string>, owner?: OwnerAddress): void {
     // its model and tool calls hang from its span in its owner's process
     adopt(spec.correlation.runId, spec.id, trace);
     const linkDeps: LinkDeps = {
       transport: this.#o.transport,
       ns: this.#o.ns,
       process: this.#o.hostId,
+      box: hostBox(this.#o.hostId),
       hostId: this.#o.hostId,
+      holderOf: (wire) => this.#holderOf(wire),
       clock: this.#o.clock,
       events: this.#o.events,
       sessionLogic: this.#o.sessionLogic,
@@ -406,13 +523,13 @@ export class Host {
       root = createRootActor(logic, {
         id: `host-${wireId(spec)}`,
         clock: this.#o.clock,
-        ...(checkpoint ? { snapshot: checkpoint.snapshot as never } : { input: { spec } }),
+        ...(checkpoint ? { snapshot: checkpoint.snapshot as never } : { input: { spec, ...(owner ? { owner } : {}) } }),
       });
     } catch (error) {
-      void this.#unrestorable(spec, revision, error);
+      void this.#unrestorable(spec, revision, error, owner);
       return;
     }
-    const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, saving: Promise.resolve(), unsubscribe: () => {}, ...(trace ? { trace } : {}) };
+    const running: Running = { spec, root, dirty: true, timer: null, lastCostMs: 0, pendingAcks: [], revision, saving: Promise.resolve(), unsubscribe: () => {}, ...(trace ? { trace } : {}), ...(owner ? { owner } : {}) };
     this.#running.set(wireId(spec), running);
     const sub = root.system.inspect((e) => {
       if (e.type === '@xstate.snapshot') this.#mark(running);
@@ -432,7 +549,7 @@ export class Host {
       }
     } catch (error) {
       this.#drop(wireId(spec));
-      void this.#unrestorable(spec, revision, error);
+      void this.#unrestorable(spec, revision, error, owner);
       return;
     }
     this.#mark(running);
@@ -442,13 +559,14 @@ export class Host {
    * A session whose snapshot cannot be restored (a corrupt or foreign record): its owner is told
    * (its result is `failed`, so nobody waits for ever) and its record is closed.
    */
-  async #unrestorable(spec: SessionSpec, revision: number, error: unknown): Promise<void> {
+  async #unrestorable(spec: SessionSpec, revision: number, error: unknown, owner?: OwnerAddress): Promise<void> {
     const key = wireId(spec);
     const why = `host ${this.#o.hostId} could not restore ${spec.id}: ${errorText(error)}`;
     this.#o.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: why } });
     const report: UpMessage = { kind: 'error', error: why };
-    await enqueueSurely(this.#o.transport, this.#s.up(this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
-    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
+    const box = await this.#ownerBoxOf(spec, owner).catch(() => owner?.box ?? runBox(spec.correlation.runId));
+    await enqueueSurely(this.#o.transport, this.#s.up(box, this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
+    const record: SessionRecord = { spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now(), ...(owner ? { owner } : {}) };
     if ((await this.#snapshots!.update(key, record, revision).catch(() => null)) !== null) {
       this.#removeLater(key);
       this.#o.closed?.(spec);
@@ -481,7 +599,7 @@ export class Host {
     running.dirty = false;
     // what reached any session of this tree is acknowledged once this snapshot holds it
     const acks = [...running.pendingAcks.splice(0), ...this.#deferredOf(key)];
-    const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now(), ...(running.trace ? { trace: running.trace } : {}) };
+    const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state, checkpoint: takeCheckpoint(running.root, this.#o.clock.now()), at: this.#o.clock.now(), ...(running.trace ? { trace: running.trace } : {}), ...(running.owner ? { owner: running.owner } : {}) };
     let revision: number | null;
     try {
       revision = await this.#snapshots!.update(key, record, running.revision);
@@ -555,7 +673,7 @@ export class Host {
       // kept (without its snapshot) so that a redelivered spawn of it is never run again; written
       // only if this host still holds it: a host that was taken for dead and replaced must not
       // overwrite the claim of the one that runs it now (its report was refused by the owner)
-      const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now() };
+      const record: SessionRecord = { spec: running.spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now(), ...(running.owner ? { owner: running.owner } : {}) };
       const written = await this.#snapshots!.update(id, record, running.revision).catch(() => null);
       if (written !== null) {
         for (const ack of deferred) await ack().catch(() => undefined);
@@ -804,6 +922,11 @@ export class Host {
     }
     const alive = this.#aliveNow(now);
     if (everything) return this.#scanAll(now, alive);
+    // what was sent to the hosts taken for dead is read here too (and forwarded where it belongs)
+    const dead = [...this.#beats.keys()].filter((hostId) => hostId !== this.#o.hostId && !alive.has(hostId));
+    await this.#readDeadBoxes(dead, alive).catch((error: unknown) =>
+      this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not read the boxes of ${dead.join(', ')}: ${errorText(error)}` } }),
+    );
     for (const [hostId, beat] of [...this.#beats]) {
       if (hostId === this.#o.hostId) continue;
       const dead = !alive.has(hostId);
@@ -904,7 +1027,7 @@ export class Host {
       }
       if (this.#stopped) return true;
     }
-    this.#run(record.spec, record.checkpoint, revision, record.trace);
+    this.#run(record.spec, record.checkpoint, revision, record.trace, record.owner);
     // listed in a heartbeat at once, as a new claim is
     void this.#announce().catch(() => undefined);
     return true;
@@ -944,6 +1067,7 @@ export class Host {
     if (this.#beat) clearInterval(this.#beat);
     this.#quiet();
     for (const c of this.#consumers.splice(0)) await c.stop();
+    await this.#mailbox?.stop();
     for (const running of this.#running.values()) {
       if (running.timer) clearTimeout(running.timer);
       running.unsubscribe();
@@ -962,6 +1086,9 @@ export class Host {
     for (const c of this.#consumers.splice(0)) await c.stop();
     this.#quiet();
     for (const id of [...this.#running.keys()]) this.#drop(id);
+    // its boxes leave the server: what they still hold (for sessions it handed back) stays queued,
+    // and the hosts that take those over read it
+    await this.#mailbox?.stop({ remove: true });
     // a host that handed sessions back leaves its last heartbeat (status draining, listing them)
     // for the others, which remove it once they are taken
     if (this.#released.length === 0) await this.#hosts?.delete(this.#o.hostId).catch(() => undefined);

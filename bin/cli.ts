@@ -401,6 +401,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--namespace <ns>', 'the NATS namespace (default: default)')
     .option('--otel <url>', 'export traces (OpenTelemetry, OTLP/HTTP) to this endpoint (default: OTEL_EXPORTER_OTLP_ENDPOINT when set)')
     .option('--otel-content', 'with traces: prompts, outputs, tool arguments and results as span attributes (redacted)')
+    .addOption(new Option('--max-tasks <n>', 'tasks run at once; one more is rejected, saying so (default 32)').argParser(int('--max-tasks', 1)))
+    .addOption(new Option('--retain-days <n>', 'days a finished task\'s record is kept (default 7)').argParser(int('--retain-days')))
     .action(async (options) => {
       const { serveCommand } = await import('./commands/serve.js');
       code = await serveCommand(options, { stderr: io.stderr }, packageVersion());

@@ -132,6 +132,11 @@ export interface DurableConsumer {
   stop(): Promise<void>;
   /** Messages for this consumer not yet acknowledged (not delivered yet, or delivered and not acked). */
   pending(): Promise<number>;
+  /**
+   * Stops it and removes it from the server (nobody will read it again: a run that ended). What it
+   * had not acknowledged stays queued (a work queue keeps it) for a consumer made later.
+   */
+  remove(): Promise<void>;
 }
 
 /** A key-value bucket (actor snapshots, registrations). */

@@ -1044,7 +1044,7 @@ export type AgentLoopReply = z.infer<typeof AgentLoopReply>;
  */
 export const EffectRecord = z.discriminatedUnion('t', [
   /** A model's reply (with what was injected before it): a restored session is given it, not asked again. */
-  z.object({ t: z.literal('reply'), s: z.string(), k: z.string(), agent: z.string(), out: CallModelOutput }),
+  z.object({ t: z.literal('reply'), s: z.string(), k: z.string(), agent: z.string(), out: CallModelOutput, /** the digest of its input (inputDigest) */ in: z.string().optional() }),
   /** A tool call is about to start (its arguments' digest and idempotency key). */
   z.object({
     t: z.literal('intent'),
@@ -1240,6 +1240,12 @@ export const RemoteSpawn = z.object({
   spec: SessionSpec,
   /** The process that owns it (its supervisor), for the record. */
   ownerProcess: z.string(),
+  /**
+   * Where its reports go: the owner's box (`r-<runId>`, `h-<hostId>`; see actors/mailbox.ts), and,
+   * when its owner runs on a host, the id of the tree the owner runs in there (its reports go to
+   * whichever host holds that tree then).
+   */
+  owner: z.object({ box: z.string().regex(/^[A-Za-z0-9_-]+$/), root: z.string().optional() }),
   /** When the spawn was first requested (clock time of the owner). */
   requestedAt: z.number(),
 });
@@ -1319,6 +1325,8 @@ export const SessionRecord = z.object({
   at: z.number(),
   /** The trace headers of its spawn (its span, in its owner's process): a host that takes it over continues the trace. */
   trace: z.record(z.string(), z.string()).optional(),
+  /** Where its reports go (its spawn's `owner`): for a host that forwards or reports for it. */
+  owner: z.object({ box: z.string(), root: z.string().optional() }).optional(),
 });
 export type SessionRecord = z.infer<typeof SessionRecord>;
 

@@ -19,9 +19,10 @@
  * server holds is read from memory). The runtime writes the tasks it runs itself; the SDK's own
  * writes are kept only for tasks the runtime does not hold.
  */
-import { StreamResponse, Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
-import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { StreamResponse, Task, TaskPushNotificationConfig, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
+import { resolveUserScope, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
+import { randomUUID } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { A2AServedEvent, A2AServedTask, A2AProtocolId } from '../../machines/protocol.js';
 import { inlineIssues } from '../../actors/errors.js';
@@ -43,6 +44,71 @@ export interface ServedTasks {
   write(record: A2AServedTask): Promise<void>;
   /** Every readable task, events folded in (unreadable ones are reported and left out). */
   all(): Promise<A2AServedTask[]>;
+  /** Removes a task: its snapshot, its events, its push-notification configs. */
+  remove(taskId: string): Promise<void>;
+  /** The push-notification configs registered for a task (see DurablePushStore). */
+  readPush(taskId: string): Promise<StoredPush[]>;
+  writePush(taskId: string, entries: StoredPush[]): Promise<void>;
+}
+
+/** A push-notification config as kept: who registered it, over which protocol version, the config. */
+export interface StoredPush {
+  owner: string;
+  wireVersion: string;
+  config: Record<string, unknown>;
+}
+
+/** Push configs read back: entries of the right shape only (a hand-edited file cannot break a task). */
+function pushEntries(value: unknown): StoredPush[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter(
+    (e): e is StoredPush => !!e && typeof e === 'object' && typeof (e as StoredPush).owner === 'string' && typeof (e as StoredPush).wireVersion === 'string' && !!(e as StoredPush).config && typeof (e as StoredPush).config === 'object',
+  );
+}
+
+/**
+ * The SDK's push-notification store over the served records: a config registered for a task
+ * survives a restart of the server (the SDK keeps them in memory only), scoped by who registered
+ * it as the SDK's own store scopes them.
+ */
+export class DurablePushStore implements PushNotificationStore {
+  readonly #records: ServedTasks;
+  readonly #chains = new Map<string, Promise<unknown>>();
+
+  constructor(records: ServedTasks) {
+    this.#records = records;
+  }
+
+  /** One change at a time per task: two registrations at once must not lose one. */
+  #change(taskId: string, change: (entries: StoredPush[]) => StoredPush[]): Promise<void> {
+    const next = (this.#chains.get(taskId) ?? Promise.resolve()).then(async () => this.#records.writePush(taskId, change(await this.#records.readPush(taskId))));
+    const settled = next.catch(() => undefined);
+    this.#chains.set(taskId, settled);
+    void settled.then(() => this.#chains.get(taskId) === settled && this.#chains.delete(taskId));
+    return next;
+  }
+
+  async save(taskId: string, context: ServerCallContext, config: TaskPushNotificationConfig): Promise<void> {
+    if (!config.id) config.id = randomUUID();
+    const owner = resolveUserScope(context);
+    const entry: StoredPush = { owner, wireVersion: context.requestedVersion || '0.3', config: TaskPushNotificationConfig.toJSON(config) as Record<string, unknown> };
+    await this.#change(taskId, (entries) => [...entries.filter((e) => !(e.owner === owner && e.config.id === config.id)), entry]);
+  }
+
+  async load(taskId: string, context: ServerCallContext): Promise<TaskPushNotificationConfig[]> {
+    return (await this.loadWithMetadata(taskId, context)).map((e) => e.config);
+  }
+
+  async loadWithMetadata(taskId: string, context: ServerCallContext): Promise<Array<{ config: TaskPushNotificationConfig; wireVersion: string }>> {
+    await this.#chains.get(taskId);
+    const owner = resolveUserScope(context);
+    return (await this.#records.readPush(taskId)).filter((e) => e.owner === owner).map((e) => ({ config: TaskPushNotificationConfig.fromJSON(e.config), wireVersion: e.wireVersion }));
+  }
+
+  async delete(taskId: string, context: ServerCallContext, configId: string = taskId): Promise<void> {
+    const owner = resolveUserScope(context);
+    await this.#change(taskId, (entries) => entries.filter((e) => !(e.owner === owner && e.config.id === configId)));
+  }
 }
 
 /**
@@ -167,6 +233,30 @@ export class FileServedTasks implements ServedTasks {
     renameSync(tmp, file);
   }
 
+  async remove(taskId: string): Promise<void> {
+    for (const suffix of ['.json', '.events.jsonl', '.push']) rmSync(this.#file(taskId, suffix), { force: true });
+  }
+
+  async readPush(taskId: string): Promise<StoredPush[]> {
+    const file = this.#file(taskId, '.push');
+    if (!existsSync(file)) return [];
+    try {
+      return pushEntries(JSON.parse(readFileSync(file, 'utf8')));
+    } catch {
+      this.#warn(`${file}: not valid JSON; no push-notification config of task ${taskId} is read from it`);
+      return [];
+    }
+  }
+
+  async writePush(taskId: string, entries: StoredPush[]): Promise<void> {
+    const file = this.#file(taskId, '.push');
+    mkdirSync(this.dir, { recursive: true });
+    if (entries.length === 0) return rmSync(file, { force: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(entries));
+    renameSync(tmp, file);
+  }
+
   async all(): Promise<A2AServedTask[]> {
     if (!existsSync(this.dir)) return [];
     const out: A2AServedTask[] = [];
@@ -240,6 +330,25 @@ export class KvServedTasks implements ServedTasks {
     const taskId = String(record.task.id);
     if (!this.#ok(taskId)) return Promise.reject(new Error(`task id "${taskId.slice(0, 80)}" is not allowed`));
     return this.#queue(taskId, `t.${taskId}`, record);
+  }
+
+  async remove(taskId: string): Promise<void> {
+    if (!this.#ok(taskId)) return;
+    await this.#chains.get(taskId);
+    await this.#kv.delete(`t.${taskId}`);
+    await this.#kv.delete(`p.${taskId}`);
+    await this.#kv.deleteUnder(`e.${taskId}.`);
+  }
+
+  async readPush(taskId: string): Promise<StoredPush[]> {
+    if (!this.#ok(taskId)) return [];
+    return pushEntries((await this.#kv.get(`p.${taskId}`))?.value);
+  }
+
+  async writePush(taskId: string, entries: StoredPush[]): Promise<void> {
+    if (!this.#ok(taskId)) throw new Error(`task id "${taskId.slice(0, 80)}" is not allowed`);
+    if (entries.length === 0) await this.#kv.delete(`p.${taskId}`);
+    else await this.#kv.put(`p.${taskId}`, entries);
   }
 
   async all(): Promise<A2AServedTask[]> {

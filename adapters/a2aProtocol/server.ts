@@ -27,7 +27,6 @@ import {
   DefaultRequestHandler,
   DefaultPushNotificationSender,
   type ExecutionEventBusManager,
-  InMemoryPushNotificationStore,
   type AgentExecutionEvent,
   type AgentExecutor,
   type ExecutionEventBus,
@@ -51,7 +50,7 @@ import { redactText } from '../../actors/secrets.js';
 import { startRun, type Run, type RunRequest } from '../assembly/library.js';
 import { traceHeadersOf } from '../../actors/tracing.js';
 import { partsText, textPart } from './client.js';
-import { applyEvent, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
+import { applyEvent, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
 import { connectNats } from '../transport/nats.js';
 import { natsCredentials } from '../assembly/nats.js';
 
@@ -80,7 +79,18 @@ export interface A2AServeOptions {
   version?: string;
   /** The URL the card gives (default: the address listened on). */
   publicUrl?: string;
+  /** Tasks this server runs at once (not finished); one more is refused, saying so (default 32). */
+  maxTasks?: number;
+  /** How long a finished task's record is kept (default 7 days); older ones are removed hourly. */
+  retainMs?: number;
 }
+
+/** Default of A2AServeOptions.maxTasks. */
+export const MAX_TASKS = 32;
+/** Default of A2AServeOptions.retainMs. */
+export const RETAIN_MS = 7 * 86_400_000;
+/** How often finished tasks past their keeping are looked for. */
+const SWEEP_MS = 3_600_000;
 
 const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
 /** States at which an `execute` call returns (and a blocking SendMessage answers). */
@@ -286,12 +296,18 @@ export class RuntimeExecutor implements AgentExecutor {
       history: [message],
       metadata: { agent: `@${agent}` },
     };
+    // counted before this one is held: the tasks not finished (running, or waiting for an answer)
+    const inFlight = this.#held.size;
     const held = this.#hold(
       { version: 1, task: Task.toJSON(task) as Record<string, unknown>, runId: null, workspace: this.#workspace, agent, facts: [], waitingFor: null, seq: 0, updatedAt: Date.now() },
       bus,
     );
     {
       this.#publish(held, AgentEvent.task(task));
+      const max = this.#options.maxTasks ?? MAX_TASKS;
+      if (inFlight >= max) {
+        return this.#status(held, TaskState.TASK_STATE_REJECTED, `this server runs at most ${max} tasks at once (a2a serve --max-tasks) and ${inFlight} are not finished: send it again when one has ended`);
+      }
       if (!text) return this.#status(held, TaskState.TASK_STATE_REJECTED, 'the message has no text: send the task as a text part (data parts are read as JSON text)');
       if (!agents.includes(agent)) {
         return this.#status(held, TaskState.TASK_STATE_REJECTED, `unknown skill "${skill}": this server's skills are ${agents.map((a) => `"${a}"`).join(', ')} (set message.metadata.skill)`);
@@ -533,6 +549,24 @@ export class RuntimeExecutor implements AgentExecutor {
     return { resumed, failed };
   }
 
+  /**
+   * Removes the records of finished tasks older than `retainMs` (their snapshot, events and push
+   * configs); the number removed.
+   */
+  async sweep(retainMs: number): Promise<number> {
+    let removed = 0;
+    const before = Date.now() - retainMs;
+    for (const record of await this.records.all()) {
+      const task = taskOf(record);
+      if (!TERMINAL.has(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED) || this.#held.has(task.id) || record.updatedAt >= before) continue;
+      // a task of another server of the namespace is that server's to remove
+      if (resolve(record.workspace) !== this.#workspace) continue;
+      await this.records.remove(task.id).catch((e: unknown) => this.#notify(`a2a serve: could not remove the record of task ${task.id}: ${errorText(e)}`));
+      removed++;
+    }
+    return removed;
+  }
+
   /** Stops every run this server holds (the server stops). */
   async close(): Promise<void> {
     // a run stopped this way ends its task as CANCELED (said, not lost); a server killed
@@ -580,7 +614,8 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   readonly #executor: RuntimeExecutor;
 
   constructor(card: AgentCard, store: RecordTaskStore, executor: RuntimeExecutor) {
-    const pushes = new InMemoryPushNotificationStore();
+    // kept with the task's record: a push config registered before a restart still gets its pushes
+    const pushes = new DurablePushStore(executor.records);
     super(card, store, executor, new RequestBuses((id) => executor.holds(id)), pushes, new DefaultPushNotificationSender(pushes));
     this.#executor = executor;
   }
@@ -766,6 +801,12 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   const executor = new RuntimeExecutor({ ...options, workspace, ...(records ? { records } : {}) }, () => skills, defaultAgent);
   // before the first request: a message for a task being recovered must find it held
   const recovered = await executor.recover();
+  // finished tasks past their keeping go, now and every hour
+  const retainMs = options.retainMs ?? RETAIN_MS;
+  const sweep = () => void executor.sweep(retainMs).catch((e: unknown) => (options.notify ?? console.error)(`a2a serve: removing old tasks: ${errorText(e)}`));
+  sweep();
+  const sweeping = setInterval(sweep, SWEEP_MS);
+  sweeping.unref();
   const app = express();
   const httpServer = await new Promise<Server>((done, fail) => {
     const s = app.listen(options.port ?? 0, host, () => done(s));
@@ -816,6 +857,7 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
     executor,
     recovered,
     async close() {
+      clearInterval(sweeping);
       await executor.close();
       await new Promise<void>((done) => {
         httpServer.closeAllConnections();

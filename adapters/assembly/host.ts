@@ -12,6 +12,7 @@ import { createRuntime } from '../../actors/runtime.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { commandRefusal } from '../../actors/remote.js';
+import { hostBox } from '../../actors/mailbox.js';
 import { errorText } from '../../machines/errorText.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
 import { EFFECTS_BUCKET, KvEffectJournals } from '../store/effectsKv.js';
@@ -124,7 +125,18 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       commands: commands.runner,
       ...(journals ? { effects: { journal: (runId: string) => journals.journal(runId), inDoubt: config.effects.inDoubt } } : {}),
       remote: {
-        deps: { transport, ns, process: hostId, clock: realClock, events: bus, deferAck: deferredAcks.defer, holderOf: await snapshotHolders(transport, ns) },
+        deps: {
+          transport,
+          ns,
+          process: hostId,
+          box: hostBox(hostId),
+          // a child's reports go to whichever host holds the tree its owner runs in
+          ownerRoot: (spec: SessionSpec) => host?.rootOf(spec.correlation.runId, spec.owner.ownerId),
+          clock: realClock,
+          events: bus,
+          deferAck: deferredAcks.defer,
+          holderOf: await snapshotHolders(transport, ns),
+        },
         // children of types this host serves run here; the others go to hosts that serve them
         placeRemotely: (spec) => !agents.includes(spec.agent.agentName),
       },

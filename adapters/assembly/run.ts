@@ -22,6 +22,7 @@ import type { HumanChannel } from '../../actors/humanGate.js';
 import { pendingHumanItems } from '../../actors/runStatus.js';
 import { RunView } from '../../actors/runView.js';
 import { createRuntime } from '../../actors/runtime.js';
+import { mailboxOf, runBox } from '../../actors/mailbox.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';
 import { errorText } from '../../machines/errorText.js';
@@ -393,11 +394,15 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const pendingAcks: Array<() => Promise<void>> = [];
   const remote = transport
     ? {
-        deps: { transport, ns, process: `run-${runId}`, clock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack), holderOf: await snapshotHolders(transport, ns) },
+        deps: { transport, ns, process: `run-${runId}`, box: runBox(runId), clock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack), holderOf: await snapshotHolders(transport, ns) },
         placeRemotely: () => true,
       }
     : null;
-  if (transport) warnIfUnauthenticated(transport, effective.nats!, notify);
+  if (transport) {
+    warnIfUnauthenticated(transport, effective.nats!, notify);
+    // a report for no stand-in of this run (one that ended long ago, or never was): said, then dropped
+    mailboxOf(transport, ns, runBox(runId)).onDrop = (parcel, why) => bus.emit({ type: 'warning', data: { message: `dropped a report on ${parcel.message.subject}: ${why}` } });
+  }
   if (transport) await ensureQueues(transport, ns);
   const budgets = p.config.models.budgets;
   if (transport && budgets && (budgets.runUsd !== undefined || budgets.workerUsd !== undefined)) {
@@ -545,7 +550,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         usage.costUsd += Number(e.data.costUsd ?? 0);
       }
     });
-    let relay: { stop(): Promise<void>; pending(): Promise<number> } | null = null;
+    let relay: { stop(): Promise<void>; remove(): Promise<void>; pending(): Promise<number> } | null = null;
     if (transport) {
       publishRunEvents(bus, transport, ns, `run-${runId}`);
       // hosts' events are acknowledged once the log holds them
@@ -615,7 +620,16 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         ended = { error };
       }
       finished = true;
-      const closing: Array<() => Promise<unknown> | unknown> = [() => inspector?.close(), () => relay?.stop(), () => log?.close(), cleanup];
+      // a run that ended takes its consumers off the server (one stopped by a failure keeps them
+      // for its resume; the server removes them after an hour unread)
+      const over = 'outcome' in ended;
+      const closing: Array<() => Promise<unknown> | unknown> = [
+        () => inspector?.close(),
+        () => (over ? relay?.remove() : relay?.stop()),
+        () => (transport ? mailboxOf(transport, ns, runBox(runId)).stop({ remove: over }) : undefined),
+        () => log?.close(),
+        cleanup,
+      ];
       for (const close of closing) {
         try {
           await close();

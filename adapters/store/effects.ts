@@ -50,6 +50,10 @@ export class FileEffectJournal implements EffectJournal {
     return this.#entries.take(sessionId, key);
   }
 
+  drop(sessionId: string): void {
+    this.#entries.drop(sessionId);
+  }
+
   write(record: EffectRecord): Promise<void> {
     this.stats.records++;
     this.#lines.push(`${stateJson(record)}\n`);

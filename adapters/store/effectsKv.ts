@@ -101,6 +101,10 @@ class RunJournal implements EffectJournal {
     return this.entries.take(sessionId, key);
   }
 
+  drop(sessionId: string): void {
+    this.entries.drop(sessionId);
+  }
+
   async write(record: EffectRecord): Promise<void> {
     this.stats.records++;
     const root = this.options.rootOf(this.runId, record.s);

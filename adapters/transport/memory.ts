@@ -350,6 +350,11 @@ class MemoryTransport implements Transport {
         member.active = false;
         consumer.members = consumer.members.filter((m) => m !== member);
       },
+      remove: async () => {
+        member.active = false;
+        consumer.members = [];
+        if (queue.consumers.get(consumer.name) === consumer) queue.consumers.delete(consumer.name);
+      },
       pending: async () => {
         let waiting = consumer.pending.size;
         for (const message of queue.messages.values()) {

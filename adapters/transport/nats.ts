@@ -276,6 +276,10 @@ class NatsTransport implements NatsConnectedTransport {
         this.#consumers.delete(handle);
         await consumer.stop();
       },
+      remove: async () => {
+        this.#consumers.delete(handle);
+        await consumer.remove();
+      },
     };
     this.#consumers.add(handle);
     return handle;

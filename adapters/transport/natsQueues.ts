@@ -287,6 +287,16 @@ class PullConsumer implements DurableConsumer {
     return info.num_pending + info.num_ack_pending;
   }
 
+  /** Stops it, then removes it from the server (a consumer already gone is no error). */
+  async remove(): Promise<void> {
+    await this.stop();
+    try {
+      await this.#link.jsm.consumers.delete(streamNameFor(this.#queue, this.#link.namespace), this.#name);
+    } catch (error) {
+      if (!isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw this.#link.fail('AGENT_ERROR', `could not remove consumer ${this.#name} of queue ${this.#queue}`, this.#where, error);
+    }
+  }
+
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;

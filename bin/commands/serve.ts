@@ -21,6 +21,8 @@ export interface ServeCommandOptions {
   url?: string;
   otel?: string;
   otelContent?: boolean;
+  maxTasks?: number;
+  retainDays?: number;
 }
 
 export interface ServeIo {
@@ -62,6 +64,8 @@ export async function serveCommand(options: ServeCommandOptions, io: ServeIo, ve
       ...(options.agent ? { agent: options.agent } : {}),
       ...(options.url ? { publicUrl: options.url } : {}),
       ...(token ? { token } : {}),
+      ...(options.maxTasks !== undefined ? { maxTasks: options.maxTasks } : {}),
+      ...(options.retainDays !== undefined ? { retainMs: options.retainDays * 86_400_000 } : {}),
       run: {
         ...(options.script ? { script: options.script } : {}),
         ...(options.model ? { model: options.model } : {}),

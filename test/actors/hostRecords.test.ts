@@ -23,7 +23,13 @@ import { tempDir } from '../helpers.js';
 
 const NS = 'hr';
 const s = subjects(NS);
-const script = { rules: [{ agent: 'coder', turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'built' } }] }] }] };
+const script = {
+  rules: [
+    // a part told "wait" idles until it is told to go
+    { agent: 'coder', prompt: 'wait', turns: [{ text: 'ready' }], reactions: [{ when: 'go now', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'went' } }] } }] },
+    { agent: 'coder', turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'built' } }] }] },
+  ],
+};
 
 /** The snapshots bucket of `transport`, counting the reads and listings made through it. */
 function counting(transport: Transport): Transport & { reads: { get: number; keys: number } } {
@@ -155,10 +161,11 @@ describe('a silent host', () => {
     const spec = specOf(registry, 'w-x.2');
     const key = wireId(spec);
     const snapshots = await transport.keyValue(s.buckets.snapshots);
-    // claimed by a host nobody ever heard of, its spawn never acknowledged
-    await snapshots.put(key, { spec, host: 'ghost', state: 'running', checkpoint: null, at: Date.now() } satisfies SessionRecord);
     await host.start();
-    await transport.enqueue(s.spawn('coder'), { spec, ownerProcess: 'owner', requestedAt: Date.now() }, { msgId: `${key}:spawn` });
+    // claimed (after this host's start: its scan did not see it) by a host nobody ever heard of,
+    // which died before listing it: its spawn, never acknowledged, comes back
+    await snapshots.put(key, { spec, host: 'ghost', state: 'running', checkpoint: null, at: Date.now() } satisfies SessionRecord);
+    await transport.enqueue(s.spawn('coder'), { spec, ownerProcess: 'owner', owner: { box: 'r-owner' }, requestedAt: Date.now() }, { msgId: `${key}:spawn` });
     await waitFor('the claim taken over', async () => ((await snapshots.get(key))?.value as SessionRecord | undefined)?.host === 'heir');
     await waitFor('its result', async () => ((await snapshots.get(key))?.value as SessionRecord | undefined)?.state === 'finished');
     await transport.close();
@@ -174,7 +181,7 @@ describe('finished sessions', () => {
     const spec = specOf(registry, 'w-x.3');
     const key = wireId(spec);
     const snapshots = await transport.keyValue(s.buckets.snapshots);
-    const spawn = { spec, ownerProcess: 'owner', requestedAt: Date.now() };
+    const spawn = { spec, ownerProcess: 'owner', owner: { box: 'r-owner' }, requestedAt: Date.now() };
     await transport.enqueue(s.spawn('coder'), spawn, { msgId: `${key}:spawn` });
     await waitFor('its result', async () => ((await snapshots.get(key))?.value as SessionRecord | undefined)?.state === 'finished');
     // the same spawn again (a lost acknowledgement): the record says it finished
@@ -184,6 +191,34 @@ describe('finished sessions', () => {
     const started = events.filter((e) => e.type === 'session.state' && e.subTaskId === 'w-x.3' && e.data.state === 'thinking');
     expect(started.length).toBeLessThanOrEqual(1);
     expect(events.filter((e) => e.type === 'model.called' && e.subTaskId === 'w-x.3')).toHaveLength(1);
+    await transport.close();
+  });
+});
+
+describe('mailboxes', () => {
+  it('forwards a command sent to the box of a host that does not hold the session to the host that does', async () => {
+    const transport = createMemoryTransport();
+    const events: RunEvent[] = [];
+    const a = coderHost(transport, 'box-a', events);
+    const b = coderHost(transport, 'box-b', events);
+    await a.host.start();
+    const spec = { ...specOf(a.registry, 'w-x.7'), prompt: 'wait' };
+    const key = wireId(spec);
+    const snapshots = await transport.keyValue(s.buckets.snapshots);
+    await transport.enqueue(s.spawn('coder'), { spec, ownerProcess: 'owner', owner: { box: 'r-owner' }, requestedAt: Date.now() }, { msgId: `${key}:spawn` });
+    await waitFor('the part idle on box-a', () => events.some((e) => e.type === 'session.state' && e.subTaskId === 'w-x.7' && e.data.state === 'idle'));
+    await b.host.start();
+    // sent where it is not (the owner's knowledge was stale): box-b forwards it to box-a
+    await transport.enqueue(s.down('h-box-b', key), { id: 'go-1', event: { type: 'MESSAGE', from: 'test', text: 'go now' } }, { msgId: 'go-1' });
+    await waitFor('its result', async () => ((await snapshots.get(key))?.value as SessionRecord | undefined)?.state === 'finished');
+    // and its result went to the owner's box
+    const reports: string[] = [];
+    await transport.consume('up', { consumer: 'up-r-owner', filter: 'a2a.hr.up.r-owner.>', ackWaitMs: 1_000, maxInFlight: 10 }, async (m) => {
+      reports.push((m.data as { kind: string }).kind);
+      await m.ack();
+    });
+    await waitFor('the reports', () => reports.includes('done'));
+    expect(reports).toEqual(['started', 'done']);
     await transport.close();
   });
 });

@@ -86,7 +86,7 @@ describe('parent link', () => {
       sessionLogic: () => fromPromise(async () => result),
     });
     // the first host runs it to the end; its last snapshot holds the ended session
-    const first = createActor(createParentLinkLogic(deps('host-a')), { input: { spec } });
+    const first = createActor(createParentLinkLogic(deps('host-a')), { input: { spec, owner: { box: 'r-owner' } } });
     first.start();
     await new Promise((r) => setTimeout(r, 20));
     const snapshot = JSON.parse(JSON.stringify(first.getPersistedSnapshot()));
@@ -95,7 +95,7 @@ describe('parent link', () => {
     const reports: Array<{ subject: string; data: unknown }> = [];
     const second = createActor(createParentLinkLogic(deps('host-b')), { snapshot } as never);
     second.start();
-    await transport.consume('up', { consumer: 'owner', filter: 'a2a.t.up.host-b.>', ackWaitMs: 1_000, maxInFlight: 10 }, async (m) => {
+    await transport.consume('up', { consumer: 'owner', filter: 'a2a.t.up.r-owner.host-b.>', ackWaitMs: 1_000, maxInFlight: 10 }, async (m) => {
       reports.push({ subject: m.subject, data: m.data });
       await m.ack();
     });

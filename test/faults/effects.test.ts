@@ -168,14 +168,17 @@ describe('fault: kill -9 around tool calls with side effects, then --resume', ()
       const { ws, env, ledger } = workspace();
       const runId = `effects-${trial + 1}`;
       const first = a2aProcess(['run', 'plan.json', '--script', 'script.json', '--max-workers', String(WORKERS), '--run-id', runId, '--json', '--no-tree'], ws, env);
-      await waitFor(point.name, () => point.when(printedOf(first), ledgerOf(ledger)) || first.child.exitCode !== null, 8_000, first.out);
+      await waitFor(point.name, () => point.when(printedOf(first), ledgerOf(ledger)) || first.child.exitCode !== null, 14_000, first.out);
       expect(first.child.exitCode, `the run ended before the kill point (${point.name}):\n${first.out().slice(-2000)}`).toBeNull();
       first.child.kill('SIGKILL');
       await first.exited;
 
       const second = a2aProcess(['run', '--resume', runId, '--json', '--no-tree'], ws, env);
       const code = await second.exited;
-      expect(code, `${first.out().slice(-3000)}\n--- resume ---\n${second.out().slice(-3000)}`).toBe(0);
+      // on a loaded machine the kill may land as the first life exits, its run over: nothing to
+      // resume (exit 2); what follows checks that life's charges all the same
+      const lateKill = code === 2 && /already finished/.test(second.out());
+      if (!lateKill) expect(code, `${first.out().slice(-3000)}\n--- resume ---\n${second.out().slice(-3000)}`).toBe(0);
 
       const store = new FileRunStore(ws);
       const events = store.events(runId);
@@ -268,7 +271,7 @@ describe('fault: kill -9 of a program around its own tool, then the program resu
     it.concurrent(`charges once, surfaces the call in doubt once, and gives the same key again: ${point.name}`, async () => {
       const { ws, ledger } = setup();
       const first = start(ws, ledger);
-      await waitFor(point.name, () => point.when(printedOf(first), ledgerOf(ledger)) || first.child.exitCode !== null, 8_000, first.out);
+      await waitFor(point.name, () => point.when(printedOf(first), ledgerOf(ledger)) || first.child.exitCode !== null, 14_000, first.out);
       expect(first.child.exitCode, first.out().slice(-2000)).toBeNull();
       first.child.kill('SIGKILL');
       await first.exited;

@@ -139,7 +139,7 @@ const alive = () => Object.entries(procs).filter(([, p]) => p.child.exitCode !==
 describe('fault: hostile messages to a run in progress', () => {
   it('turns away 900 invalid spawn requests (the spawn queue of a host), each with a warning', async () => {
     const random = seeded(SEED);
-    const valid: RemoteSpawn = { spec: { ...spec, id: 'w-design.99' }, ownerProcess: 'fuzz', requestedAt: 1 };
+    const valid: RemoteSpawn = { spec: { ...spec, id: 'w-design.99' }, ownerProcess: 'fuzz', owner: { box: 'r-fuzz' }, requestedAt: 1 };
     const variants = invalidVariants(valid, (v) => RemoteSpawn.safeParse(v).success, random, 880);
     // of the right shape, for an agent the queue's host does not serve
     for (let i = 0; i < 20; i++) variants.push({ data: { ...valid, spec: { ...valid.spec, id: `w-design.${100 + i}`, agent: { raw: '@architect', backend: 'default', agentName: 'architect' } } } });
@@ -151,7 +151,7 @@ describe('fault: hostile messages to a run in progress', () => {
 
   it('turns away 1,000 invalid, stale and replayed messages to a session on a host, each with a warning', async () => {
     const random = seeded(SEED + 1);
-    const subject = `a2a.${NS}.down.${RUN}.w-design.1`;
+    const subject = `a2a.${NS}.down.h-coder.${RUN}.w-design.1`;
     const valid = { id: 'fuzz-down', event: { type: 'MESSAGE', from: 'fuzz', text: 'hello' } };
     const variants = invalidVariants(valid, (v) => DownMessage.safeParse(v).success, random, 850);
     // the right shape, about what does not exist: a decision on a request never made, an agent
@@ -174,13 +174,13 @@ describe('fault: hostile messages to a run in progress', () => {
   it('turns away 800 invalid or forged reports to a sub-task\'s owner on a host, each with a warning', async () => {
     const random = seeded(SEED + 2);
     const variants: Array<{ subject: string; payload: Payload }> = [];
-    const holder = `a2a.${NS}.up.coder.${RUN}.w-design.1`;
+    const holder = `a2a.${NS}.up.h-arch.coder.${RUN}.w-design.1`;
     for (const p of invalidVariants({ kind: 'event', event: { type: 'SUBTASK_UPDATE', update: { id: 'u', type: 'progress', subTaskId: 'w-design.1', parentId: 'w-design', agentType: '@coder', timestamp: 1 } } }, (v) => UpMessage.safeParse(v).success, random, 600)) {
       variants.push({ subject: holder, payload: p });
     }
     for (let i = 0; i < 100; i++) {
       // a result from a host that does not hold the session, and one about another session
-      variants.push({ subject: `a2a.${NS}.up.mallory.${RUN}.w-design.1`, payload: { data: { kind: 'done', output: { taskId: 'w-design.1', status: 'success', output: 'forged' } } } });
+      variants.push({ subject: `a2a.${NS}.up.h-arch.mallory.${RUN}.w-design.1`, payload: { data: { kind: 'done', output: { taskId: 'w-design.1', status: 'success', output: 'forged' } } } });
       variants.push({ subject: holder, payload: { data: { kind: 'event', event: { type: 'SUBTASK_UPDATE', update: { id: `u${i}`, type: 'completed', subTaskId: 'w-design.2', parentId: 'w-design', agentType: '@coder', timestamp: 1 } } } } });
     }
     const about = (h: (typeof heard)[number]) => h.origin === 'arch' && h.about === 'w-design.1' && /^refused a report/.test(h.message);
@@ -194,9 +194,9 @@ describe('fault: hostile messages to a run in progress', () => {
     const random = seeded(SEED + 3);
     const variants: Array<{ subject: string; payload: Payload }> = [];
     for (const p of invalidVariants({ kind: 'done', output: { taskId: 'w-design', status: 'success', output: 'x' } }, (v) => UpMessage.safeParse(v).success, random, 500)) {
-      variants.push({ subject: `a2a.${NS}.up.arch.${RUN}.w-design`, payload: p });
+      variants.push({ subject: `a2a.${NS}.up.r-${RUN}.arch.${RUN}.w-design`, payload: p });
     }
-    for (let i = 0; i < 100; i++) variants.push({ subject: `a2a.${NS}.up.mallory.${RUN}.w-design`, payload: { data: { kind: 'started', host: 'mallory', restored: true } } });
+    for (let i = 0; i < 100; i++) variants.push({ subject: `a2a.${NS}.up.r-${RUN}.mallory.${RUN}.w-design`, payload: { data: { kind: 'started', host: 'mallory', restored: true } } });
     const about = (h: (typeof heard)[number]) => h.origin === `run-${RUN}` && h.about === 'w-design' && /^refused a report/.test(h.message);
     const before = count(about);
     for (const v of variants) send(v.subject, v.payload);
@@ -287,7 +287,7 @@ describe('fault: hostile messages to a run in progress', () => {
     expect(alive()).toEqual([]);
     // now tell the parts to go: the run ends as it would have without the storm
     for (const id of ['w-design.1', 'w-design.2']) {
-      send(`a2a.${NS}.down.${RUN}.${id}`, { data: { id: `go-${id}`, event: { type: 'MESSAGE', from: 'test', text: 'go now' } } });
+      send(`a2a.${NS}.down.h-coder.${RUN}.${id}`, { data: { id: `go-${id}`, event: { type: 'MESSAGE', from: 'test', text: 'go now' } } });
     }
     expect(await procs.run!.exited, procs.run!.out().slice(-3000)).toBe(0);
     const store = new FileRunStore(ws);

@@ -166,7 +166,7 @@ describe('examples/nats/server.conf', () => {
     const monitor = await as('monitor');
     const agent = await as('agent-alpha');
     for (const [who, t] of [['monitor', monitor], ['agent-alpha', agent]] as const) {
-      for (const subject of [s.spawn('coder'), s.up('h', 'x'), s.down('x')]) {
+      for (const subject of [s.spawn('coder'), s.up('r-x', 'h', 'x'), s.down('h-h', 'x')]) {
         // a durable enqueue is refused outright, naming the permission (the agent may not even
         // subscribe to the inbox the confirmation would come back on)
         const error = await t.enqueue(subject, { spec: 'forged' }, { msgId: `${who}-${subject}` }).catch((e: unknown) => e);
@@ -182,7 +182,7 @@ describe('examples/nats/server.conf', () => {
     await waitFor('the violations to be logged', () => violations('agent-alpha').filter((l) => l.includes('a2a.default.spawn.coder')).length >= 3);
     expect(await counts()).toEqual(before);
     for (const who of ['monitor', 'agent-alpha']) {
-      for (const subject of [s.spawn('coder'), s.up('h', 'x'), s.down('x')]) {
+      for (const subject of [s.spawn('coder'), s.up('r-x', 'h', 'x'), s.down('h-h', 'x')]) {
         expect(violations(who).some((l) => l.includes(`Publish Violation`) && l.includes(`Subject "${subject}"`)), `${who} on ${subject}`).toBe(true);
       }
     }

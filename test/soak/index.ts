@@ -43,7 +43,8 @@ try {
     console.log('');
   }
   console.log(`soak: ${minutes} min of runs (${workers} workers × ${parts} parts each) on 3 hosts, one per node`);
-  const report = await soak({ durationMs: minutes * 60_000, workers, parts, partMs: 100, warmup: 0.2, cluster, progress: (line) => console.log(line) });
+  // then 2 min 10 s idle: finished sessions' records are removed 2 min after their result
+const report = await soak({ durationMs: minutes * 60_000, workers, parts, partMs: 100, warmup: 0.2, cluster, settleMs: 130_000, progress: (line) => console.log(line) });
   console.log(`\n${formatSoak(report)}`);
   process.exitCode = report.failedRuns.length || report.lost.length || report.duplicated.length ? 1 : 0;
 } finally {

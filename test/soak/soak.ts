@@ -34,6 +34,8 @@ export interface SoakOptions {
   warmup: number;
   /** Called with a line after each run. */
   progress?: (line: string) => void;
+  /** After the last run, wait this long idle and count records and consumers again (finished records go 2 min after). */
+  settleMs?: number;
   /** An already started cluster (the test shares its own); else one is started and stopped here. */
   cluster?: NatsCluster;
 }
@@ -70,6 +72,8 @@ export interface SoakReport {
   placement: { p50: number; p99: number; n: number };
   /** Records left in the snapshots bucket after the last run (finished ones are removed 2 min after). */
   recordsLeft: number;
+  /** After `settleMs` idle: records in the snapshots and effects buckets, consumers, each node's RSS (MB). */
+  settled?: { ms: number; records: number; effects: number; consumers: number; consumerNames: string[]; serverRssMB: number[] };
   /** Each node's RSS (MB) before the first run and after the last. */
   serverRssStartMB: number[];
   serverRssMB: number[];
@@ -186,6 +190,19 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     for await (const si of jsm.streams.list()) consumers += si.state.consumer_count;
     const serverRssMB = cluster.nodes.map((n) => rssOf(n.pid));
     const recordsLeft = (await jsm.streams.info('KV_a2a_default_snapshots')).state.messages;
+    let settled: SoakReport['settled'];
+    if (o.settleMs) {
+      o.progress?.(`idle for ${Math.round(o.settleMs / 1000)} s, then what is left is counted again`);
+      await new Promise((r) => setTimeout(r, o.settleMs));
+      let after = 0;
+      const names: string[] = [];
+      for await (const si of jsm.streams.list()) {
+        after += si.state.consumer_count;
+        for await (const ci of jsm.consumers.list(si.config.name)) names.push(`${si.config.name.replace(/^a2a_default_/, '')}/${ci.name}`);
+      }
+      const messagesOf = async (stream: string) => (await jsm.streams.info(stream).catch(() => null))?.state.messages ?? 0;
+      settled = { ms: o.settleMs, records: await messagesOf('KV_a2a_default_snapshots'), effects: await messagesOf('KV_a2a_default_effects'), consumers: after, consumerNames: names.sort(), serverRssMB: cluster.nodes.map((n) => rssOf(n.pid)) };
+    }
     if (warmDone === Infinity) warmDone = Math.floor(done * o.warmup);
     const figures: HostFigures[] = [...samples.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
@@ -206,7 +223,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
         };
       });
     const sessions = runs * ids.length;
-    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB, placement: placementTimes(ws, runs), recordsLeft };
+    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB, placement: placementTimes(ws, runs), recordsLeft, ...(settled ? { settled } : {}) };
   } finally {
     for (const h of hosts) h.child.kill('SIGTERM');
     await Promise.all(hosts.map((h) => Promise.race([h.exited, new Promise((r) => setTimeout(r, 5_000))])));
@@ -276,6 +293,9 @@ export function formatSoak(r: SoakReport): string {
   const lines = [
     `runs ${r.runs} (${r.failedRuns.length} failed) in ${(r.ms / 1000).toFixed(0)} s · sessions ${r.sessions} (sub-tasks ${r.subtasks}) · lost ${r.lost.length} · duplicated ${r.duplicated.length} · ${r.sessionsPerSec.toFixed(1)} remote sessions/s`,
     `remote spawn -> placed under this load: p50 ${r.placement.p50.toFixed(0)} ms, p99 ${r.placement.p99.toFixed(0)} ms (${r.placement.n} spawns) · records left in the snapshots bucket: ${r.recordsLeft}`,
+    ...(r.settled
+      ? [`after ${Math.round(r.settled.ms / 1000)} s idle: records ${r.settled.records} (snapshots), ${r.settled.effects} (effects) · consumers ${r.settled.consumers} (${r.settled.consumerNames.join(', ')}) · nats-server RSS MB: ${r.settled.serverRssMB.map((x) => x.toFixed(0)).join(', ')}`]
+      : []),
     `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')} · consumers left: ${r.consumers} · nats-server RSS MB: ${r.serverRssStartMB.map((a, i) => `${a.toFixed(0)} → ${r.serverRssMB[i]!.toFixed(0)}`).join(', ')}`,
     '',
     'host      beats  RSS MB first→last  heap MB first→last  RSS MB/1k sub-tasks  heap MB/1k sub-tasks  most sessions (RSS MB)',

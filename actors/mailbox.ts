@@ -37,8 +37,12 @@ export type StrayPolicy = (parcel: Parcel) => Promise<void>;
 export const runBox = (runId: string) => `r-${runId}`;
 export const hostBox = (hostId: string) => `h-${hostId}`;
 
-/** How long an acknowledgement may wait (for the snapshot that holds what a message did) before it comes back. */
-const ACK_WAIT_MS = 10_000;
+/**
+ * How long an acknowledgement may wait (for the snapshot that holds what a message did) before the
+ * message comes back: a report to an owner that died comes back this soon to the host that takes
+ * the owner's tree over (5 s), a command to a session that died 10 s after it was delivered.
+ */
+const ACK_WAIT_MS: Record<MailKind, number> = { up: 5_000, down: 10_000 };
 /** Messages delivered and not yet acknowledged, across all the sessions of a process. */
 const MAX_IN_FLIGHT = 4_096;
 /**
@@ -199,7 +203,7 @@ export class Mailbox {
     const filter = kind === 'up' ? `a2a.${this.#ns}.up.${box}.>` : `a2a.${this.#ns}.down.${box}.>`;
     return this.#transport.consume(
       kind,
-      { consumer: `${kind}-${box}`, filter, ackWaitMs: ACK_WAIT_MS, maxInFlight: MAX_IN_FLIGHT, inactiveMs: BOX_IDLE_MS },
+      { consumer: `${kind}-${box}`, filter, ackWaitMs: ACK_WAIT_MS[kind], maxInFlight: MAX_IN_FLIGHT, inactiveMs: BOX_IDLE_MS },
       (message) => this.#dispatch(message),
     );
   }

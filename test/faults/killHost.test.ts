@@ -85,7 +85,14 @@ describe('fault: kill -9 of a host mid-run', () => {
       const code = await Promise.race([running, new Promise<string>((r) => setTimeout(() => r('hung'), 15_000))]);
       if (code === 'hung') {
         const logs = [...hosts.entries()].map(([id, h]) => `--- ${id}\n${h.proc.out().slice(-3000)}`).join('\n');
-        throw new Error(`the run did not end 15 s after ${victim} was killed ${delay} ms in (seed ${SEED + trial})\n${c.out()}${c.err()}\n${logs}\n--- killed ${victim}\n${proc.out().slice(-3000)}`);
+        // what the run's log says happened last (results, takeovers, warnings), to find where it stopped
+        const tail = new FileRunStore(ws)
+          .events(runId)
+          .filter((e) => ['subtask.result', 'subtask.placed', 'session.restored', 'session.state', 'warning', 'model.called'].includes(e.type))
+          .slice(-40)
+          .map((e) => `${e.seq} ${e.type} ${e.subTaskId ?? ''} ${JSON.stringify(e.data).slice(0, 160)}`)
+          .join('\n');
+        throw new Error(`the run did not end 15 s after ${victim} was killed ${delay} ms in (seed ${SEED + trial})\n${c.out()}${c.err()}\n${logs}\n--- killed ${victim}\n${proc.out().slice(-3000)}\n--- the run's log, last events\n${tail}`);
       }
       expect(code, `killed ${victim} after ${delay} ms (seed ${SEED + trial})\n${c.out()}${c.err()}`).toBe(0);
       await replacement;

@@ -46,6 +46,8 @@ function liveMemory(): { rss: number; heapUsed: number } {
 
 /** How many invalid records a heartbeat lists (each was named in a warning when first seen). */
 const INVALID_LISTED = 20;
+/** How often a report for no stand-in of a tree running here comes back (250 ms apart) before it is dropped. */
+const STRAY_DELIVERIES = 20;
 /** How many invalid records and heartbeat subjects are remembered (not said again): forgeries cannot grow it. */
 const INVALID_REMEMBERED = 1_000;
 
@@ -442,9 +444,10 @@ export class Host {
           if (record.state === 'finished') return message.ack();
           if (record.state === 'released') return message.nak(1_000);
           if (record.host === this.#o.hostId) {
-            // its tree runs here and has no stand-in for it (it ended): nothing takes it; a tree
-            // being restored here takes it in a moment
-            return this.#running.has(root) ? message.ack() : message.nak(250);
+            // its tree is being restored here (its stand-ins register as they start): in a moment.
+            // A tree that runs here with no stand-in for it long after (its stand-in ended and was
+            // forgotten): nothing takes it
+            return this.#running.has(root) && message.deliveries >= STRAY_DELIVERIES ? message.ack() : message.nak(250);
           }
           target = hostBox(record.host);
           break;

@@ -4,7 +4,7 @@
  * their spawns from the queues, runs them as local actors, and publishes their events.
  */
 import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { EventSink, Model, Transport } from '../../machines/ports.js';
 import type { RunEvent, SessionSpec } from '../../machines/protocol.js';
 import { A2AError } from '../../actors/errors.js';
@@ -20,7 +20,7 @@ import { realClock } from '../clock.js';
 import { loadConfig, loadRegistry, loadScript } from '../config.js';
 import { DeferredAcks, Host, snapshotHolders } from '../host.js';
 import { connectNats } from '../transport/nats.js';
-import { transportSink } from '../transport/events.js';
+import { transportSink, type SinkSpill } from '../transport/events.js';
 import { followPauses } from '../transport/pause.js';
 import type { Script } from '../model/scripted.js';
 import { describeEvent } from '../terminal.js';
@@ -92,7 +92,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     if (tracing) notify(`tracing: spans of the sessions of host ${hostId} go to ${tracing.target}`);
     const builder = tracing?.builder;
     // events are published under their own run (for its orchestrator and monitors) and logged here
-    const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning'], builder ? (e) => builder.observe(e) : undefined);
+    // events made while the server is away wait in a file past the first 2,000 (never in memory without bound)
+    const spill = { file: join(workspace, '.a2a', 'hosts', hostId, 'events-waiting.jsonl') };
+    const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning'], builder ? (e) => builder.observe(e) : undefined, spill);
     const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace, options.model);
     const deferredAcks = new DeferredAcks();
     const commands = commandRunnerFor(config.sandbox);
@@ -209,9 +211,10 @@ export function publishingSink(
   lines: { log(line: string): void; notify(line: string): void },
   logged: RunEvent['type'][],
   observe?: (event: RunEvent) => void,
+  spill?: SinkSpill,
 ): EventSink & { flush(): Promise<void> } {
   // an event that cannot be stored is said where a person sees it, never dropped without a word
-  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => lines.notify(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${errorText(error)}`));
+  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => lines.notify(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${errorText(error)}`), spill);
   const shown = new Set<string>(logged);
   let seq = 0;
   return {

@@ -12,6 +12,8 @@
  *   redelivered one is dropped by its id;
  * - a monitor subscribes to both (core subscribers also get what a stream stores).
  */
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Clock, DurableConsumer, EventSink, Transport } from '../../machines/ports.js';
 import { RunEvent } from '../../machines/protocol.js';
 import { enqueueSurely, subjects } from '../../actors/remote.js';
@@ -23,20 +25,115 @@ import { headersFor } from '../../actors/tracing.js';
 /** A published event: a run event plus the process it came from. */
 export type WireEvent = RunEvent & { origin: string };
 
-/** The sink of a host: every event is stamped (its run id comes with it) and sent on. */
+/** Events of a host being sent at once (each retried until the queue has it); past it they wait in a file. */
+export const EVENTS_IN_FLIGHT = 2_000;
+
+export interface SinkSpill {
+  /** Where events past `EVENTS_IN_FLIGHT` wait (one JSON line each), while the server is away. */
+  file: string;
+  /** Events sent at once before the next wait in the file (default EVENTS_IN_FLIGHT). */
+  inFlight?: number;
+}
+
+/**
+ * The sink of a host: every event is stamped (its run id comes with it) and sent on. While the
+ * server is away every send is retried until stored, so a long outage would hold every event made
+ * meanwhile in memory: past `inFlight` events they wait in `spill.file` instead, and are sent from
+ * there as the sends in flight go through (none is dropped; `flush` waits for those too).
+ */
 export function transportSink(
   transport: Transport,
   ns: string,
   origin: string,
   clock: Clock,
   onLost: (event: WireEvent, error: unknown) => void = () => {},
-): EventSink & { flush(): Promise<void> } {
+  spill?: SinkSpill,
+): EventSink & { flush(): Promise<void>; readonly waiting: { inFlight: number; spilled: number } } {
   const s = subjects(ns);
   let seq = 0;
   const life = clock.now().toString(36);
   const sending = new Set<Promise<void>>();
+  const max = spill?.inFlight ?? EVENTS_IN_FLIGHT;
+  let spilled = 0;
+  let draining: Promise<void> | null = null;
+  const send = (stamped: WireEvent) => {
+    // the queue's dedup window spans runs: the message id is the event's id within its run
+    // with the trace context of the session it is about (when tracing is on): a consumer can hang it on its span
+    const trace = stamped.subTaskId ? headersFor(stamped.runId, stamped.subTaskId) : undefined;
+    const sent = enqueueSurely(transport, s.hostEvents(stamped.runId, stamped.type), stamped, `${stamped.runId}.${stamped.id}`, () => undefined, undefined, trace).catch((error: unknown) =>
+      onLost(stamped, error),
+    );
+    sending.add(sent);
+    void sent.finally(() => {
+      sending.delete(sent);
+      if (spilled > 0 && sending.size <= max / 2) void drain();
+    });
+    return sent;
+  };
+  if (spill) {
+    // what an earlier life of this host left waiting (a file, or a batch being sent when it died)
+    const dir = dirname(spill.file);
+    const base = basename(spill.file);
+    try {
+      for (const name of readdirSync(dir)) {
+        if (!name.startsWith(`${base}.`) || !name.endsWith('.sending')) continue;
+        appendFileSync(spill.file, readFileSync(join(dir, name), 'utf8'));
+        rmSync(join(dir, name), { force: true });
+      }
+      spilled = readFileSync(spill.file, 'utf8').split('\n').filter(Boolean).length;
+    } catch {
+      // no directory or file yet: nothing waits
+    }
+    if (spilled > 0) queueMicrotask(() => void drain());
+  }
+  /** Sends what waits in the file, as far as the sends in flight allow; the rest stays there. */
+  const drain = (): Promise<void> => {
+    if (draining) return draining;
+    // cleared once settled (never from inside: a body that ends at once would clear it first)
+    draining = drainNow().finally(() => {
+      draining = null;
+    });
+    return draining;
+  };
+  let batches = 0;
+  const drainNow = async (): Promise<void> => {
+    if (!spill || spilled === 0) return;
+    const taken = `${spill.file}.${process.pid}.${batches++}.sending`;
+    let lines: string[];
+    try {
+      renameSync(spill.file, taken);
+      lines = readFileSync(taken, 'utf8').split('\n').filter(Boolean);
+    } catch {
+      // nothing there (removed by someone else): nothing waits
+      spilled = 0;
+      return;
+    }
+    spilled = 0;
+    const sent: Array<Promise<void>> = [];
+    for (const line of lines) {
+      let event: WireEvent;
+      try {
+        event = JSON.parse(line) as WireEvent;
+      } catch {
+        continue; // a line cut by a kill of this process: the events after it go on
+      }
+      if (sending.size < max) sent.push(send(event));
+      else park(event);
+    }
+    // the batch's file goes once its events are stored (or back in the file): a host killed
+    // before finds it when it starts again, and sends it again (the queue drops what it has)
+    void Promise.all(sent).finally(() => rmSync(taken, { force: true }));
+  };
+  const park = (stamped: WireEvent) => {
+    mkdirSync(dirname(spill!.file), { recursive: true });
+    appendFileSync(spill!.file, `${JSON.stringify(stamped)}\n`);
+    spilled++;
+  };
   return {
     listening: true,
+    get waiting() {
+      return { inFlight: sending.size, spilled };
+    },
     emit(event) {
       const runId = (event as { runId?: string }).runId ?? 'host';
       const id = event.id ?? factKey(event) ?? `${origin}:${life}:${seq}`;
@@ -46,17 +143,18 @@ export function transportSink(
         transport.publish(s.events(runId, event.type), stamped).catch(() => undefined);
         return;
       }
-      // retried (same id: the queue drops a duplicate) until stored, so that a server restart loses none
-      // the queue's dedup window spans runs: the message id is the event's id within its run
-      // with the trace context of the session it is about (when tracing is on): a consumer can hang it on its span
-      const trace = event.subTaskId ? headersFor(runId, event.subTaskId) : undefined;
-      const sent = enqueueSurely(transport, s.hostEvents(runId, event.type), stamped, `${runId}.${id}`, () => undefined, undefined, trace).catch((error: unknown) => onLost(stamped, error));
-      sending.add(sent);
-      void sent.finally(() => sending.delete(sent));
+      // retried (same id: the queue drops a duplicate) until stored, so that a server restart loses
+      // none; past `max` in flight, it waits in the file (in order behind those already there)
+      if (spill && (sending.size >= max || spilled > 0)) park(stamped);
+      else send(stamped);
     },
-    /** Resolves once every event emitted so far is stored (or given up on). */
+    /** Resolves once every event emitted so far is stored (or given up on), those in the file too. */
     async flush() {
-      await Promise.all([...sending]);
+      for (;;) {
+        await Promise.all([...sending]);
+        if (spilled === 0 && sending.size === 0) return;
+        await drain();
+      }
     },
   };
 }

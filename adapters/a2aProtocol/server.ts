@@ -38,6 +38,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { timingSafeEqual, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname, networkInterfaces } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { A2AServedEvent, A2AServedTask, RunEvent } from '../../machines/protocol.js';
@@ -784,14 +785,14 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   const workspace = resolve(options.workspace ?? process.cwd());
   const host = options.host ?? '127.0.0.1';
   if (!options.token && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    throw new Error(`a2a serve: listening on ${host} needs a token (set A2A_SERVE_TOKEN): without one, anyone who reaches the port could run agents in ${workspace}`);
+    throw new Error(`listening on ${host} needs a token (set A2A_SERVE_TOKEN): without one, anyone who reaches the port could run agents in ${workspace}`);
   }
   const loaded = loadConfig({ workspace, ...(options.run?.config ? { explicitFile: options.run.config } : {}) });
   const registry = loadRegistry({ workspace, knownTools: new ToolCatalog(builtinTools()).names(), userAgents: loaded.config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
   if (options.run?.agents?.length) registry.addDefined(options.run.agents);
   const served = registry.list().filter((a) => !a.remote);
   const defaultAgent = (options.agent ?? loaded.config.defaultAgent ?? 'agent').replace(/^@/, '');
-  if (!registry.has(defaultAgent)) throw new Error(`a2a serve: --agent ${defaultAgent} is not an agent type here; known: ${registry.names().join(', ')}`);
+  if (!registry.has(defaultAgent)) throw new Error(`--agent ${defaultAgent} is not an agent type here; known: ${registry.names().join(', ')}`);
   // with --nats the tasks live in the namespace's KV bucket, where every server of it reads them
   const nats = options.run?.nats
     ? await connectNats({ servers: options.run.nats, namespace: options.run.namespace ?? 'default', name: 'a2a-serve', ...natsCredentials(), onWarning: (line) => (options.notify ?? console.error)(`a2a serve: NATS: ${line}`) })
@@ -813,7 +814,11 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
     s.once('error', fail);
   });
   const address = httpServer.address() as AddressInfo;
-  const url = options.publicUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+  // on every interface (0.0.0.0, ::) the card gives an address others can use: this machine's
+  // first external IPv4 address (--url says another)
+  const advertised = ['0.0.0.0', '::'].includes(host) ? externalAddress() : host;
+  const url = options.publicUrl ?? `http://${advertised.includes(':') ? `[${advertised}]` : advertised}:${address.port}`;
+  if (!options.publicUrl && advertised !== host) (options.notify ?? console.error)(`a2a serve: listening on ${host}; the agent card gives ${url} (--url gives another address)`);
   const card = agentCard({
     url,
     version: options.version ?? '0.0.0',
@@ -866,6 +871,12 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
       await nats?.close();
     },
   };
+}
+
+/** This machine's first non-internal IPv4 address (its host name when it has none). */
+function externalAddress(): string {
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return hostname();
 }
 
 /** The HTTP request headers the SDK's transports keep in a call's state, one value each. */

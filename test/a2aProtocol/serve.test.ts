@@ -282,6 +282,18 @@ describe('a2a serve --a2a with a token', () => {
   });
 
   it('will not listen beyond loopback without a token', async () => {
-    await expect(serveA2A({ workspace: tempDir(), host: '0.0.0.0', notify: () => undefined })).rejects.toThrow(/needs a token \(set A2A_SERVE_TOKEN\)/);
+    await expect(serveA2A({ workspace: tempDir(), host: '0.0.0.0', notify: () => undefined })).rejects.toThrow(/^listening on 0\.0\.0\.0 needs a token \(set A2A_SERVE_TOKEN\)/);
+  });
+
+  it('gives an address others can use in the card when it listens on every interface', async () => {
+    const lines: string[] = [];
+    const open = await serveA2A({ workspace: tempDir(), host: '0.0.0.0', token: 'a-token-of-sixteen-chars', notify: (line) => lines.push(line), run: { scriptData: SERVE_SCRIPT } });
+    try {
+      expect(open.url).not.toContain('0.0.0.0');
+      expect(open.url).toMatch(/^http:\/\/[^/]+:\d+$/);
+      expect(lines.some((l) => l.includes(`the agent card gives ${open.url}`))).toBe(true);
+    } finally {
+      await open.close();
+    }
   });
 });

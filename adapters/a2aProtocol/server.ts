@@ -248,6 +248,12 @@ export class RuntimeExecutor implements AgentExecutor {
   async execute(request: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const found = this.#held.get(request.taskId);
     if (found) {
+      // the client's message is a turn of the task: in its history, on record before it is acted on
+      // (the SDK saves it through the task store, which leaves a task this process holds to it)
+      if (!found.task.history.some((m) => m.messageId === request.userMessage.messageId)) {
+        found.task.history.push(request.userMessage);
+        this.#flush(found);
+      }
       // the client's message resumes a task that waited for it: WORKING first (the SDK ends a
       // stream whose task reads INPUT_REQUIRED, and this request's stream starts with the task)
       const state = found.task.status?.state;

@@ -103,7 +103,13 @@ describe('a2a serve --a2a', () => {
     expect(second[0]!.payload?.$case).toBe('task');
     expect(states(second).at(-1)).toBe('COMPLETED');
     expect(second.some((e) => lastStatusText([e]).startsWith('answered by a2a-client: postgres'))).toBe(true);
-    expect(artifacts(await client.getTask({ tenant: '', id }))).toContain('schema for postgres');
+    const done = await client.getTask({ tenant: '', id });
+    expect(artifacts(done)).toContain('schema for postgres');
+    // every turn of the task is in its history: the client's answer too, after the question
+    const turns = done.history.map((m) => `${m.role === 1 ? 'client' : 'agent'}: ${m.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('')}`);
+    expect(turns[0]).toBe('client: Design the schema: which database?');
+    expect(turns).toContain('client: postgres');
+    expect(turns.indexOf('client: postgres')).toBeGreaterThan(turns.findIndex((t) => t.includes('Which database should I use?')));
   });
 
   it('asks for a permission (AUTH_REQUIRED); a reply that is no answer is refused and asked again; yes approves', async () => {

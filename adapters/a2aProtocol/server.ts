@@ -705,6 +705,9 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
     const read = held ? null : await this.#executor.records.read(params.id);
     if (!held && !read) throw new TaskNotFoundError(`no task ${params.id} on this server`);
     const snapshot = held ? structuredClone(held.task) : taskOf(read!.record);
+    // the protocol follows a task that is not finished: a finished one is read with GetTask
+    const state = snapshot.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
+    if (TERMINAL.has(state)) throw new UnsupportedOperationError(`task ${params.id} has ended (${TaskState[state] ?? state}): SubscribeToTask follows a task that is not finished; read it with GetTask`);
     // the events so far: a copy, since a held task's list grows while this replays
     const logged = held ? [...held.events] : read!.events;
     const headers = context.state.get('headers') as Record<string, string | string[] | undefined> | undefined;

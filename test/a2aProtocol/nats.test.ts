@@ -62,8 +62,8 @@ describe('a2a serve --a2a --nats', () => {
     expect(artifacts(task)).toEqual(['print("hello world")']);
     const listed = await other.listTasks({ tenant: '', contextId: 'ctx-nats', status: 0, pageToken: '', statusTimestampAfter: undefined });
     expect(listed.tasks.map((t) => t.id)).toEqual([taskId]);
-    const replay = await drain(other.resubscribeTask({ tenant: '', id: taskId }));
-    expect(states(replay).at(-1)).toBe('COMPLETED');
+    // finished: read, not followed (SubscribeToTask on a finished task is refused, as the protocol says)
+    await expect(drain(other.resubscribeTask({ tenant: '', id: taskId }))).rejects.toThrow(/has ended \(TASK_STATE_COMPLETED\): SubscribeToTask follows a task that is not finished; read it with GetTask/);
   });
 
   it('refuses a message or a cancel for a task another server runs, and leaves the task as it is', async () => {

@@ -68,8 +68,11 @@ describe('a2a serve --a2a killed mid-task', () => {
     const client = await clientOf(`http://127.0.0.1:${port}`);
     const cancelled = await client.cancelTask({ tenant: '', id: foreverId, metadata: undefined });
     expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-    const all = await drain(client.resubscribeTask({ tenant: '', id: foreverId }));
-    expect(states(all).filter((s) => ['COMPLETED', 'FAILED', 'CANCELED'].includes(s))).toEqual(['CANCELED']);
+    // its record holds one terminal state (a finished task is read, not followed: SubscribeToTask is refused)
+    const logged = readFileSync(join(ws, '.a2a', 'a2a-protocol', 'tasks', `${foreverId}.events.jsonl`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event: { statusUpdate?: { status?: { state?: string } } } });
+    const terminal = logged.map((e) => e.event.statusUpdate?.status?.state).filter((s) => s !== undefined && ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED'].includes(s));
+    expect(terminal).toEqual(['TASK_STATE_CANCELED']);
+    await expect(drain(client.resubscribeTask({ tenant: '', id: foreverId }))).rejects.toThrow(/has ended/);
     const runId = JSON.parse(readFileSync(join(ws, '.a2a', 'a2a-protocol', 'tasks', `${foreverId}.json`), 'utf8')).runId as string;
     await waitFor('the run to be recorded cancelled', () => JSON.parse(readFileSync(join(ws, '.a2a', 'runs', runId, 'run.json'), 'utf8')).status === 'cancelled', 5_000);
   });

@@ -67,6 +67,41 @@ export interface OtelHandle {
 
 let started: { handle: OtelHandle; users: number; url: string | undefined; protocol: string } | null = null;
 
+/** What the process and host detectors give that is exported: no command line, no executable path, no user. */
+const RESOURCE_ALLOWED = new Set([
+  'host.name',
+  'host.arch',
+  'host.id',
+  'os.type',
+  'process.pid',
+  'process.runtime.name',
+  'process.runtime.version',
+  'process.runtime.description',
+  'process.executable.name',
+]);
+/** Keys of the detectors that are left out (the env detector's are the user's own OTEL_RESOURCE_ATTRIBUTES). */
+const DETECTOR_KEYS = /^(host|os|process)\./;
+
+/**
+ * The resource attributes exported with every span: the host and process detectors' allowlisted
+ * ones, and what the user set (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES); every string value
+ * passes the redactor of the logs, with credentials in URLs taken out.
+ */
+export function exportedResource(detected: Attributes): Attributes {
+  const out: Attributes = {};
+  for (const [key, value] of Object.entries(detected)) {
+    if (value === undefined) continue;
+    if (DETECTOR_KEYS.test(key) && !RESOURCE_ALLOWED.has(key)) continue;
+    out[key] = typeof value === 'string' ? withoutCredentials(secrets.text(value)) : Array.isArray(value) ? (value as unknown[]).map((v) => (typeof v === 'string' ? withoutCredentials(secrets.text(v)) : v)) as typeof value : value;
+  }
+  return out;
+}
+
+/** A text with the user and password of every URL in it taken out (`http://u:p@host` → `http://host`). */
+export function withoutCredentials(text: string): string {
+  return text.replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@]+@/gi, '$1');
+}
+
 /**
  * Starts trace export for this process (once: later calls share it), and turns tracing on.
  * `service`: the service name when OTEL_SERVICE_NAME does not give one (`a2a`, `a2a-host`).
@@ -81,13 +116,16 @@ export async function startOtel(settings: OtelSettings, options: { service: stri
   }
   const env = options.env ?? process.env;
   const sampler = samplerOf(settings);
-  const detected = detectResources({ detectors: [envDetector, hostDetector, processDetector] });
+  const found = detectResources({ detectors: [envDetector, hostDetector, processDetector] });
+  await found.waitForAsyncAttributes?.();
+  // an allowlist, not the detectors as they are: the process detector gives the command line
+  // (`a2a run "<task>"`: the task, any key in it, an --otel URL's password) with every span
+  const detected = resourceFromAttributes(exportedResource(found.attributes));
   const attributes: Attributes = {
     ...(env.OTEL_SERVICE_NAME?.trim() || detected.attributes['service.name'] ? {} : { 'service.name': options.service }),
     ...(options.instance && !detected.attributes['service.instance.id'] ? { 'service.instance.id': options.instance } : {}),
   };
   const resource = defaultResource().merge(resourceFromAttributes(attributes)).merge(detected);
-  await resource.waitForAsyncAttributes?.();
   // a program's own propagator stays (false: one was registered before; the API's diag logger
   // would say so: it is set only after this)
   const ourPropagator = propagation.setGlobalPropagator(new W3CTraceContextPropagator());

@@ -200,6 +200,8 @@ export interface Receiver {
   readonly contentTypes: string[];
   /** The request headers received (the exporter's OTEL_EXPORTER_OTLP_HEADERS). */
   readonly headers: Array<Record<string, string | string[] | undefined>>;
+  /** Every request body received, as it came (to look for what must not be there, byte for byte). */
+  readonly bodies: Buffer[];
   /**
    * Resolves once `predicate` holds for the spans received (checked on each request). The limit
    * (30 s by default) is a safety net for a loaded machine, not a measure: a run waits at most 5 s
@@ -218,11 +220,13 @@ export async function startReceiver(): Promise<Receiver> {
   const spans: ReceivedSpan[] = [];
   const contentTypes: string[] = [];
   const headers: Array<Record<string, string | string[] | undefined>> = [];
+  const bodies: Buffer[] = [];
   const waiters = new Set<() => void>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      bodies.push(Buffer.concat(chunks));
       if (req.method !== 'POST' || req.url !== '/v1/traces') {
         res.writeHead(404).end();
         return;
@@ -249,6 +253,7 @@ export async function startReceiver(): Promise<Receiver> {
     spans,
     contentTypes,
     headers,
+    bodies,
     until(predicate, timeoutMs = UNTIL_MS) {
       if (predicate(spans)) return Promise.resolve(spans);
       return new Promise((resolve, reject) => {

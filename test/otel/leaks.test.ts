@@ -1,0 +1,53 @@
+/**
+ * What traces must not carry: `a2a run "<task with a key>" --otel http://user:password@…` with
+ * content capture off, its spans received by an OTLP receiver on loopback, every byte of every
+ * request searched for the key, the task's text and the endpoint's password.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { a2aProcess, killAll } from '../nats/cluster.js';
+import { tempDir } from '../helpers.js';
+import { exportedResource, withoutCredentials } from '../../adapters/otel/sdk.js';
+import { startReceiver, type Receiver } from './receiver.js';
+
+const KEY = 'sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd';
+const TASK = `Say hello to the leak check. key ${KEY}`;
+const PASSWORD = 'pw-Zq8vN3xL';
+
+let rx: Receiver;
+beforeAll(async () => {
+  rx = await startReceiver();
+});
+afterAll(async () => {
+  killAll();
+  await rx.close();
+});
+
+describe('traces carry no secret and no command line', () => {
+  it('sends no byte of the key, the task text or the endpoint password (content capture off)', async () => {
+    const ws = tempDir('a2a-otel-leak-');
+    const endpoint = rx.url.replace('http://', `http://tracer:${PASSWORD}@`);
+    const run = a2aProcess(['run', TASK, '--workspace', ws, '--otel', endpoint, '--no-tree'], ws);
+    await run.exited;
+    await rx.runExported(undefined, 20_000);
+    const bytes = Buffer.concat(rx.bodies);
+    expect(bytes.length).toBeGreaterThan(0);
+    for (const needle of [KEY, 'Say hello to the leak check', PASSWORD, 'sk-proj-']) expect(bytes.includes(Buffer.from(needle)), `"${needle}" in the exported traces`).toBe(false);
+    expect(run.out()).not.toContain(PASSWORD);
+  }, 30_000);
+
+  it('exports only allowlisted detector attributes, redacted, with credentials out of URLs', () => {
+    const out = exportedResource({
+      'process.command_args': ['node', 'a2a', 'run', TASK],
+      'process.command_line': `node a2a run ${TASK}`,
+      'process.command': 'a2a',
+      'process.executable.path': '/usr/bin/node',
+      'process.owner': 'root',
+      'process.pid': 42,
+      'host.name': 'box',
+      'service.name': 'svc',
+      'deployment.environment': `https://u:${PASSWORD}@example.invalid/x`,
+    });
+    expect(out).toEqual({ 'process.pid': 42, 'host.name': 'box', 'service.name': 'svc', 'deployment.environment': 'https://example.invalid/x' });
+    expect(withoutCredentials('see http://a:b@h:1/p and nats://u@h')).toBe('see http://h:1/p and nats://h');
+  });
+});

@@ -626,7 +626,13 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
       const closing: Array<() => Promise<unknown> | unknown> = [
         () => inspector?.close(),
         () => (over ? relay?.remove() : relay?.stop()),
-        () => (transport ? mailboxOf(transport, ns, runBox(runId)).stop({ remove: over }) : undefined),
+        async () => {
+          if (!transport) return;
+          // what reached the run after its last checkpoint (late reports of sessions that ended):
+          // acknowledged before its box goes, or it would stay queued with nobody to read it
+          if (over) await Promise.all(pendingAcks.splice(0).map((ack) => ack().catch(() => undefined)));
+          await mailboxOf(transport, ns, runBox(runId)).stop({ remove: over });
+        },
         () => log?.close(),
         cleanup,
       ];

@@ -133,23 +133,31 @@ export function inDoubt(entry: EffectEntry | undefined): boolean {
   return entry?.intent !== undefined && entry.outcome === undefined && (entry.go === true || entry.asking !== true);
 }
 
-/** The journal kept in memory (tests, and a program's own runs that restore in-process). */
-export class MemoryEffectJournal implements EffectJournal {
-  readonly #entries = new EffectEntries();
+/**
+ * A journal answering from what an earlier life recorded (`entries`, filled by the store that
+ * reads them): the memory, file and KV journals differ only in where `write` puts a record.
+ */
+export abstract class RecordedEffects implements EffectJournal {
+  protected readonly entries = new EffectEntries();
   readonly stats = { records: 0, writes: 0 };
 
   take(sessionId: string, key: string): EffectEntry | undefined {
-    return this.#entries.take(sessionId, key);
+    return this.entries.take(sessionId, key);
   }
 
   drop(sessionId: string): void {
-    this.#entries.drop(sessionId);
+    this.entries.drop(sessionId);
   }
 
+  abstract write(record: EffectRecord): Promise<void>;
+}
+
+/** The journal kept in memory (tests, and a program's own runs that restore in-process). */
+export class MemoryEffectJournal extends RecordedEffects {
   write(record: EffectRecord): Promise<void> {
     this.stats.records++;
     this.stats.writes++;
-    this.#entries.apply(record);
+    this.entries.apply(record);
     return Promise.resolve();
   }
 }

@@ -9,32 +9,31 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { EffectRecord } from '../../machines/protocol.js';
-import { EffectEntries, type EffectEntry, type EffectJournal } from '../../actors/effects.js';
+import { RecordedEffects } from '../../actors/effects.js';
 import { stateJson } from '../../actors/secrets.js';
 import { inlineIssues } from '../../actors/errors.js';
 import { terminateLastLine, type FileRunStore } from './file.js';
 
 const FILE = 'effects.jsonl';
 
-export class FileEffectJournal implements EffectJournal {
-  readonly #entries = new EffectEntries();
+export class FileEffectJournal extends RecordedEffects {
   readonly #file: string;
   #fd: number | null = null;
   #lines: string[] = [];
   #waiting: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
   #scheduled = false;
-  readonly stats = { records: 0, writes: 0 };
 
   constructor(
     store: FileRunStore,
     runId: string,
     private readonly options: { beforeWrite?: () => void; onInvalid?: (problem: string) => void } = {},
   ) {
+    super();
     this.#file = join(store.dir(runId), FILE);
     const onInvalid = options.onInvalid ?? (() => {});
     for (const value of store.readLines(runId, FILE, onInvalid)) {
       const parsed = EffectRecord.safeParse(value);
-      if (parsed.success) this.#entries.apply(parsed.data);
+      if (parsed.success) this.entries.apply(parsed.data);
       else onInvalid(`${this.#file}: a line is not an effect record (${inlineIssues(parsed.error.issues)}); left out`);
     }
     // a process killed mid-write may have left a torn last line: ended, so that it stays one bad line
@@ -43,15 +42,7 @@ export class FileEffectJournal implements EffectJournal {
 
   /** Steps an earlier life recorded (a resumed run). */
   get held(): number {
-    return this.#entries.size;
-  }
-
-  take(sessionId: string, key: string): EffectEntry | undefined {
-    return this.#entries.take(sessionId, key);
-  }
-
-  drop(sessionId: string): void {
-    this.#entries.drop(sessionId);
+    return this.entries.size;
   }
 
   write(record: EffectRecord): Promise<void> {

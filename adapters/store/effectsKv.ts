@@ -12,7 +12,7 @@
  */
 import { EffectRecord } from '../../machines/protocol.js';
 import type { KeyValue } from '../../machines/ports.js';
-import { EffectEntries, type EffectEntry, type EffectJournal } from '../../actors/effects.js';
+import { RecordedEffects, type EffectJournal } from '../../actors/effects.js';
 import { inlineIssues } from '../../actors/errors.js';
 
 /** The bucket (`a2a_<ns>_effects`). */
@@ -59,7 +59,7 @@ export class KvEffectJournals {
         this.#options.onInvalid?.(`record "${key}" of the effects bucket is not an effect record (${inlineIssues(parsed.error.issues)}); left out`);
         continue;
       }
-      journal.entries.apply(parsed.data);
+      journal.held(parsed.data);
       n++;
     }
     return n;
@@ -87,22 +87,18 @@ export class KvEffectJournals {
   }
 }
 
-class RunJournal implements EffectJournal {
-  readonly entries = new EffectEntries();
-  readonly stats = { records: 0, writes: 0 };
-
+class RunJournal extends RecordedEffects {
   constructor(
     private readonly runId: string,
     private readonly kv: KeyValue,
     private readonly options: KvEffectJournalOptions,
-  ) {}
-
-  take(sessionId: string, key: string): EffectEntry | undefined {
-    return this.entries.take(sessionId, key);
+  ) {
+    super();
   }
 
-  drop(sessionId: string): void {
-    this.entries.drop(sessionId);
+  /** Folds in a record an earlier host wrote (see KvEffectJournals.load). */
+  held(record: EffectRecord): void {
+    this.entries.apply(record);
   }
 
   async write(record: EffectRecord): Promise<void> {

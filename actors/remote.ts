@@ -513,6 +513,18 @@ type LinkEvent =
 /** Where a remote session's reports go: its owner's box, or the host that holds the owner's tree now. */
 export type OwnerAddress = RemoteSpawn['owner'];
 
+/**
+ * The box a session's reports go to now: the host that holds its owner's tree (read at send time:
+ * after a failover, the host that took the tree over), else the owner's own box.
+ */
+export async function ownerBox(owner: OwnerAddress, runId: string, holderOf?: (wire: string) => Promise<string | null>): Promise<string> {
+  if (owner.root !== undefined && holderOf) {
+    const holder = await holderOf(`${runId}.${owner.root}`).catch(() => null);
+    if (holder) return hostBox(holder);
+  }
+  return owner.box;
+}
+
 interface LinkState {
   spec: SessionSpec;
   owner: OwnerAddress;
@@ -569,24 +581,12 @@ export interface LinkDeps extends RemoteDeps {
 export function createParentLinkLogic(deps: LinkDeps): ActorLogic<LinkSnapshot, LinkEvent, { spec: SessionSpec; owner?: OwnerAddress }> {
   const s = subjects(deps.ns);
   const mailbox = () => mailboxOf(deps.transport, deps.ns, deps.box ?? hostBox(deps.hostId));
-  /**
-   * The box its reports go to now: the host that holds the owner's tree (read at send time: after a
-   * failover, the host that took the tree over), else the owner's own box.
-   */
-  const ownerBox = async (state: LinkState): Promise<string> => {
-    const { owner } = state;
-    if (owner.root !== undefined && deps.holderOf) {
-      const holder = await deps.holderOf(`${state.spec.correlation.runId}.${owner.root}`).catch(() => null);
-      if (holder) return hostBox(holder);
-    }
-    return owner.box;
-  };
   const warn = (state: LinkState, message: string) => deps.events.emit({ type: 'warning', ...correlationOf(state.spec), data: { message } });
   const up = (state: LinkState, message: UpMessage, msgId: string) => {
     const send = async (m: UpMessage, id: string) =>
       enqueueSurely(
         deps.transport,
-        s.up(await ownerBox(state), deps.hostId, wireId(state.spec)),
+        s.up(await ownerBox(state.owner, state.spec.correlation.runId, deps.holderOf), deps.hostId, wireId(state.spec)),
         m,
         // per host: a host that takes a session over sends what the one before it sent (its result
         // too, which the owner refused from that one); the same id would be dropped as a duplicate

@@ -19,7 +19,7 @@ import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
 import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol.js';
 import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
-import { createParentLinkLogic, enqueueSurely, ensureQueues, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/remote.js';
+import { createParentLinkLogic, enqueueSurely, ensureQueues, ownerBox, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/remote.js';
 import { hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/mailbox.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/events.js';
@@ -34,6 +34,7 @@ export type { SessionRecord } from '../machines/protocol.js';
 
 /** The part of a record the adoption decision reads (the same schema, without the checkpoint). */
 const RecordHead = SessionRecord.pick({ host: true, state: true, at: true }).extend({ spec: SessionSpec.pick({ id: true, correlation: true, agent: true }) });
+type RecordHeadData = ReturnType<typeof RecordHead.parse>;
 
 /**
  * The process's memory for its heartbeat. Started with `--expose-gc` (as the fault tests start
@@ -362,10 +363,9 @@ export class Host {
    * live host lists it; taken over when its host is dead; else delivered again after a heartbeat.
    */
   async #claimedBefore(key: string, message: import('../machines/ports.js').DurableMessage): Promise<void> {
-    const entry = await this.#snapshots!.get(key);
-    const head = entry ? RecordHead.safeParse(entry.value) : null;
-    if (!entry || !head?.success || head.data.state === 'finished' || this.#running.has(key)) return message.ack();
-    const { host, state } = head.data;
+    const head = await this.#head(key);
+    if (!head || head.state === 'finished' || this.#running.has(key)) return message.ack();
+    const { host, state } = head;
     const alive = this.#aliveNow(this.#o.clock.now());
     const listed = this.#beats.get(host)?.sessions.includes(key) ?? false;
     if (state === 'running' && host !== this.#o.hostId && alive.has(host) && !listed && message.deliveries < UNLISTED_CLAIM_DELIVERIES) {
@@ -396,20 +396,16 @@ export class Host {
     return next;
   }
 
-  /** Which host holds a session now (its record), null when none does. */
-  async #holderOf(wire: string): Promise<string | null> {
-    const entry = await this.#snapshots!.get(wire);
-    const head = entry ? RecordHead.safeParse(entry.value) : null;
-    return head?.success ? head.data.host : null;
+  /** What a session's record says of who holds it and how it stands (not its checkpoint); null when none is valid. */
+  async #head(key: string): Promise<RecordHeadData | null> {
+    const entry = await this.#snapshots!.get(key);
+    const parsed = entry ? RecordHead.safeParse(entry.value) : null;
+    return parsed?.success ? parsed.data : null;
   }
 
-  /** The box a session's reports go to now (see OwnerAddress). */
-  async #ownerBoxOf(spec: SessionSpec, owner?: OwnerAddress): Promise<string> {
-    if (owner?.root !== undefined) {
-      const holder = await this.#holderOf(`${spec.correlation.runId}.${owner.root}`);
-      if (holder) return hostBox(holder);
-    }
-    return owner?.box ?? runBox(spec.correlation.runId);
+  /** Which host holds a session now (its record), null when none does. */
+  async #holderOf(wire: string): Promise<string | null> {
+    return (await this.#head(wire))?.host ?? null;
   }
 
   /**
@@ -421,15 +417,10 @@ export class Host {
   async #stray(parcel: Parcel): Promise<void> {
     const { kind, wire, message } = parcel;
     const runId = wire.split('.')[0]!;
-    const head = async (key: string) => {
-      const entry = await this.#snapshots!.get(key);
-      const parsed = entry ? RecordHead.safeParse(entry.value) : null;
-      return parsed?.success ? parsed.data : null;
-    };
     let target: string;
     try {
       if (kind === 'down') {
-        const record = await head(wire);
+        const record = await this.#head(wire);
         if (!record || record.state === 'finished') return message.ack(); // over: nothing takes it
         if (record.state === 'released' || record.host === this.#o.hostId) return message.nak(record.host === this.#o.hostId ? 250 : 1_000);
         target = hostBox(record.host);
@@ -439,7 +430,7 @@ export class Host {
         target = runBox(runId);
         for (let n = parts.length - 1; n >= 1; n--) {
           const root = `${runId}.${parts.slice(0, n).join('.')}`;
-          const record = await head(root);
+          const record = await this.#head(root);
           if (!record) continue;
           if (record.state === 'finished') return message.ack();
           if (record.state === 'released') return message.nak(1_000);
@@ -567,7 +558,8 @@ export class Host {
     const why = `host ${this.#o.hostId} could not restore ${spec.id}: ${errorText(error)}`;
     this.#o.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: why } });
     const report: UpMessage = { kind: 'error', error: why };
-    const box = await this.#ownerBoxOf(spec, owner).catch(() => owner?.box ?? runBox(spec.correlation.runId));
+    const address = owner ?? { box: runBox(spec.correlation.runId) };
+    const box = await ownerBox(address, spec.correlation.runId, (wire) => this.#holderOf(wire)).catch(() => address.box);
     await enqueueSurely(this.#o.transport, this.#s.up(box, this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
     const record: SessionRecord = { spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now(), ...(owner ? { owner } : {}) };
     if ((await this.#snapshots!.update(key, record, revision).catch(() => null)) !== null) {
@@ -1115,7 +1107,8 @@ export async function snapshotHolders(transport: Transport, ns: string): Promise
   const bucket = await transport.readKeyValue(subjects(ns).buckets.snapshots);
   return async (wire) => {
     const entry = await bucket.get(wire);
-    const record = entry ? SessionRecord.safeParse(entry.value) : null;
-    return record?.success ? record.data.host : null;
+    // asked for every report and command: the head of the record, not its checkpoint
+    const head = entry ? RecordHead.safeParse(entry.value) : null;
+    return head?.success ? head.data.host : null;
   };
 }

@@ -16,6 +16,7 @@ import { ToolCatalog } from '../actors/tools/index.js';
 import { loadRegistry } from '../adapters/config.js';
 import { parseScript, ScriptedModel } from '../adapters/model/scripted.js';
 import type { Plan, RunEvent } from '../machines/protocol.js';
+import type { Transport } from '../machines/ports.js';
 import { CostLedger, type Budgets } from '../actors/cost.js';
 import type { ModelResolver } from '../actors/agentLoop.js';
 import { bubblewrapRunner } from '../adapters/sandbox/index.js';
@@ -174,3 +175,16 @@ export function capture(tty = false) {
     stop: () => stop(),
   };
 }
+
+/**
+ * A transport that is `base` with some methods replaced (a fault, a counter): every other method
+ * is `base`'s own, called on it (the in-process transport keeps private state).
+ */
+export function transportWith<T extends object>(base: Transport, overrides: Partial<Transport> & T): Transport & T {
+  const forwarded = {} as Record<string, unknown>;
+  for (const name of ['publish', 'subscribe', 'request', 'respond', 'ensureQueue', 'enqueue', 'consume', 'keyValue', 'readKeyValue', 'close'] as const) {
+    forwarded[name] = (...args: unknown[]) => (base[name] as (...a: unknown[]) => unknown).apply(base, args);
+  }
+  return { ...(forwarded as unknown as Transport), kind: base.kind, ...overrides };
+}
+

@@ -19,7 +19,7 @@ import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
 import type { KeyValue, Transport } from '../../machines/ports.js';
 import type { HostHeartbeat, RunEvent, SessionRecord, SessionSpec } from '../../machines/protocol.js';
-import { tempDir } from '../helpers.js';
+import { tempDir, transportWith } from '../helpers.js';
 
 const NS = 'hr';
 const s = subjects(NS);
@@ -34,34 +34,19 @@ const script = {
 /** The snapshots bucket of `transport`, counting the reads and listings made through it. */
 function counting(transport: Transport): Transport & { reads: { get: number; keys: number } } {
   const reads = { get: 0, keys: 0 };
-  return {
-    ...transport,
-    kind: transport.kind,
-    publish: (...a) => transport.publish(...a),
-    subscribe: (...a) => transport.subscribe(...a),
-    request: (...a) => transport.request(...a),
-    respond: (...a) => transport.respond(...a),
-    ensureQueue: (...a) => transport.ensureQueue(...a),
-    enqueue: (...a) => transport.enqueue(...a),
-    consume: (...a) => transport.consume(...a),
-    readKeyValue: (...a) => transport.readKeyValue(...a),
-    close: () => transport.close(),
+  return transportWith(transport, {
     reads,
-    keyValue: async (bucket) => {
+    keyValue: async (bucket: string) => {
       const kv = await transport.keyValue(bucket);
       if (bucket !== s.buckets.snapshots) return kv;
       const counted: KeyValue = {
         ...kv,
         get: (k) => (reads.get++, kv.get(k)),
         keys: (p) => (reads.keys++, kv.keys(p)),
-        put: (k, v) => kv.put(k, v),
-        update: (k, v, r) => kv.update(k, v, r),
-        delete: (k) => kv.delete(k),
-        deleteUnder: (p) => kv.deleteUnder(p),
       };
       return counted;
     },
-  };
+  });
 }
 
 const hosts: Host[] = [];

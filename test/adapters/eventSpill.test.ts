@@ -10,27 +10,16 @@ import { realClock } from '../../adapters/clock.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
 import { transportSink } from '../../adapters/transport/events.js';
 import type { Transport } from '../../machines/ports.js';
-import { tempDir } from '../helpers.js';
+import { tempDir, transportWith } from '../helpers.js';
 
 describe('a host\'s events while the server is away', () => {
   it('keeps at most `inFlight` sends in memory, the rest in a file, and stores every one when the server is back', async () => {
     const shared = createMemoryTransport();
     await ensureQueues(shared, 'sp');
     let down = true;
-    const transport: Transport = {
-      ...shared,
-      kind: shared.kind,
-      publish: (...a) => shared.publish(...a),
-      subscribe: (...a) => shared.subscribe(...a),
-      request: (...a) => shared.request(...a),
-      respond: (...a) => shared.respond(...a),
-      ensureQueue: (...a) => shared.ensureQueue(...a),
-      enqueue: (...a) => (down ? Promise.reject(new Error('the server went away (connection lost)')) : shared.enqueue(...a)),
-      consume: (...a) => shared.consume(...a),
-      keyValue: (...a) => shared.keyValue(...a),
-      readKeyValue: (...a) => shared.readKeyValue(...a),
-      close: () => shared.close(),
-    };
+    const transport = transportWith(shared, {
+      enqueue: (...a: Parameters<Transport['enqueue']>) => (down ? Promise.reject(new Error('the server went away (connection lost)')) : shared.enqueue(...a)),
+    });
     const file = join(tempDir('a2a-spill-'), 'hosts', 'h1', 'events-waiting.jsonl');
     const sink = transportSink(transport, 'sp', 'h1', realClock, () => undefined, { file, inFlight: 5 });
     for (let i = 0; i < 30; i++) sink.emit({ type: 'session.state', runId: 'r1', subTaskId: `w-a.${i}`, data: { state: 'thinking' } } as never);

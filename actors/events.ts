@@ -194,6 +194,11 @@ export class RunEventBus implements EventSink {
     return this.#seq;
   }
 
+  /** Where a bus would start to continue this one (what a closed segment of the log is indexed with). */
+  state(): BusStart {
+    return { seq: this.#seq, facts: this.#facts, recent: this.#recent };
+  }
+
   subscribe(listener: RunEventListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

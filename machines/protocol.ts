@@ -1037,6 +1037,32 @@ export const AgentLoopReply = z.discriminatedUnion('type', [
 export type AgentLoopReply = z.infer<typeof AgentLoopReply>;
 
 /**
+ * The index of a run's rotated event log (`.a2a/runs/<run>/events.index.json`): `events.jsonl`
+ * is closed into `events.<n>.jsonl` (then `.jsonl.gz`) once it passes a size, and this file holds
+ * where a resumed bus starts after segments 1..`segments` (their last sequence number, the facts
+ * they state, the newest ids of their other events, and each session's model spending), so that
+ * `a2a run --resume` reads this and the segments after it, never the whole log.
+ */
+export const LogSpend = z.object({
+  sessionId: z.string(),
+  workerId: z.string(),
+  usd: z.number(),
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+});
+export type LogSpend = z.infer<typeof LogSpend>;
+export const LogIndex = z.object({
+  segments: z.number().int().nonnegative(),
+  mark: z.object({
+    seq: z.number().int().nonnegative(),
+    facts: z.array(z.string()),
+    recent: z.array(z.string()),
+    spend: z.array(LogSpend),
+  }),
+});
+export type LogIndex = z.infer<typeof LogIndex>;
+
+/**
  * The effect journal (one JSON object per line, `.a2a/runs/<run>/effects.jsonl`): what a
  * session's steps did outside the actor tree, recorded before the session takes its next step, so
  * that a restored session is given what happened instead of doing it again. `s` is the session,

@@ -14,7 +14,7 @@ import { A2AError, describeIssues } from '../../actors/errors.js';
 import { checkWorkflow, layerSource } from '../../actors/workflowRoles.js';
 import type { AgentRegistry } from '../../actors/registry.js';
 import type { ConfigLayer, RunConfig } from '../../actors/config.js';
-import { busStartOf, RunEventBus } from '../../actors/events.js';
+import { RunEventBus } from '../../actors/events.js';
 import { orchestratorInput, parsePlan, standaloneSpec, startRun, startStandalone } from '../../actors/run.js';
 import { workflowRunInput } from '../../actors/run.js';
 import { isAudited } from '../../actors/audit.js';
@@ -354,8 +354,8 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const store = memory ? null : new FileRunStore(p.workspace);
   // a resumed run continues its log (read once): the same sequence, and what the log holds is
   // not emitted again
-  const logged = resuming ? store0.events(runId) : [];
-  const bus = new RunEventBus(runId, clock, resuming ? busStartOf(logged) : undefined);
+  const resumeAt = resuming ? store0.resumePoint(runId, (problem) => warn(problem)) : undefined;
+  const bus = new RunEventBus(runId, clock, resumeAt?.start);
   // model clients by profile (the scripted model unless profiles say otherwise), priced per call
   const given = typeof request.model === 'object' && request.model !== null ? request.model : undefined;
   if (request.model !== undefined && !given && typeof request.model !== 'string') {
@@ -370,15 +370,8 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const organiserModel = p.target.workflow ? organiser(profileName) : undefined;
   if (resuming) {
     // the spending before the kill counts against the budgets (as far as the event log has it)
-    for (const e of logged) {
-      if (e.type === 'model.called' && e.subTaskId && e.workerId) {
-        ledger.restore({
-          sessionId: e.subTaskId,
-          workerId: `${runId}.${e.workerId}`,
-          usd: Number(e.data.costUsd ?? 0),
-          usage: { inputTokens: Number(e.data.inputTokens ?? 0), outputTokens: Number(e.data.outputTokens ?? 0) },
-        });
-      }
+    for (const s of resumeAt?.spend ?? []) {
+      ledger.restore({ sessionId: s.sessionId, workerId: `${runId}.${s.workerId}`, usd: s.usd, usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens } });
     }
   }
 
@@ -533,7 +526,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         ...(target !== undefined ? { invocation: { target, options: invocationOptions(effective), workspace: p.workspace, ...(codeOnly(request) ? { code: true as const } : {}) } } : {}),
       });
     }
-    const log = store?.runLog(runId, { audited: isAudited }) ?? null;
+    const log = store?.runLog(runId, { audited: isAudited, busState: () => bus.state(), spend: resumeAt?.spend, onError: warn }) ?? null;
     if (log) flushLog = () => log.flush();
     const usage: RunUsage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
     const view = new RunView();

@@ -1,7 +1,8 @@
 /**
  * The file store: one directory per run under `<workspace>/.a2a/runs/<runId>/`:
  *   run.json         what the run is, who runs it (pid), how it was started, its status, its summary
- *   events.jsonl     every run event, one JSON object per line, appended as they happen
+ *   events.jsonl     every run event, one JSON object per line, appended as they happen (closed
+ *                    into events.<n>.jsonl.gz segments past 64 MB, with events.index.json: runLog.ts)
  *   audit.jsonl      the A2A operations among them (spawn, result, update, permission, management,
  *                    stop) with their full context, API keys redacted; `a2a audit` exports it
  *   inbox.jsonl      the inbox journal: every accepted message, and every handled id (written once
@@ -11,13 +12,16 @@
  *   control/         requests to the running process (`a2a inbox approve`, `a2a redirect` ...) and replies
  * `a2a stop` finds a running run here.
  */
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { Checkpoint as CheckpointSchema, QueueMessage, RunEvent } from '../../machines/protocol.js';
 import { A2AError, inlineIssues } from '../../actors/errors.js';
 import { stateJson, toJson } from '../../actors/secrets.js';
-import { busStartOf, type BusStart } from '../../actors/events.js';
+import type { BusStart } from '../../actors/events.js';
+import { logLines, resumePoint, RunLog, segmentBytesFromEnv, terminateLastLine, type LogBase, type ResumePoint, type RunLogOptions } from './runLog.js';
+
+export { RunLog, terminateLastLine } from './runLog.js';
 import type { Checkpoint } from '../../actors/checkpoint.js';
 import type { InboxJournal } from '../../actors/inbox.js';
 
@@ -97,23 +101,32 @@ export class FileRunStore {
    * The run's event log and audit trail (see RunLog). `audited` picks the events the audit keeps;
    * `serialize` turns a record into its line (default: JSON with secrets redacted).
    */
-  runLog(runId: string, options: { audited: (event: RunEvent) => boolean; serialize?: (value: unknown) => string; flushMs?: number }): RunLog {
-    return new RunLog(join(this.dir(runId), 'events.jsonl'), join(this.dir(runId), 'audit.jsonl'), { serialize: (value) => toJson(value), ...options });
+  runLog(runId: string, options: Omit<RunLogOptions, 'serialize'> & { serialize?: (value: unknown) => string }): RunLog {
+    return new RunLog(this.dir(runId), { serialize: (value) => toJson(value), segmentBytes: segmentBytesFromEnv(), ...options });
   }
 
-  /** The events in the log; a line that is not a run event (a torn last line, a foreign line) is left out. */
+  /** The events in the log (its closed segments, then the current file); a line that is not a run event (a torn last line, a foreign line) is left out. */
   events(runId: string): RunEvent[] {
     const out: RunEvent[] = [];
-    for (const line of this.readLines(runId, 'events.jsonl')) {
+    for (const line of this.logLines(runId, 'events')) {
       const parsed = RunEvent.safeParse(line);
       if (parsed.success) out.push(parsed.data);
     }
     return out;
   }
 
-  /** Where a resumed run's bus starts: after the log's last sequence number, knowing the facts it holds. */
+  /** Every line of the event log or the audit trail, its closed segments first (see adapters/store/runLog.ts). */
+  logLines(runId: string, base: LogBase, onInvalid?: (problem: string) => void): unknown[] {
+    return logLines(this.dir(runId), base, onInvalid);
+  }
+
+  /** Where a resumed run's bus starts: the log's index and what follows it (never the whole log). */
+  resumePoint(runId: string, onInvalid?: (problem: string) => void): ResumePoint {
+    return resumePoint(this.dir(runId), onInvalid);
+  }
+
   eventsStart(runId: string): BusStart {
-    return busStartOf(this.events(runId));
+    return this.resumePoint(runId).start;
   }
 
   /**
@@ -225,105 +238,3 @@ export const JournalRecord = z.discriminatedUnion('t', [
   z.object({ t: z.literal('handled'), at: z.number(), id: z.string(), recovered: z.boolean().optional() }),
 ]);
 export type JournalRecord = z.infer<typeof JournalRecord>;
-
-/** Appends a newline to a file whose last line is not terminated (torn by a kill). */
-export function terminateLastLine(file: string): void {
-  if (!existsSync(file)) return;
-  const size = statSync(file).size;
-  if (size === 0) return;
-  const fd = openSync(file, 'r');
-  const last = Buffer.alloc(1);
-  try {
-    readSync(fd, last, 0, 1, size - 1);
-  } finally {
-    closeSync(fd);
-  }
-  if (last[0] !== 0x0a) appendFileSync(file, '\n');
-}
-
-/**
- * The event log (`events.jsonl`, every run event) and the audit trail (`audit.jsonl`, the A2A
- * operations among them), written together. Lines are buffered and written every `flushMs`, and
- * always before a checkpoint is written (the checkpointer calls `flush`), so that both logs hold
- * everything the checkpoint holds: a run killed at any point and resumed misses nothing in them,
- * and what it emits again is dropped by id (see RunEventBus). `whenWritten` runs a callback once
- * what was appended so far is on disk (acknowledging a host's events, for instance).
- */
-export class RunLog {
-  #events: string[] = [];
-  #audit: string[] = [];
-  #waiting: Array<() => void> = [];
-  readonly #timer: NodeJS.Timeout;
-  /** Listeners of what is written (see onWritten), and the events waiting to be written for them. */
-  readonly #written = new Set<(event: RunEvent) => void>();
-  #unwritten: RunEvent[] = [];
-  #soon = false;
-
-  constructor(
-    private readonly eventsFile: string,
-    private readonly auditFile: string,
-    private readonly options: { audited: (event: RunEvent) => boolean; serialize: (value: unknown) => string; flushMs?: number },
-  ) {
-    this.#timer = setInterval(() => this.flush(), options.flushMs ?? 200);
-    this.#timer.unref();
-    // a process killed mid-write may have left a torn last line: end it, so that it stays one bad line
-    for (const file of [eventsFile, auditFile]) terminateLastLine(file);
-  }
-
-  append(event: RunEvent): void {
-    const line = `${this.options.serialize(event)}\n`;
-    this.#events.push(line);
-    if (this.options.audited(event)) this.#audit.push(line);
-    if (this.#written.size > 0) {
-      this.#unwritten.push(event);
-      // someone reads the stream: written at the end of this turn of the event loop, not in 200 ms
-      if (!this.#soon) {
-        this.#soon = true;
-        setImmediate(() => {
-          this.#soon = false;
-          this.flush();
-        });
-      }
-    }
-  }
-
-  /**
-   * Hands each event to `listener` once it is in the log (`a2a run --json`, a program's
-   * onEvent): what a reader saw is what a resumed run continues from, so that across a kill and a
-   * resume every event reaches it once, and sequence numbers never go back.
-   */
-  onWritten(listener: (event: RunEvent) => void): () => void {
-    this.#written.add(listener);
-    return () => this.#written.delete(listener);
-  }
-
-  /** Runs `callback` once everything appended so far is written. */
-  whenWritten(callback: () => void): void {
-    if (this.#events.length === 0 && this.#audit.length === 0) callback();
-    else this.#waiting.push(callback);
-  }
-
-  flush(): void {
-    if (this.#events.length > 0) {
-      appendFileSync(this.eventsFile, this.#events.join(''));
-      this.#events = [];
-    }
-    if (this.#audit.length > 0) {
-      appendFileSync(this.auditFile, this.#audit.join(''));
-      this.#audit = [];
-    }
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    for (const callback of waiting) callback();
-    if (this.#unwritten.length > 0) {
-      const written = this.#unwritten;
-      this.#unwritten = [];
-      for (const event of written) for (const listener of this.#written) listener(event);
-    }
-  }
-
-  close(): void {
-    clearInterval(this.#timer);
-    this.flush();
-  }
-}

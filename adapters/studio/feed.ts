@@ -11,8 +11,10 @@
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { RunEvent } from '../../machines/protocol.js';
 import type { FileRunStore, RunRecord } from '../store/file.js';
+import { readSegmentBytes, segmentNumbers } from '../store/runLog.js';
 
 export interface FeedListener {
   events(batch: RunEvent[], firstIndex: number): void;
@@ -28,6 +30,12 @@ export class RunFeed {
   /** Lines that were not run events (torn by a kill, or written by something else). */
   invalid = 0;
   #offset = 0;
+  /** Closed segments read to their end, and the inode of the file followed (0: none yet). */
+  #segment = 0;
+  #ino = 0;
+  #replaced = false;
+  /** Keeps a character split between two reads whole. */
+  #decoder = new StringDecoder('utf8');
   #rest = '';
   #statusStamp = '';
   #recordStamp = '';
@@ -44,52 +52,94 @@ export class RunFeed {
     this.poll();
   }
 
-  /** Reads what was appended since the last read; returns the new events. */
+  /**
+   * Reads what was appended since the last read; returns the new events. The log's closed
+   * segments come first (adapters/store/runLog.ts): the file being followed, once closed, is read
+   * to its end from where the feed was, and the new file from its start.
+   */
   poll(): RunEvent[] {
     const fresh: RunEvent[] = [];
-    if (!existsSync(this.#file)) return fresh;
-    const size = statSync(this.#file).size;
-    if (size < this.#offset) {
-      // the log was replaced (never done by a run): start over rather than read garbage
+    const dir = this.store.dir(this.runId);
+    for (const n of segmentNumbers(dir, 'events')) {
+      if (n <= this.#segment) continue;
+      let bytes: Buffer;
+      try {
+        bytes = readSegmentBytes(dir, 'events', n);
+      } catch {
+        break; // being compressed (between the rename and the removal): the next poll reads it
+      }
+      // the file followed so far is the next segment: what was read of it is not read again
+      const from = n === this.#segment + 1 ? this.#offset : 0;
+      this.#take(from > 0 ? this.#decoder.write(bytes.subarray(from)) + this.#decoder.end() : bytes.toString('utf8'), fresh);
+      this.#decoder = new StringDecoder('utf8');
+      if (this.#rest.trim()) this.#take('\n', fresh);
+      this.#segment = n;
       this.#offset = 0;
       this.#rest = '';
+      this.#ino = 0;
+      this.#replaced = false;
     }
-    if (size > this.#offset) {
-      const fd = openSync(this.#file, 'r');
-      try {
-        while (this.#offset < size) {
-          const length = Math.min(CHUNK, size - this.#offset);
-          const buffer = Buffer.alloc(length);
-          const read = readSync(fd, buffer, 0, length, this.#offset);
-          if (read <= 0) break;
-          this.#offset += read;
-          const text = this.#rest + buffer.subarray(0, read).toString('utf8');
-          const lines = text.split('\n');
-          this.#rest = lines.pop() ?? '';
-          for (const line of lines) {
-            if (!line.trim()) continue;
-            let json: unknown;
-            try {
-              json = JSON.parse(line);
-            } catch {
-              this.invalid++;
-              continue;
-            }
-            const parsed = RunEvent.safeParse(json);
-            if (parsed.success) fresh.push(parsed.data);
-            else this.invalid++;
-          }
-        }
-      } finally {
-        closeSync(fd);
-      }
-    }
+    this.#tail(fresh);
     if (fresh.length > 0) {
       const first = this.events.length;
       for (const e of fresh) this.events.push(e);
       for (const l of this.#listeners) l.events(fresh, first);
     }
     return fresh;
+  }
+
+  /** Reads what the current file gained since the last read. */
+  #tail(fresh: RunEvent[]): void {
+    if (!existsSync(this.#file)) return;
+    const stat = statSync(this.#file);
+    // a new file since the last read: the one followed was closed into a segment the listing above
+    // did not see yet; the next poll reads that segment's end first
+    if (this.#ino !== 0 && stat.ino !== this.#ino) {
+      // still no new segment on the next poll: the file was replaced (never done by a run), start over
+      if (!this.#replaced) {
+        this.#replaced = true;
+        return;
+      }
+      this.#offset = 0;
+      this.#rest = '';
+      this.#decoder = new StringDecoder('utf8');
+    }
+    this.#replaced = false;
+    this.#ino = stat.ino;
+    const size = stat.size;
+    if (size <= this.#offset) return;
+    const fd = openSync(this.#file, 'r');
+    try {
+      while (this.#offset < size) {
+        const length = Math.min(CHUNK, size - this.#offset);
+        const buffer = Buffer.alloc(length);
+        const read = readSync(fd, buffer, 0, length, this.#offset);
+        if (read <= 0) break;
+        this.#offset += read;
+        this.#take(this.#decoder.write(buffer.subarray(0, read)), fresh);
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Parses whole lines of `text` (after what was left of the last read) into `fresh`. */
+  #take(text: string, fresh: RunEvent[]): void {
+    const lines = (this.#rest + text).split('\n');
+    this.#rest = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.trim()) continue;
+      let json: unknown;
+      try {
+        json = JSON.parse(line);
+      } catch {
+        this.invalid++;
+        continue;
+      }
+      const parsed = RunEvent.safeParse(json);
+      if (parsed.success) fresh.push(parsed.data);
+      else this.invalid++;
+    }
   }
 
   #checkFiles(): void {

@@ -312,7 +312,7 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     const { store } = runOf(runId);
     const q = query(StudioAuditQuery, url);
     const records: RunEvent[] = [];
-    for (const line of store.readLines(runId, 'audit.jsonl')) {
+    for (const line of store.logLines(runId, 'audit')) {
       const parsed = RunEvent.safeParse(line);
       if (parsed.success && matches(parsed.data, q)) records.push(parsed.data);
     }

@@ -223,7 +223,7 @@ export async function resumeCommand(target: string | undefined, options: RunSele
 
 export function auditCommand(runId: string | undefined, options: { workspace?: string; format?: string; output?: string }, out: NodeJS.WritableStream): number {
   const { store, record } = locateRun(options, runId, true);
-  const records = store.readLines(record.runId, 'audit.jsonl') as RunEvent[];
+  const records = store.logLines(record.runId, 'audit') as RunEvent[];
   const format = options.format ?? 'json';
   if (format === 'json') {
     for (const r of records) out.write(`${JSON.stringify(r)}\n`);

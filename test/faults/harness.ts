@@ -81,7 +81,7 @@ export interface Tally {
 export function tally(ws: string, runId: string, ids: string[]): Tally {
   const store = new FileRunStore(ws);
   const events = store.events(runId);
-  const audit = store.readLines(runId, 'audit.jsonl') as RunEvent[];
+  const audit = store.logLines(runId, 'audit') as RunEvent[];
   const lost = new Set<string>();
   const duplicated = new Set<string>();
   const count = (list: RunEvent[], id: string) => list.filter((e) => e.type === 'subtask.result' && e.subTaskId === id).length;

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FileRunStore } from '../../adapters/store/file.js';
+import { segmentNumbers } from '../../adapters/store/runLog.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { a2aProcess, killAll, waitFor } from '../nats/cluster.js';
 import { faultSeed, faultWorkspace, printTable, seeded, sessionIds, tally, type Row } from './harness.js';
@@ -34,7 +35,11 @@ describe('fault: kill -9 of the orchestrator process', () => {
       const runId = `kill-${trial + 1}`;
       const store = new FileRunStore(ws);
       const args = ['run', 'plan.json', '--script', 'script.json', '--max-workers', String(PLAN.workers), '--run-id', runId, '--json'];
-      const first = a2aProcess(args, ws);
+      // every other trial closes the log into segments of 4 KB (a dozen events): the resume then
+      // reads the log's index and the segments after it, and every reader reads across them
+      const segmented = trial % 2 === 1;
+      const env = segmented ? { ...process.env, A2A_LOG_SEGMENT_MB: '0.004' } : process.env;
+      const first = a2aProcess(args, ws, env);
       // anywhere in its life, by how far it got: before the first checkpoint, while parts run,
       // while results come in, while workers complete (each event is a line of --json)
       const at = Math.floor(random() * EVENTS);
@@ -47,7 +52,7 @@ describe('fault: kill -9 of the orchestrator process', () => {
       row.trials++;
 
       const before = store.eventsStart(runId).seq;
-      const second = a2aProcess(['run', '--resume', runId, '--no-tree'], ws);
+      const second = a2aProcess(['run', '--resume', runId, '--no-tree'], ws, env);
       const code = await second.exited;
       expect(code, `${first.out().slice(-3000)}\n--- resume ---\n${second.out()}`).toBe(0);
       const record = store.read(runId);
@@ -63,6 +68,11 @@ describe('fault: kill -9 of the orchestrator process', () => {
       expect(new Set(seqs).size).toBe(seqs.length);
       expect(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!)).toBe(true);
       expect(Math.max(...seqs)).toBeGreaterThanOrEqual(before);
+      if (segmented) {
+        const dir = store.dir(runId);
+        expect(segmentNumbers(dir, 'events').length, 'segments of the event log').toBeGreaterThan(3);
+        expect(existsSync(join(dir, 'events.index.json'))).toBe(true);
+      }
       row.passed++;
     }, 20_000);
   }

@@ -34,6 +34,8 @@ export interface SoakOptions {
   warmup: number;
   /** Called with a line after each run. */
   progress?: (line: string) => void;
+  /** Every this many ms, a line with each node's RSS and each stream's messages, bytes and deleted (default 60 s). */
+  sampleMs?: number;
   /** After the last run, wait this long idle and count records and consumers again (finished records go 2 min after). */
   settleMs?: number;
   /** An already started cluster (the test shares its own); else one is started and stopped here. */
@@ -77,6 +79,8 @@ export interface SoakReport {
   /** Each node's RSS (MB) before the first run and after the last. */
   serverRssStartMB: number[];
   serverRssMB: number[];
+  /** Each node's RSS (MB) every `sampleMs`, from the first run on: where the servers' memory goes in time. */
+  serverRssSeries: Array<{ minute: number; rssMB: number[] }>;
 }
 
 /** A process's resident memory in MB (Linux /proc), NaN when unknown. */
@@ -154,6 +158,21 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
 
     const serverRssStartMB = cluster.nodes.map((n) => rssOf(n.pid));
     const start = Date.now();
+    const serverRssSeries: SoakReport['serverRssSeries'] = [];
+    const jsmSampler = await jetstreamManager(nc, { checkAPI: false });
+    const sampler = setInterval(() => {
+      void (async () => {
+        const rssMB = cluster.nodes.map((n) => rssOf(n.pid));
+        const minute = (Date.now() - start) / 60_000;
+        serverRssSeries.push({ minute, rssMB });
+        const streams: string[] = [];
+        for await (const si of jsmSampler.streams.list()) {
+          const st = si.state;
+          streams.push(`${si.config.name.replace(/^(KV_)?a2a_default_/, '')} ${st.messages}m/${(st.bytes / MB).toFixed(1)}MB/${st.num_deleted ?? 0}del/${st.num_subjects ?? 0}subj/${st.consumer_count}c`);
+        }
+        o.progress?.(`servers at ${minute.toFixed(1)} min: RSS MB ${rssMB.map((x) => x.toFixed(0)).join(', ')} · ${streams.sort().join(' · ')}`);
+      })().catch(() => undefined);
+    }, o.sampleMs ?? 60_000);
     const failedRuns: string[] = [];
     const lost: string[] = [];
     const duplicated: string[] = [];
@@ -172,6 +191,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
       o.progress?.(`run ${runId}: exit ${code}, ${Date.now() - t0} ms, ${done} sub-tasks so far, lost ${counted.lost.length}, duplicated ${counted.duplicated.length}`);
     }
     const ms = Date.now() - start;
+    clearInterval(sampler);
     const overlap = mostAtOnce(ws, runs);
     // a last heartbeat from each host after the last run; and every queue drained: each message
     // acknowledged (a work queue keeps what is not)
@@ -223,7 +243,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
         };
       });
     const sessions = runs * ids.length;
-    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB, placement: placementTimes(ws, runs), recordsLeft, ...(settled ? { settled } : {}) };
+    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB, serverRssSeries, placement: placementTimes(ws, runs), recordsLeft, ...(settled ? { settled } : {}) };
   } finally {
     for (const h of hosts) h.child.kill('SIGTERM');
     await Promise.all(hosts.map((h) => Promise.race([h.exited, new Promise((r) => setTimeout(r, 5_000))])));

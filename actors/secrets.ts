@@ -32,8 +32,24 @@ const SHAPES: RegExp[] = [
   /((?:api[_-]?key|token|secret|password)["']?\s*[:=]\s*["']?)[^\s"',}\]\\]{8,}/gi,
 ];
 
-/** Shorter values are not redacted: they would blank out ordinary words. */
+/**
+ * The shapes as they appear in JSON text: inside a string (`token=abc…`), or as a key and its string
+ * value (`"password":"…"`); never a number (`"token":12345678` stays valid JSON).
+ */
+const JSON_SHAPES: RegExp[] = [
+  ...TOKEN_SHAPES,
+  /(\bBearer\s+)[A-Za-z0-9._~+/-]{16,}=*/gi,
+  /((?:api[_-]?key|token|secret|password)\s*[:=]\s*)[^\s"',}\]\\]{8,}/gi,
+  /((?:api[_-]?key|token|secret|password)"\s*:\s*")[^"\\]{8,}/gi,
+];
+
+/**
+ * A secret shorter than this is replaced only where it stands alone (no letter or digit on either
+ * side): a short password is still redacted, ordinary words that contain it are not blanked out.
+ */
 const MIN_SECRET_LENGTH = 8;
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * What to replace. `records`: known secret values and credential shapes, for what people read
@@ -47,14 +63,16 @@ const MIN_SECRET_LENGTH = 8;
 export type RedactionMode = 'records' | 'state' | 'content';
 
 export class SecretRedactor {
-  /** name → value, longest value first (so that no tail of one survives another's marker). */
-  #secrets: Array<{ name: string; value: string }> = [];
+  /** name → value, longest value first (so that no tail of one survives another's marker); a short one matched as a word. */
+  #secrets: Array<{ name: string; value: string; word?: RegExp }> = [];
 
-  /** Registers a secret under the name that says where it came from (never its value). */
+  /** Registers a secret under the name that says where it came from (never its value); any length. */
   add(name: string, value: string | undefined | null): void {
     const v = value?.trim();
-    if (!v || v.length < MIN_SECRET_LENGTH || this.#secrets.some((s) => s.value === v)) return;
-    this.#secrets.push({ name: name.replace(/[^A-Za-z0-9_.-]/g, '_'), value: v });
+    // a flag (`SOME_TOKEN=1`, `USE_PASSWORD=true`) is no secret: redacting it would blank out every "1"
+    if (!v || /^(?:true|false|yes|no|on|off|\d)$/i.test(v) || this.#secrets.some((s) => s.value === v)) return;
+    const word = v.length < MIN_SECRET_LENGTH ? new RegExp(`(?<![A-Za-z0-9])${escapeRegExp(v)}(?![A-Za-z0-9])`, 'g') : undefined;
+    this.#secrets.push({ name: name.replace(/[^A-Za-z0-9_.-]/g, '_'), value: v, ...(word ? { word } : {}) });
     this.#secrets.sort((a, b) => b.value.length - a.value.length);
   }
 
@@ -76,11 +94,35 @@ export class SecretRedactor {
   /** `text` with every known secret (and, for records, every credential shape) replaced by a marker. */
   text(text: string, mode: RedactionMode = 'records'): string {
     let out = text;
-    for (const { name, value } of this.#secrets) if (out.includes(value)) out = out.split(value).join(`[redacted:${name}]`);
+    for (const { name, value, word } of this.#secrets) {
+      if (!out.includes(value)) continue;
+      out = word ? out.replace(word, `[redacted:${name}]`) : out.split(value).join(`[redacted:${name}]`);
+    }
     if (mode !== 'state') {
       for (const shape of mode === 'records' ? SHAPES : TOKEN_SHAPES) {
         out = out.replace(shape, (match: string, prefix?: unknown) => (typeof prefix === 'string' && match.startsWith(prefix) ? `${prefix}[redacted]` : '[redacted]'));
       }
+    }
+    return out;
+  }
+
+  /**
+   * JSON text, redacted in place (records mode): each known secret as it is and as JSON escapes
+   * it, then the credential shapes (none of which crosses a quote). For text made by
+   * JSON.stringify that is too large to walk value by value at its rate (trace batches): the
+   * JSON stays valid, as `json` keeps it.
+   */
+  jsonText(text: string): string {
+    let out = text;
+    for (const { name, value, word } of this.#secrets) {
+      const marker = `[redacted:${name}]`;
+      for (const form of new Set([value, JSON.stringify(value).slice(1, -1)])) {
+        if (!out.includes(form)) continue;
+        out = word && form === value ? out.replace(word, marker) : out.split(form).join(marker);
+      }
+    }
+    for (const shape of JSON_SHAPES) {
+      out = out.replace(shape, (match: string, prefix?: unknown) => (typeof prefix === 'string' && match.startsWith(prefix) ? `${prefix}[redacted]` : '[redacted]'));
     }
     return out;
   }

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 /** The `a2a` executable. */
 import { main } from './cli.js';
+import { redactUncaught } from './fatal.js';
+
+redactUncaught();
 
 // a reader that goes away (`a2a run --json | head`) is not an error
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {

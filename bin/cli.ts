@@ -432,6 +432,15 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
       code = (await commands.stop()).stopCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
     });
 
+  // every command that connects to NATS may be told to connect off loopback without credentials or TLS
+  for (const command of program.commands) {
+    if (command.options.some((o) => o.long === '--nats')) command.option('--insecure', 'connect to a NATS server that is not loopback without credentials or TLS (refused otherwise; A2A_NATS_INSECURE=1 does the same)');
+  }
+  const insecureBefore = process.env.A2A_NATS_INSECURE;
+  program.hook('preAction', (_program, action) => {
+    if ((action.opts() as { insecure?: boolean }).insecure) process.env.A2A_NATS_INSECURE = '1';
+  });
+
   for (const command of program.commands) {
     const examples = EXAMPLES[command.name()];
     if (examples) command.addHelpText('after', `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}\n`);
@@ -453,5 +462,9 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     }
     io.stderr.write(`a2a: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     return 1;
+  } finally {
+    // a program that calls main() twice (the tests) gets the setting it had
+    if (insecureBefore === undefined) delete process.env.A2A_NATS_INSECURE;
+    else process.env.A2A_NATS_INSECURE = insecureBefore;
   }
 }

@@ -13,6 +13,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { secrets } from '../../actors/secrets.js';
 import type { Attributes, HrTime } from '@opentelemetry/api';
 
 /** An ended span as posted to the worker (structured-clone friendly). */
@@ -175,7 +176,9 @@ export class OffThreadExporter {
     this.#inFlight += spans.length;
     // as JSON text: a string crosses to the worker in one copy, where a structured clone walks
     // every record's objects (measured: a third of the cost of tracing on the run's thread)
-    this.#worker.postMessage({ type: 'spans', json: JSON.stringify(spans) });
+    // every attribute, event and status message passes the redactor of the logs (known secrets of
+    // any length, credential shapes), whatever instrumentation put it there
+    this.#worker.postMessage({ type: 'spans', json: secrets.jsonText(JSON.stringify(spans)) });
   }
 
   /** Spans handed to the export thread and not yet sent (or given up on). */

@@ -20,14 +20,18 @@
  *   GET  /api/nats/stream          the namespace's hosts and runs (server-sent events), with --nats
  *
  * Security (like Jupyter): bound to 127.0.0.1 by default; a random token, printed in the URL at
- * start, is required on every request (`?token=` or `Authorization: Bearer`), compared in constant
- * time. The page sends it in a header, never in a cookie, so a request from another site carries no
- * authority; besides, a state-changing request must be a JSON POST with the token in its header
- * (which a cross-site form cannot send and a cross-site script cannot without a CORS preflight,
- * which is never granted), and an `Origin` other than the page's own is refused. The Host header
- * must name this server (against DNS rebinding).
+ * start, is required on every request, compared in constant time. The URL's `?token=` is taken
+ * once, to open the page: it is exchanged for a cookie (`HttpOnly; SameSite=Strict`, named after
+ * the port, holding an HMAC of the token rather than the token) and the browser is sent to the
+ * same address without it, so that the token leaves the address bar, the history and every later
+ * request; no API takes the token in a URL (a program sends `Authorization: Bearer`). The cookie
+ * is never sent by another site's request (SameSite=Strict); besides, a state-changing request
+ * must be a JSON POST carrying the `x-a2a-studio` header or the bearer token (which a cross-site
+ * form cannot send and a cross-site script cannot without a CORS preflight, which is never
+ * granted), and an `Origin` other than the page's own is refused. The Host header must name this
+ * server (against DNS rebinding). A studio restarted with the same token accepts the same cookie.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -184,12 +188,42 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
   // ------------------------------------------------------------------------------------------
   // requests
 
-  function authorized(req: IncomingMessage, url: URL): boolean {
-    const header = req.headers.authorization;
-    const given = header?.startsWith('Bearer ') ? header.slice(7) : url.searchParams.get('token');
-    if (!given) return false;
+  const equal = (given: string, expected: Buffer) => {
     const bytes = Buffer.from(given);
-    return bytes.length === tokenBytes.length && timingSafeEqual(bytes, tokenBytes);
+    return bytes.length === expected.length && timingSafeEqual(bytes, expected);
+  };
+  /** The page's credential: an HMAC of the token (the cookie never holds the token itself). */
+  const cookieBytes = Buffer.from(createHmac('sha256', token).update('a2a studio page').digest('hex'));
+  // cookies are not told apart by port: two studios on one host each keep their own
+  const cookieName = () => `a2a_studio_${port}`;
+
+  function cookieOf(req: IncomingMessage): string | undefined {
+    for (const part of (req.headers.cookie ?? '').split(';')) {
+      const at = part.indexOf('=');
+      if (at > 0 && part.slice(0, at).trim() === cookieName()) return part.slice(at + 1).trim();
+    }
+    return undefined;
+  }
+
+  /** A bearer token in the header (a program), or the page's cookie. */
+  function authorized(req: IncomingMessage): boolean {
+    const header = req.headers.authorization;
+    if (header?.startsWith('Bearer ')) return equal(header.slice(7), tokenBytes);
+    const cookie = cookieOf(req);
+    return cookie !== undefined && equal(cookie, cookieBytes);
+  }
+
+  /** `/?token=…`: the token exchanged for the page's cookie, and the browser sent to the address without it. */
+  function exchange(url: URL, res: ServerResponse): void {
+    url.searchParams.delete('token');
+    const rest = url.searchParams.toString();
+    res.writeHead(303, {
+      location: `${url.pathname}${rest ? `?${rest}` : ''}`,
+      'set-cookie': `${cookieName()}=${cookieBytes.toString()}; HttpOnly; SameSite=Strict; Path=/`,
+      'cache-control': 'no-store',
+      ...SECURITY_HEADERS,
+    });
+    res.end();
   }
 
   /** The Host header names this server (a DNS-rebinding page's Host names its own domain). */
@@ -238,7 +272,8 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     const origin = req.headers.origin;
     if (origin && origin !== `http://${req.headers.host}`) throw new HttpError(403, `a change must come from the studio's own page, not from ${origin}`);
     const header = req.headers.authorization;
-    if (!header?.startsWith('Bearer ') || url.searchParams.has('token')) throw new HttpError(403, 'a change must carry the token in its Authorization header (Bearer), not in the URL');
+    if (!header?.startsWith('Bearer ') && req.headers['x-a2a-studio'] === undefined) throw new HttpError(403, 'a change must carry the token in its Authorization header (Bearer), or come from the studio\'s page (its x-a2a-studio header)');
+    void url;
     const body = await readBody(req);
     const { store } = runOf(runId);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'the request body must be a JSON object with a "command"');
@@ -338,9 +373,15 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://studio.invalid');
     if (!rightHost(req)) throw new HttpError(421, `this server does not answer for host "${req.headers.host ?? ''}"`);
-    if (!authorized(req, url)) throw new HttpError(401, 'missing or wrong token: open the URL `a2a studio` printed (it ends with ?token=…)');
     const path = url.pathname;
     const method = req.method ?? 'GET';
+    const given = url.searchParams.get('token');
+    if (given !== null) {
+      if (method === 'GET' && (path === '/' || path === '/index.html') && equal(given, tokenBytes)) return exchange(url, res);
+      if (path === '/' || path === '/index.html') throw new HttpError(401, 'missing or wrong token: open the URL `a2a studio` printed (it ends with ?token=…)');
+      throw new HttpError(401, 'the token is taken in the URL only to open the page (/?token=…, then kept in a cookie): an API request carries it in its Authorization header (Bearer)');
+    }
+    if (!authorized(req)) throw new HttpError(401, 'missing or wrong token: open the URL `a2a studio` printed (it ends with ?token=…)');
     const run = /^\/api\/runs\/([^/]+)(?:\/(stream|audit|artifacts|control))?$/.exec(path);
     if (method === 'POST') {
       if (run && run[2] === 'control') return control(decodeURIComponent(run[1]!), req, res, url);
@@ -349,7 +390,7 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     if (method !== 'GET') throw new HttpError(405, `${method} is not allowed: the studio answers GET, and POST for changes`);
     if (path === '/' || path === '/index.html') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', ...SECURITY_HEADERS });
-      res.end(studioPage(token));
+      res.end(studioPage());
       return;
     }
     if (path === '/page.js') {

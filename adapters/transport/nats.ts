@@ -15,30 +15,29 @@
 import {
   AuthorizationError,
   connect,
+  credsAuthenticator,
   PermissionViolationError,
   UserAuthenticationExpiredError,
   type Msg,
   type NatsConnection,
 } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { DurableConsumer, DurableMessage, KeyValue, KeyValueReader, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 import { assertName, assertSubject } from './names.js';
-import { assertReplicas, describeServers, serverList } from './natsServers.js';
+import { assertReplicas, assertSafeOffLoopback, describeServers, serverList, type NatsSecurity } from './natsServers.js';
 import { decode, encode, fromHeaders, toHeaders } from './natsCodec.js';
 import { isNoResponders, isTimeout, reason, redact, secretsOf } from './natsErrors.js';
 import { API_TIMEOUT_MS, NatsLink } from './natsLink.js';
 import { consume, enqueue, ensureQueue, type ConsumerOptions, type QueueOptions } from './natsQueues.js';
 import { openKeyValue, openKeyValueReader } from './natsKv.js';
 
-export interface NatsTransportOptions {
-  /** `nats://host:port`, or several for a cluster. Credentials in URLs are never shown in errors. */
+export interface NatsTransportOptions extends NatsSecurity {
+  /** `nats://host:port` (`tls://` for TLS), or several for a cluster. Credentials in URLs are never shown in errors. */
   servers: string | string[];
   /** Scopes stream and bucket names (`a2a_<ns>_…`) so that deployments can share a server. Default `default`. */
   namespace?: string;
-  user?: string;
-  pass?: string;
-  token?: string;
   /** Connection name, shown by the server's monitoring. Default `a2a`. */
   name?: string;
   /** Reconnect forever after a lost connection (default true): durable consumers resume by themselves. */
@@ -99,6 +98,17 @@ function assertPrefix(prefix: string, where: string, what: string, example: stri
 
 export { assertReplicas, describeServers, serverList } from './natsServers.js';
 
+/** A creds file's bytes, or an error naming the file and what was wrong. */
+function readCreds(file: string): Uint8Array {
+  try {
+    const text = readFileSync(file, 'utf8');
+    if (!/-----BEGIN NATS USER JWT-----/.test(text) || !/-----BEGIN USER NKEY SEED-----/.test(text)) throw new Error('it holds no user JWT and nkey seed (the format `nsc` writes)');
+    return new TextEncoder().encode(text);
+  } catch (error) {
+    throw new A2AError('CONFIGURATION_INVALID', `the NATS creds file ${file} (A2A_NATS_CREDS) cannot be used: ${(error as Error).message}`, { where: 'credsFile' });
+  }
+}
+
 /** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
 export async function connectNats(options: NatsTransportOptions): Promise<NatsConnectedTransport> {
   // a cluster as one string (`--nats nats://a:4222,nats://b:4222`) or as a list
@@ -112,6 +122,9 @@ export async function connectNats(options: NatsTransportOptions): Promise<NatsCo
   assertName(namespace, 'namespace');
   if (options.inboxPrefix !== undefined) assertInboxPrefix(options.inboxPrefix);
   if (options.jsApiPrefix !== undefined) assertJsApiPrefix(options.jsApiPrefix);
+  assertSafeOffLoopback(options.servers, options);
+  const authenticator = options.credsFile !== undefined ? credsAuthenticator(readCreds(options.credsFile)) : undefined;
+  const tls = options.tls ?? (list.some((s) => /^tls:\/\//i.test(s)) ? {} : undefined);
   let nc: NatsConnection;
   try {
     nc = await connect({
@@ -120,6 +133,8 @@ export async function connectNats(options: NatsTransportOptions): Promise<NatsCo
       user: options.user,
       pass: options.pass,
       token: options.token,
+      ...(authenticator ? { authenticator } : {}),
+      ...(tls ? { tls } : {}),
       reconnect: options.reconnect ?? true,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,

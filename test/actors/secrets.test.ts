@@ -38,3 +38,47 @@ describe('SecretRedactor', () => {
     expect(() => redactor().deep({ x: deep })).not.toThrow();
   });
 });
+
+describe('short secrets and errors nobody caught', () => {
+  it('redacts a secret of any length where it stands alone, and leaves words that contain it', () => {
+    const r = new SecretRedactor();
+    r.add('NATS_PASSWORD', 'pw7');
+    r.add('SHORT_TOKEN', 'x+y.z');
+    expect(r.text('login with pw7, then pw7.')).toBe('login with [redacted:NATS_PASSWORD], then [redacted:NATS_PASSWORD].');
+    expect(r.text('pw7s and apw7 stay; "pw7" goes')).toBe('pw7s and apw7 stay; "[redacted:NATS_PASSWORD]" goes');
+    expect(r.text('t=x+y.z;')).toBe('t=[redacted:SHORT_TOKEN];');
+    expect(JSON.parse(r.json({ url: 'nats://a2a:pw7@10.0.0.5:4222' }, undefined, 'state'))).toEqual({ url: 'nats://a2a:[redacted:NATS_PASSWORD]@10.0.0.5:4222' });
+  });
+
+  it('passes an uncaught exception and an unhandled rejection through the redactor before stderr, and exits 1', async () => {
+    const { spawnSync } = await import('node:child_process');
+    for (const how of ['throw', 'reject']) {
+      const program = `
+        const { redactUncaught } = await import('./bin/fatal.ts');
+        const { secrets } = await import('./actors/secrets.ts');
+        secrets.addFromEnv(process.env);
+        redactUncaught();
+        setTimeout(() => { const e = new Error('connect failed for a2a:' + process.env.A2A_NATS_PASSWORD + ' with sk-proj-' + 'A'.repeat(24)); ${how === 'throw' ? 'throw e' : 'void Promise.reject(e)'}; }, 1);`;
+      const out = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { encoding: 'utf8', env: { ...process.env, A2A_NATS_PASSWORD: 'pw7' }, timeout: 8_000 });
+      expect(out.status, out.stderr).toBe(1);
+      expect(out.stderr).toContain('connect failed for a2a:[redacted:A2A_NATS_PASSWORD] with [redacted]');
+      expect(out.stderr).not.toMatch(/pw7|AAAAAAAA/);
+    }
+  });
+});
+
+describe('JSON text (trace batches)', () => {
+  it('redacts known secrets (as written and as JSON escapes them), short ones as words, and shapes, and stays valid JSON', () => {
+    const r = new SecretRedactor();
+    r.add('DB_PASSWORD', 'pw7');
+    r.add('QUOTED_SECRET', 'ab"cd\\efgh');
+    const value = {
+      attrs: { 'a2a.detail': 'login pw7 and apw7', quoted: 'x ab"cd\\efgh y', token: 12345678, 'gen_ai.usage.input_tokens': 12345678, password: 'hunter2hunter2' },
+      status: { message: 'call failed with token=abcdefgh123 and sk-proj-ABCDEFGHIJKLMNOPQRSTUV' },
+    };
+    const out = r.jsonText(JSON.stringify(value));
+    const parsed = JSON.parse(out) as typeof value;
+    expect(parsed.attrs).toEqual({ 'a2a.detail': 'login [redacted:DB_PASSWORD] and apw7', quoted: 'x [redacted:QUOTED_SECRET] y', token: 12345678, 'gen_ai.usage.input_tokens': 12345678, password: '[redacted]' });
+    expect(parsed.status.message).toBe('call failed with token=[redacted] and [redacted]');
+  });
+});

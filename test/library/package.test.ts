@@ -180,9 +180,14 @@ describe('the packed package', () => {
         child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
         child.on('exit', (code) => reject(new Error(`a2a studio exited ${code}: ${out}`)));
       });
-      const page = await fetch(url);
+      // the URL's token is exchanged for the page's cookie, which the page and its script are read with
+      const opened = await fetch(url, { redirect: 'manual' });
+      expect(opened.status).toBe(303);
+      const cookie = (opened.headers.get('set-cookie') ?? '').split(';')[0]!;
+      const base = url.replace(/\?token=.*/, '');
+      const page = await fetch(base, { headers: { cookie } });
       expect(page.status).toBe(200);
-      const script = await fetch(url.replace('/?token=', '/page.js?token='));
+      const script = await fetch(`${base}page.js`, { headers: { cookie } });
       expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
       expect((await script.text()).length).toBeGreaterThan(10_000);
       expect((await fetch(url.replace(/\?token=.*/, 'api/runs'))).status).toBe(401);

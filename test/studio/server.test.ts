@@ -26,6 +26,8 @@ interface Reply {
   body: string;
 }
 
+const auth = { authorization: 'Bearer secret-token' };
+
 function request(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port: studio!.port, path, method: options.method ?? 'GET', headers: options.headers }, (res) => {
@@ -104,16 +106,38 @@ describe('who may ask the studio', () => {
       expect(none.body).toContain('open the URL `a2a studio` printed');
       expect((await request(`${path}?token=wrong-token!`)).status, path).toBe(401);
     }
-    const page = await request('/?token=secret-token');
+    // the URL's token is taken once: exchanged for a cookie that holds no token, and the address left without it
+    const opened = await request('/?token=secret-token');
+    expect(opened.status).toBe(303);
+    expect(opened.headers.location).toBe('/');
+    const cookie = String(opened.headers['set-cookie']);
+    expect(cookie).toMatch(new RegExp(`^a2a_studio_${studio!.port}=[0-9a-f]{64}; HttpOnly; SameSite=Strict; Path=/$`));
+    expect(cookie).not.toContain('secret-token');
+    const jar = { cookie: cookie.split(';')[0]! };
+    const page = await request('/', { headers: jar });
     expect(page.status).toBe(200);
-    expect(page.body).toContain('<script type="module" src="/page.js?token=secret-token">');
+    expect(page.body).toContain('<script type="module" src="/page.js">');
+    expect(page.body).not.toContain('secret-token');
     expect(page.headers['content-security-policy']).toContain("default-src 'none'");
+    expect((await request('/page.js', { headers: jar })).status).toBe(200);
+    expect((await request('/api/runs', { headers: jar })).status).toBe(200);
+    expect((await request('/api/runs', { headers: { cookie: `a2a_studio_${studio!.port}=${'0'.repeat(64)}` } })).status).toBe(401);
     expect((await request('/api/runs', { headers: { authorization: 'Bearer secret-token' } })).status).toBe(200);
+    // no API takes the token in its URL, even the right one
+    for (const path of ['/api/runs', '/api/runs/r1/stream', '/api/runs/r1/audit', '/page.js']) {
+      const byUrl = await request(`${path}?token=secret-token`);
+      expect(byUrl.status, path).toBe(401);
+      expect(byUrl.body).toContain('carries it in its Authorization header');
+    }
+    // the page's change: its cookie and its header; the cookie alone (a cross-site form) is refused
+    const change = { 'content-type': 'application/json', ...jar };
+    expect((await request('/api/runs/r1/control', { method: 'POST', headers: change, body: JSON.stringify({ command: 'pause' }) })).status).toBe(403);
+    expect((await request('/api/runs/r1/control', { method: 'POST', headers: { ...change, 'x-a2a-studio': '1' }, body: JSON.stringify({ command: 'pause' }) })).status).toBe(409); // past the guard: r1 has no live process
   });
 
   it('refuses a Host that is not this server (DNS rebinding), and changes from another origin, by URL token, or as a form', async () => {
     await withRun();
-    const rebound = await request('/api/runs?token=secret-token', { headers: { host: `evil.example:${studio!.port}` } });
+    const rebound = await request('/api/runs', { headers: { host: `evil.example:${studio!.port}`, ...auth } });
     expect(rebound.status).toBe(421);
     expect(JSON.parse(rebound.body).error).toBe(`this server does not answer for host "evil.example:${studio!.port}"`);
     const body = JSON.stringify({ command: 'pause' });
@@ -122,12 +146,12 @@ describe('who may ask the studio', () => {
     expect(foreign.status).toBe(403);
     expect(JSON.parse(foreign.body).error).toContain("must come from the studio's own page, not from https://evil.example");
     const byUrl = await request('/api/runs/r1/control?token=secret-token', { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    expect(byUrl.status).toBe(403);
+    expect(byUrl.status).toBe(401);
     expect(byUrl.body).toContain('Authorization header');
     const form = await request('/api/runs/r1/control', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Bearer secret-token' }, body: 'command=pause' });
     expect(form.status).toBe(415);
     expect(form.body).toContain('content-type must be application/json');
-    expect((await request('/api/runs/r1?token=secret-token', { method: 'DELETE' })).status).toBe(405);
+    expect((await request('/api/runs/r1', { method: 'DELETE', headers: auth })).status).toBe(405);
   });
 
   it('tells a bad change what was wrong, and changes nothing', async () => {
@@ -150,7 +174,7 @@ describe('who may ask the studio', () => {
     expect(JSON.parse(finished.body)).toMatchObject({ code: 'INVALID_STATE_TRANSITION', error: 'run r1 is completed, not running' });
     const gone = await post({ command: 'pause' }, 'nope');
     expect([gone.status, JSON.parse(gone.body).error]).toEqual([404, expect.stringContaining('no run "nope"')]);
-    const bad = await request('/api/runs/..%2Fx?token=secret-token');
+    const bad = await request('/api/runs/..%2Fx', { headers: auth });
     expect(bad.status).toBe(400);
   });
 });
@@ -158,26 +182,26 @@ describe('who may ask the studio', () => {
 describe('what the studio serves', () => {
   it('lists runs with their counts and cost', async () => {
     await withRun();
-    const runs = JSON.parse((await request('/api/runs?token=secret-token')).body);
+    const runs = JSON.parse((await request('/api/runs', { headers: auth })).body);
     expect(runs).toEqual([expect.objectContaining({ runId: 'r1', status: 'completed', sessions: 2, ended: 1, failed: 0, costUsd: 0.25, pending: 0 })]);
   });
 
   it('streams the log from an index or Last-Event-ID, then what is appended; a torn line waits for its end', async () => {
     const { ws } = await withRun();
-    const all = await readStream('/api/runs/r1/stream?token=secret-token', {}, (e) => e.some((x) => x.event === 'files'));
+    const all = await readStream('/api/runs/r1/stream', { ...auth }, (e) => e.some((x) => x.event === 'files'));
     const run = all.filter((e) => e.event === 'run');
     expect(run.map((e) => e.id)).toEqual(EVENTS.map((_, i) => String(i)));
     expect(JSON.parse(run[3]!.data)).toMatchObject({ type: 'permission.requested', subTaskId: 'w-a' });
 
-    const after = await readStream('/api/runs/r1/stream?after=8&token=secret-token', {}, (e) => e.some((x) => x.event === 'files'));
+    const after = await readStream('/api/runs/r1/stream?after=8', { ...auth }, (e) => e.some((x) => x.event === 'files'));
     expect(after.filter((e) => e.event === 'run').map((e) => e.id)).toEqual(['9', '10']);
     // an EventSource reconnecting sends its first URL again, with Last-Event-ID: the later one wins
-    const resumed = await readStream('/api/runs/r1/stream?after=2&token=secret-token', { 'last-event-id': '9' }, (e) => e.some((x) => x.event === 'files'));
+    const resumed = await readStream('/api/runs/r1/stream?after=2', { 'last-event-id': '9', ...auth }, (e) => e.some((x) => x.event === 'files'));
     expect(resumed.filter((e) => e.event === 'run').map((e) => e.id)).toEqual(['10']);
 
     // live: half a line, then its end and one more; a line that is no run event is never sent
     const log = join(ws, '.a2a', 'runs', 'r1', 'events.jsonl');
-    const live = readStream('/api/runs/r1/stream?after=10&token=secret-token', {}, (e) => e.filter((x) => x.event === 'run').length >= 2);
+    const live = readStream('/api/runs/r1/stream?after=10', { ...auth }, (e) => e.filter((x) => x.event === 'run').length >= 2);
     const next = JSON.stringify({ type: 'run.finished', runId: 'r1', seq: 11, ts: 2_000, data: { status: 'completed' } });
     appendFileSync(log, next.slice(0, 20));
     await new Promise((r) => setTimeout(r, 200));
@@ -187,34 +211,34 @@ describe('what the studio serves', () => {
       ['11', 'run.finished'],
       ['12', 'warning'],
     ]);
-    const detail = JSON.parse((await request('/api/runs/r1?token=secret-token')).body);
+    const detail = JSON.parse((await request('/api/runs/r1', { headers: auth })).body);
     expect(detail.invalidLines).toBe(1);
-    expect((await request('/api/runs/r1/stream?after=x&token=secret-token')).status).toBe(400);
+    expect((await request('/api/runs/r1/stream?after=x', { headers: auth })).status).toBe(400);
   });
 
   it('filters the audit trail by actor, action and decision, and exports it', async () => {
     await withRun();
-    const get = async (q: string) => JSON.parse((await request(`/api/runs/r1/audit?token=secret-token${q}`)).body) as RunEvent[];
+    const get = async (q: string) => JSON.parse((await request(`/api/runs/r1/audit${q ? `?${q.slice(1)}` : ''}`, { headers: auth })).body) as RunEvent[];
     expect((await get('')).length).toBe(3);
     expect((await get('&decision=denied')).map((r) => r.data.action)).toEqual(['git_push']);
     expect((await get('&action=command_execution')).map((r) => r.seq)).toEqual([4]);
     expect((await get('&action=subtask.spawned')).map((r) => r.seq)).toEqual([6]);
     expect((await get('&actor=w-a.1')).map((r) => r.seq)).toEqual([5, 6]);
     expect((await get('&actor=ann')).map((r) => r.seq)).toEqual([4]);
-    const md = await request('/api/runs/r1/audit?format=md&decision=approved&token=secret-token');
+    const md = await request('/api/runs/r1/audit?format=md&decision=approved', { headers: auth });
     expect(md.headers['content-disposition']).toContain('r1-audit.md');
     expect(md.body).toContain('command_execution');
     expect(md.body).not.toContain('git_push');
-    const jsonl = await request('/api/runs/r1/audit?format=json&token=secret-token');
+    const jsonl = await request('/api/runs/r1/audit?format=json', { headers: auth });
     expect(jsonl.body.trim().split('\n')).toHaveLength(3);
-    const wrong = await request('/api/runs/r1/audit?decision=maybe&token=secret-token');
+    const wrong = await request('/api/runs/r1/audit?decision=maybe', { headers: auth });
     expect(wrong.status).toBe(400);
     expect(JSON.parse(wrong.body).error).toContain('decision');
   });
 
   it('serves every statechart the page draws', async () => {
     await withRun();
-    const charts = JSON.parse((await request('/api/charts?token=secret-token')).body) as Record<string, { states: Array<{ id: string }> }>;
+    const charts = JSON.parse((await request('/api/charts', { headers: auth })).body) as Record<string, { states: Array<{ id: string }> }>;
     expect(Object.keys(charts)).toEqual(expect.arrayContaining(['worker', 'subtask', 'sdlcWorkflow', 'orchestrator']));
     expect(charts.worker!.states.map((s) => s.id)).toEqual(expect.arrayContaining(['worker.running.waitingForPermission']));
   });
@@ -262,10 +286,10 @@ describe('a2a studio (the command)', () => {
     const code = await studioCommand({ workspace: ws, host: '0.0.0.0', port: 0 }, { ...(io.io as object as { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }), url: (url.io as { stdout: NodeJS.WritableStream }).stdout }, async () => {
       const m = /open (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{48})\n/.exec(url.out());
       expect(m, url.out()).not.toBeNull();
-      page = (await fetch(m![1]!)).status;
+      page = (await fetch(m![1]!, { redirect: 'manual' })).status;
     });
     expect(code).toBe(0);
-    expect(page).toBe(200);
+    expect(page).toBe(303); // the token exchanged for the page's cookie
     expect(io.err()).toContain('a2a studio: warning: serving on 0.0.0.0, not loopback');
     expect(io.err()).toContain('The token is then the only protection');
   });
@@ -277,7 +301,7 @@ describe('a2a studio (the command)', () => {
       let status = 0;
       await studioCommand({ workspace: tempDir(), port: 0 }, { ...(io.io as object as { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }), url: (io.io as { stdout: NodeJS.WritableStream }).stdout }, async () => {
         const base = /open (http:\/\/127\.0\.0\.1:\d+\/)\?token=<A2A_STUDIO_TOKEN>/.exec(io.out())![1]!;
-        status = (await fetch(`${base}api/runs?token=chosen-token-123456`)).status;
+        status = (await fetch(`${base}api/runs`, { headers: { authorization: 'Bearer chosen-token-123456' } })).status;
       });
       expect(status).toBe(200);
       expect(io.out()).not.toContain('chosen-token-123456');

@@ -1,10 +1,9 @@
 /**
  * The studio's page: one HTML document, its style inline, its script (page.js, bundled from
- * main.ts by `npm run build`) loaded with the access token the page was opened with. Nothing is
- * fetched from anywhere but this server.
+ * main.ts by `npm run build`), both reached with the page's cookie (the token the page was opened
+ * with never appears in an address after that). Nothing is fetched from anywhere but this server.
  */
-export function studioPage(token: string): string {
-  const t = encodeURIComponent(token);
+export function studioPage(): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -23,7 +22,7 @@ export function studioPage(token: string): string {
 </header>
 <main id="main" tabindex="-1"><p class="dim">loading…</p></main>
 <div id="toast" role="alert" aria-live="assertive"></div>
-<script type="module" src="/page.js?token=${t}"></script>
+<script type="module" src="/page.js"></script>
 </body>
 </html>`;
 }

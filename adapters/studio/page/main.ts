@@ -30,7 +30,6 @@ type PendingItem = HumanItem;
 type Status = RunStatus;
 type RunRecord = Omit<FileRunRecord, 'summary'>;
 
-const token = new URLSearchParams(location.search).get('token') ?? '';
 const $main = document.getElementById('main')!;
 const $conn = document.getElementById('conn')!;
 const $toast = document.getElementById('toast')!;
@@ -42,7 +41,7 @@ const time = (ts: number) => new Date(ts).toLocaleTimeString();
 async function api<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
   const res = await fetch(path, {
     method: init.method ?? 'GET',
-    headers: { authorization: `Bearer ${token}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { 'x-a2a-studio': '1', ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
   });
   const value = (await res.json().catch(() => ({ ok: false, error: `${res.status} ${res.statusText}` }))) as T & { ok?: boolean; error?: string };
@@ -167,7 +166,7 @@ function connect(p: RunPage): void {
   let retry: number | null = null;
   let closed = false;
   const open = () => {
-    source = new EventSource(`/api/runs/${encodeURIComponent(p.runId)}/stream?after=${p.last}&token=${encodeURIComponent(token)}`);
+    source = new EventSource(`/api/runs/${encodeURIComponent(p.runId)}/stream?after=${p.last}`);
     source.addEventListener('open', () => connection('live', 'live'));
     source.addEventListener('run', (m) => {
       const index = Number((m as MessageEvent).lastEventId);
@@ -474,7 +473,7 @@ function inboxView(p: RunPage): string {
 
 function auditShell(p: RunPage): string {
   const f = p.auditFilter;
-  const q = (format: string) => `/api/runs/${encodeURIComponent(p.runId)}/audit?format=${format}&token=${encodeURIComponent(token)}${filterQuery(p)}`;
+  const q = (format: string) => `/api/runs/${encodeURIComponent(p.runId)}/audit?format=${format}${filterQuery(p)}`;
   return `<section class="panel" aria-label="Audit trail"><form class="row" id="audit-form">
       <label for="f-actor">Actor</label><input id="f-actor" value="${esc(f.actor)}" size="14" placeholder="w-api.1">
       <label for="f-action">Action</label><input id="f-action" value="${esc(f.action)}" size="18" placeholder="permission.decided">
@@ -559,7 +558,7 @@ function openNats(): void {
     return;
   }
   $main.innerHTML = '<p class="dim">waiting for the namespace…</p>';
-  const source = new EventSource(`/api/nats/stream?token=${encodeURIComponent(token)}`);
+  const source = new EventSource('/api/nats/stream');
   source.addEventListener('open', () => connection('live', 'live'));
   source.addEventListener('error', () => connection('down', 'reconnecting…'));
   source.addEventListener('nats', (m) => drawNats(JSON.parse((m as MessageEvent).data as string) as MonitorSnapshot));

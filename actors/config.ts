@@ -87,6 +87,18 @@ export const SandboxConfig = z.strictObject({
   env: z.array(EnvName).default([]),
   /** Host paths commands may read besides the system (a toolchain outside /usr, e.g. ~/.nvm). */
   readOnlyPaths: z.array(z.string().refine((p) => p.startsWith('/'), 'expected an absolute path')).default([]),
+  /**
+   * What each command may use (adapters/sandbox/limits.ts): memory per process, processes and
+   * threads at once, the largest file written, the size of /tmp (MB).
+   */
+  limits: z
+    .strictObject({
+      memoryMB: z.number().int().min(16).max(1_048_576).default(4096),
+      processes: z.number().int().min(4).max(1_000_000).default(512),
+      fileMB: z.number().int().min(1).max(1_048_576).default(1024),
+      tmpMB: z.number().int().min(1).max(1_048_576).default(512),
+    })
+    .prefault({}),
 });
 export type SandboxConfig = z.infer<typeof SandboxConfig>;
 

@@ -266,6 +266,8 @@ export interface CommandResult {
   timedOut: boolean;
   aborted: boolean;
   durationMs: number;
+  /** A limit of the sandbox the command hit (memory, processes, file size, /tmp), said with the setting that raises it. */
+  limit?: string;
 }
 
 export type CommandRunnerStatus = { ready: true } | { ready: false; reason: string };

@@ -430,7 +430,8 @@ const runCommandTool: ToolDefinition<typeof RunArgs> = {
           : `killed by ${run.signal ?? 'an unknown cause'}`;
     const where = cwd.relative === '.' ? '' : ` (in ${cwd.relative})`;
     const body = run.output.length > 0 ? run.output.replace(/\n$/, '') : '(no output)';
-    return { isError: run.aborted || run.timedOut, content: `$ ${args.command}${where}\n[${status}; ${run.durationMs} ms]\n${body}` };
+    const limit = run.limit ? `\n[sandbox limit: ${run.limit}]` : '';
+    return { isError: run.aborted || run.timedOut || run.limit !== undefined, content: `$ ${args.command}${where}\n[${status}; ${run.durationMs} ms]${limit}\n${body}` };
   },
 };
 

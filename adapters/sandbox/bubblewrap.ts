@@ -13,6 +13,7 @@ import { A2AError } from '../../actors/errors.js';
 import { commandEnv } from './env.js';
 import { MountPlan, readOnlyArgs, systemArgs, worktreeMounts } from './mounts.js';
 import { runProcess } from './process.js';
+import { DEFAULT_LIMITS, findPrlimit, limitedCommand, limitHit, pidsGroup, tmpArgs, type PidsGroup, type SandboxLimits } from './limits.js';
 
 export interface BubblewrapOptions {
   /** The bwrap binary (default: `bwrap` on PATH, else /usr/bin/bwrap). */
@@ -21,6 +22,8 @@ export interface BubblewrapOptions {
   env?: readonly string[];
   /** Host paths made visible read-only (a toolchain outside /usr, e.g. ~/.nvm). */
   readOnlyPaths?: readonly string[];
+  /** What a command may use (memory, processes, file size, /tmp): limits.ts. */
+  limits?: SandboxLimits;
 }
 
 const CHECK_TIMEOUT_MS = 10_000;
@@ -56,7 +59,7 @@ async function selfCheck(explicit: string | undefined): Promise<{ bwrap: string;
   if (!bwrap) {
     return { bwrap: '', status: { ready: false, reason: `run_command runs commands in a bubblewrap sandbox, and bwrap${explicit ? ` (${explicit})` : ''} is not installed. ${INSTALL}, or ${OPT_OUT}` } };
   }
-  const args = [...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), '/bin/true'];
+  const args = [...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), '--tmpfs', '/tmp', '/bin/true'];
   const failure = await new Promise<string | null>((done) => {
     execFile(bwrap, args, { timeout: CHECK_TIMEOUT_MS, env: commandEnv([]) }, (error, _stdout, stderr) =>
       done(error ? (stderr.trim() || error.message).split('\n').slice(0, 3).join(' ') : null),
@@ -79,6 +82,7 @@ const checks = new Map<string, Promise<{ bwrap: string; status: CommandRunnerSta
 
 export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner {
   const key = options.bwrap ?? '';
+  const limits = options.limits ?? DEFAULT_LIMITS;
   const checked = () => {
     let check = checks.get(key);
     if (!check) {
@@ -96,10 +100,13 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
     async run(request: CommandRequest): Promise<CommandResult> {
       const { bwrap, status } = await checked();
       if (!status.ready) throw new A2AError('TOOL_NOT_ALLOWED', status.reason);
+      const prlimit = await findPrlimit();
+      if (!prlimit) throw new A2AError('TOOL_NOT_ALLOWED', `run_command limits what a sandboxed command may use with prlimit, which is not installed: install util-linux (apt-get install util-linux), or ${OPT_OUT}`);
       const root = await realpath(request.worktree);
       const plan = new MountPlan();
+      let group: PidsGroup | null = null;
       try {
-        plan.args.push(...PROCESS, ...NAMESPACES, ...(request.network ? [] : ['--unshare-net']), ...(await systemArgs()), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
+        plan.args.push(...PROCESS, ...NAMESPACES, ...(request.network ? [] : ['--unshare-net']), ...(await systemArgs()), ...tmpArgs(limits), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
         await worktreeMounts(plan, root);
         // the sandbox's own root (where the mount points were made) is read-only too
         plan.args.push('--remount-ro', '/', '--chdir', request.cwd);
@@ -108,9 +115,16 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
         plan.args.push('--info-fd', String(3 + plan.fds.length));
         plan.args.push(...(shell ? [shell, '-c', CLOSE_INHERITED, 'sh'] : ['/bin/sh', '-c']), request.command);
         const env = commandEnv(options.env ?? []);
+        group = await pidsGroup(limits.processes);
+        const launch = limitedCommand(prlimit, limits, group, bwrap, plan.args);
         // bwrap has its own copies of the descriptors once spawned: ours are closed right after
-        return runProcess(bwrap, plan.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true });
+        const result = await runProcess(launch.file, launch.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true });
+        const forkRefused = group ? await group.close() : false;
+        group = null;
+        const hit = limitHit(limits, result, forkRefused);
+        return hit ? { ...result, limit: hit } : result;
       } finally {
+        await group?.close();
         await plan.close();
       }
     },

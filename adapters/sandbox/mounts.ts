@@ -86,7 +86,8 @@ export function systemArgs(): Promise<string[]> {
     }
     args.push('--ro-bind', '/etc', '/etc');
     for (const secret of await etcSecrets()) args.push(...mask(secret.path, secret.kind));
-    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+    // /tmp: a tmpfs of the size the runner's limits give (limits.ts tmpArgs), mounted right after these
+    args.push('--proc', '/proc', '--dev', '/dev');
     return args;
   })();
   return system;

@@ -427,6 +427,52 @@ describe('sandbox: when it cannot start, and the opt-out', () => {
   });
 });
 
+describe('sandbox: limits (memory, processes, file size, /tmp)', () => {
+  const limited = bubblewrapRunner({ limits: { memoryMB: 64, processes: 24, fileMB: 2, tmpMB: 8 } });
+  const runLimited = async (command: string) => call(context(wt, { commands: limited }).ctx, 'run_command', { command, timeoutMs: 8_000 });
+
+  it('stops a /tmp that fills up at its size, and says which setting raises it', async () => {
+    // files of 1 MB each (under the file size limit), 12 of them in a /tmp of 8 MB
+    const out = await runLimited('for i in 1 2 3 4 5 6 7 8 9 10 11 12; do head -c 1M /dev/zero > /tmp/f$i || break; done; df -k /tmp | tail -1');
+    expect(out.isError).toBe(true);
+    expect(out.content).toContain("[sandbox limit: the sandbox's /tmp (also HOME) holds 8 MB (sandbox.limits.tmpMB)");
+    expect(out.content).toContain('No space left on device');
+  });
+
+  it('stops a file at its size limit, in the worktree too', async () => {
+    const out = await runLimited('head -c 5M /dev/zero > big.bin; echo "rc=$?"');
+    expect(out.isError).toBe(true);
+    expect(out.content).toContain('[sandbox limit: a file may grow to 2 MB in the sandbox (sandbox.limits.fileMB)');
+    rmSync(join(wt, 'big.bin'), { force: true });
+  });
+
+  it('refuses memory past the limit to each process', async () => {
+    const out = await runLimited('awk \'BEGIN { s = sprintf("%*s", 200000000, ""); print length(s) }\'');
+    expect(out.isError).toBe(true);
+    expect(out.content).toContain('[sandbox limit: each process of the sandbox may use 64 MB of memory (sandbox.limits.memoryMB)');
+  });
+
+  it('stops a fork bomb at the process limit; the machine keeps its processes', async () => {
+    const out = await runLimited('i=0; while [ $i -lt 200 ]; do sleep 3 & i=$((i+1)); done; echo started');
+    expect(out.isError).toBe(true);
+    expect(out.content).toContain('[sandbox limit: the sandbox allows 24 processes and threads at once (sandbox.limits.processes)');
+  });
+
+  it('runs node and a normal build under the default limits', async () => {
+    const out = await call(context(wt).ctx, 'run_command', { command: `${process.execPath} -e "console.log(Buffer.alloc(64 * 1024 * 1024).length)"` });
+    expect(out.content).toContain('exit code 0');
+    expect(out.content).toContain('67108864');
+    expect(out.content).not.toContain('sandbox limit');
+  });
+
+  it('refuses limits that are not numbers in range, naming the setting', async () => {
+    const { SandboxConfig } = await import('../../actors/config.js');
+    const bad = SandboxConfig.safeParse({ limits: { memoryMB: 8, processes: 'many' } });
+    expect(bad.success).toBe(false);
+    expect(JSON.stringify(bad.error?.issues.map((i) => i.path.join('.')))).toBe('["limits.memoryMB","limits.processes"]');
+  });
+});
+
 describe('sandbox: the count', () => {
   it('should have let nothing out', () => {
     const escaped = table.filter((t) => t.escaped);

@@ -36,6 +36,9 @@ const needs = [
   { program: 'bwrap', pkg: 'bubblewrap', places: () => [...onPath('bwrap'), '/usr/bin/bwrap'] },
   { program: 'chromium', pkg: 'chromium', env: 'CHROMIUM_BIN', places: () => ['/usr/bin/chromium'] },
   { program: 'git', pkg: 'git', places: () => onPath('git') },
+  // run_command's network: true gets a network namespace of its own with egress only (no host loopback)
+  { program: 'slirp4netns', pkg: 'slirp4netns', places: () => [...onPath('slirp4netns'), '/usr/bin/slirp4netns'] },
+  { program: 'prlimit', pkg: 'util-linux', places: () => [...onPath('prlimit'), '/usr/bin/prlimit'] },
 ];
 
 /** The program's path, or null; a variable that names a file which is not executable is an error now, not later. */

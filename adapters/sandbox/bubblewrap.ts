@@ -1,7 +1,8 @@
 /**
  * The default command runner: each command in a bubblewrap sandbox (mounts.ts says what it sees),
- * in new pid, ipc, uts and cgroup namespaces and, unless `network_access` was granted, a new
- * network namespace with only its own loopback. No capabilities, its own session (no terminal to
+ * in new pid, ipc, uts, cgroup and network namespaces: only its own loopback, or, when
+ * `network_access` was granted, egress through slirp4netns and still no way to the host's
+ * loopback (network.ts). Limits on memory, processes, file size and /tmp (limits.ts). No capabilities, its own session (no terminal to
  * push input into), and when bwrap ends, everything inside ends with it: the pid namespace dies
  * with its first process, and bwrap dies with the runtime (`--die-with-parent`).
  */
@@ -13,6 +14,7 @@ import { A2AError } from '../../actors/errors.js';
 import { commandEnv } from './env.js';
 import { MountPlan, readOnlyArgs, systemArgs, worktreeMounts } from './mounts.js';
 import { runProcess } from './process.js';
+import { egressArgs, egressFor, findSlirp } from './network.js';
 import { DEFAULT_LIMITS, findPrlimit, limitedCommand, limitHit, pidsGroup, tmpArgs, type PidsGroup, type SandboxLimits } from './limits.js';
 
 export interface BubblewrapOptions {
@@ -106,19 +108,24 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
       const plan = new MountPlan();
       let group: PidsGroup | null = null;
       try {
-        plan.args.push(...PROCESS, ...NAMESPACES, ...(request.network ? [] : ['--unshare-net']), ...(await systemArgs()), ...tmpArgs(limits), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
+        // its own network namespace always: only its own loopback, or with network: true egress through slirp4netns
+        const slirp = request.network ? findSlirp() : null;
+        if (request.network && !slirp) throw new A2AError('TOOL_NOT_ALLOWED', 'network: true gives a command a network namespace of its own with egress only (no way to this machine\'s loopback services), through slirp4netns, which is not installed: `apt-get install slirp4netns`. Nothing was run.');
+        plan.args.push(...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), ...(slirp ? egressArgs() : []), ...tmpArgs(limits), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
         await worktreeMounts(plan, root);
         // the sandbox's own root (where the mount points were made) is read-only too
         plan.args.push('--remount-ro', '/', '--chdir', request.cwd);
         const shell = await closingShell();
         // the sandbox's first process, whose pid a stop needs (see runProcess)
         plan.args.push('--info-fd', String(3 + plan.fds.length));
+        // with a network: the command waits until slirp4netns has set up its namespace
+        if (slirp) plan.args.push('--block-fd', String(4 + plan.fds.length));
         plan.args.push(...(shell ? [shell, '-c', CLOSE_INHERITED, 'sh'] : ['/bin/sh', '-c']), request.command);
         const env = commandEnv(options.env ?? []);
         group = await pidsGroup(limits.processes);
         const launch = limitedCommand(prlimit, limits, group, bwrap, plan.args);
         // bwrap has its own copies of the descriptors once spawned: ours are closed right after
-        const result = await runProcess(launch.file, launch.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true });
+        const result = await runProcess(launch.file, launch.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true, ...(slirp ? { gate: (pid: number) => egressFor(slirp, pid) } : {}) });
         const forkRefused = group ? await group.close() : false;
         group = null;
         const hit = limitHit(limits, result, forkRefused);

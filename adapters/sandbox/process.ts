@@ -5,7 +5,7 @@
  * end). Both command runners use it; only what they start differs.
  */
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { CommandResult } from '../../machines/ports.js';
 
 export const OUTPUT_HEAD_BYTES = 32 * 1024;
@@ -56,6 +56,12 @@ export interface ProcessOptions {
    * `--info-fd`): N is the sandbox's own first process, which a stop must reach too (see runProcess).
    */
   info?: boolean;
+  /**
+   * The sandbox waits (bwrap's `--block-fd`, the descriptor after the info one) until this
+   * resolves for its first process (the network set up for its namespace, say); what it returns
+   * is called when the command ended. A gate that fails runs nothing: its message is the output.
+   */
+  gate?: (innerPid: number) => Promise<() => void>;
 }
 
 export function runProcess(file: string, args: string[], options: ProcessOptions): Promise<CommandResult> {
@@ -64,7 +70,7 @@ export function runProcess(file: string, args: string[], options: ProcessOptions
   const child = spawn(file, args, {
     cwd: options.cwd,
     detached: true, // a process group of its own, killed as a whole
-    stdio: ['ignore', 'pipe', 'pipe', ...(options.fds ?? []), ...(options.info ? ['pipe' as const] : [])],
+    stdio: ['ignore', 'pipe', 'pipe', ...(options.fds ?? []), ...(options.info ? ['pipe' as const] : []), ...(options.gate ? ['pipe' as const] : [])],
     env: options.env,
   }) as ChildProcessByStdio<null, Readable, Readable>;
   child.stdout.on('data', (c: Buffer) => output.push(c));
@@ -123,11 +129,36 @@ export function runProcess(file: string, args: string[], options: ProcessOptions
     stop();
   };
 
+  let ungate: (() => void) | null = null;
+  let ended = false;
+  if (options.gate) {
+    const gate = options.gate;
+    const block = (child.stdio as unknown as Writable[])[3 + (options.fds?.length ?? 0) + (options.info ? 1 : 0)]!;
+    block.on('error', () => undefined);
+    void innerKnown.then(async () => {
+      if (inner === null) return; // ended before it started
+      try {
+        const cleanup = await gate(inner);
+        // ended meanwhile (a timeout, a stop): undone now, else when it ends
+        if (ended) cleanup();
+        else {
+          ungate = cleanup;
+          block.end('1');
+        }
+      } catch (error) {
+        output.push(Buffer.from(`${(error as Error).message}\n`));
+        signalAll('SIGKILL');
+      }
+    });
+  }
+
   return new Promise((resolve) => {
     let settled = false;
     const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
       if (settled) return;
       settled = true;
+      ended = true;
+      (ungate as (() => void) | null)?.();
       for (const t of timers) clearTimeout(t);
       options.signal.removeEventListener('abort', onAbort);
       // nothing the command started outlives it: background processes, whatever ignored SIGTERM

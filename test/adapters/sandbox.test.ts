@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join, relative } from 'node:path';
+import { networkInterfaces } from 'node:os';
 import { SimulatedClock } from 'xstate';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FileLockTable } from '../../actors/fileLocks.js';
@@ -238,13 +239,15 @@ describe('sandbox: environment, processes, network', () => {
     let server: Server;
     let port = 0;
     const received: string[] = [];
+    // this machine's own address on its network: what egress reaches (the traffic stays on this machine)
+    const external = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
     beforeAll(async () => {
       server = createServer((socket: Socket) => socket.on('data', (d) => received.push(d.toString())));
-      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      await new Promise<void>((r) => server.listen(0, '0.0.0.0', () => r()));
       port = (server.address() as { port: number }).port;
     });
     afterAll(() => new Promise<void>((r) => server.close(() => r())));
-    const connect = (word: string) => `bash -c 'echo ${word} > /dev/tcp/127.0.0.1/${port}' && echo CONNECTED`;
+    const connect = (word: string, host = '127.0.0.1') => `timeout 5 bash -c 'echo ${word} > /dev/tcp/${host}/${port}' && echo CONNECTED`;
 
     it('should refuse a connection without network: true, asking nothing', async () => {
       const { ctx, asks } = context(wt);
@@ -262,10 +265,17 @@ describe('sandbox: environment, processes, network', () => {
       attempt('a TCP connection with network_access denied', 'run_command', received.includes('denied\n'));
     });
 
-    it('should connect with network: true once network_access is approved', async () => {
-      const out = await run(wt, connect('approved'), { network: true });
+    it('should connect out with network: true once network_access is approved, and never to the host\'s loopback', async () => {
+      expect(external, 'this machine has no IPv4 address besides loopback: the egress test needs one').toBeDefined();
+      const out = await run(wt, connect('approved', external!), { network: true });
       expect(body(out)).toContain('CONNECTED');
       await waitFor(() => received.includes('approved\n'), 3000, 'the server did not receive the approved connection');
+      // the host's loopback services: neither as 127.0.0.1 (the sandbox's own) nor through the gateway
+      for (const [form, host] of [['127.0.0.1', '127.0.0.1'], ['the gateway to the host (10.0.2.2)', '10.0.2.2']] as const) {
+        const word = `loop-${host}`;
+        const tried = await run(wt, connect(word, host), { network: true });
+        attempt(`a TCP connection to the host's loopback via ${form} (network: true)`, 'run_command', body(tried).includes('CONNECTED') || received.includes(`${word}\n`), tried);
+      }
     });
   });
 });

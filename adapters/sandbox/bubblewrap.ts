@@ -100,6 +100,18 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
       return (await checked()).status;
     },
     async run(request: CommandRequest): Promise<CommandResult> {
+      // bwrap failing in its own setup of a new network namespace (a race with the kernel or
+      // slirp4netns, seen about once in 30 with network: true) ran nothing of the command: it is
+      // started again, twice at most
+      for (let attempt = 0; ; attempt++) {
+        const result = await runOnce(request);
+        if (attempt >= 2 || result.exitCode !== 1 || !/^bwrap: loopback: /.test(result.output.trim())) return result;
+      }
+    },
+  };
+
+  async function runOnce(request: CommandRequest): Promise<CommandResult> {
+    {
       const { bwrap, status } = await checked();
       if (!status.ready) throw new A2AError('TOOL_NOT_ALLOWED', status.reason);
       const prlimit = await findPrlimit();
@@ -134,6 +146,6 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
         await group?.close();
         await plan.close();
       }
-    },
-  };
+    }
+  }
 }

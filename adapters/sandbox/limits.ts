@@ -90,12 +90,14 @@ export async function pidsGroup(max: number): Promise<PidsGroup | null> {
     procs: join(dir, 'cgroup.procs'),
     async close() {
       const events = await readFile(join(dir, 'pids.events'), 'utf8').catch(() => '');
-      // the sandbox's processes are gone once bwrap ended (its pid namespace with it); a straggler
-      // still being reaped is waited for a moment
-      for (let i = 0; i < 50; i++) {
-        if (await rmdir(dir).then(() => true, () => false)) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      // removed in the background: the sandbox's last processes are still being reaped for a few
+      // milliseconds after bwrap ended (rmdir says EBUSY until then), and the result need not wait
+      void (async () => {
+        for (let i = 0; i < 250; i++) {
+          if (await rmdir(dir).then(() => true, () => false)) return;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })();
       return Number(/max (\d+)/.exec(events)?.[1] ?? 0) > 0;
     },
   };

@@ -8,6 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { A2AError } from '../../actors/errors.js';
@@ -30,8 +31,23 @@ export function egressArgs(): string[] {
   return ['--ro-bind', resolvConf, '/etc/resolv.conf'];
 }
 
+/**
+ * Waits (a moment at most) until bwrap has brought up the namespace's loopback: slirp4netns
+ * configuring the namespace at the same time makes bwrap's own setup fail ("loopback: Failed
+ * RTM_NEWADDR"). The loopback is up once it has its IPv6 address (or, without IPv6, after the wait).
+ */
+async function loopbackUp(pid: number): Promise<void> {
+  const deadline = Date.now() + 300;
+  while (Date.now() < deadline) {
+    const text = await readFile(`/proc/${pid}/net/if_inet6`, 'utf8').catch(() => null);
+    if (text === null || /\blo$/m.test(text)) return;
+    await new Promise((r) => setTimeout(r, 3));
+  }
+}
+
 /** Connects the network namespace of `pid` to the outside (egress only); resolves to what stops it. */
-export function egressFor(slirp: string, pid: number): Promise<() => void> {
+export async function egressFor(slirp: string, pid: number): Promise<() => void> {
+  await loopbackUp(pid);
   return new Promise((resolve, reject) => {
     const child = spawn(slirp, ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', String(pid), 'tap0'], { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
     let err = '';

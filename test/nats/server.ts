@@ -286,11 +286,11 @@ export interface NatsCluster {
  * the cluster tests: resolves once its meta group has a leader and a stream of `size` replicas
  * can be placed, so that a test starts from a cluster that works.
  */
-export async function startNatsCluster(size = 3, options: { extraConfig?: (i: number) => string } = {}): Promise<NatsCluster> {
+export async function startNatsCluster(size = 3, options: { extraConfig?: (i: number) => string; env?: Record<string, string> } = {}): Promise<NatsCluster> {
   const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()));
   const routes = routePorts.map((p) => `"nats-route://127.0.0.1:${p}"`).join(', ');
   const nodes = await Promise.all(
-    routePorts.map((port, i) => startNatsServer({ config: `server_name: n${i + 1}\ncluster { name: a2a_test, listen: "127.0.0.1:${port}", routes: [${routes}] }\n${options.extraConfig?.(i) ?? ''}` })),
+    routePorts.map((port, i) => startNatsServer({ config: `server_name: n${i + 1}\ncluster { name: a2a_test, listen: "127.0.0.1:${port}", routes: [${routes}] }\n${options.extraConfig?.(i) ?? ''}`, ...(options.env ? { env: options.env } : {}) })),
   );
   const urls = nodes.map((n) => n.url).join(',');
   await placeable(urls, size);

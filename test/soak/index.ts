@@ -11,7 +11,7 @@ import { startNatsCluster } from '../nats/server.js';
 import { formatSoak, soak } from './soak.js';
 
 const { values } = parseArgs({
-  options: { minutes: { type: 'string' }, workers: { type: 'string' }, parts: { type: 'string' }, 'no-latency': { type: 'boolean' } },
+  options: { minutes: { type: 'string' }, workers: { type: 'string' }, parts: { type: 'string' }, 'no-latency': { type: 'boolean' }, gomemlimit: { type: 'string' } },
   strict: true,
 });
 const number = (name: string, given: string | undefined, fallback: number) => {
@@ -27,7 +27,15 @@ const minutes = number('minutes', values.minutes ?? process.env.SOAK_MINUTES, 10
 const workers = number('workers', values.workers, 4);
 const parts = number('parts', values.parts, 5);
 
-const cluster = await startNatsCluster(3);
+// the servers' Go runtime: GOMEMLIMIT (e.g. 128MiB) makes its collector return memory to the
+// system before the heap grows past it (README, "Running a cluster for weeks")
+const gomemlimit = values.gomemlimit ?? process.env.SOAK_GOMEMLIMIT;
+if (gomemlimit !== undefined && !/^\d+(B|KiB|MiB|GiB)$/.test(gomemlimit)) {
+  console.error(`npm run soak: --gomemlimit must be a size such as 128MiB (B, KiB, MiB or GiB), got "${gomemlimit}"`);
+  process.exit(2);
+}
+const cluster = await startNatsCluster(3, gomemlimit ? { env: { GOMEMLIMIT: gomemlimit } } : {});
+if (gomemlimit) console.log(`nats-server runs with GOMEMLIMIT=${gomemlimit}`);
 try {
   if (!values['no-latency']) {
     console.log('NATS figures: one server beside a 3-node cluster (replicas 3), loopback');

@@ -3,7 +3,7 @@
  * events from these (`TypedRunEvent`: `e.type === 'tool.called'` gives `e.data.name: string`), and
  * the test suite checks every event a run emits against them, so that the types cannot drift from
  * what the emitters send. Fields are required where every emitter sends them; extra fields are
- * allowed (a host's relayed events carry `relayedFrom`).
+ * allowed (a host's relayed events carry `relayedFrom` and `relayedAt`).
  */
 import { z } from 'zod';
 import type { RunSummary } from './orchestrator.machine.js';
@@ -21,7 +21,8 @@ import {
   type RunEventType,
 } from './protocol.js';
 
-const data = <S extends z.ZodRawShape>(shape: S) => z.object({ ...shape, relayedFrom: z.string().optional() });
+/** A host's event relayed into the run's log: which process sent it, and when (its clock; `ts` is when the run took it). */
+const data = <S extends z.ZodRawShape>(shape: S) => z.object({ ...shape, relayedFrom: z.string().optional(), relayedAt: z.number().optional() });
 const by = data({ by: z.string() });
 const RunStatus = z.enum(['completed', 'failed', 'cancelled']);
 const PullRequest = z.object({ number: z.number(), url: z.string() });

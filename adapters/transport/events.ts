@@ -202,7 +202,7 @@ export async function relayHostEvents(
         return;
       }
       const { runId: _r, seq: _s, ts: _t, ...event } = parsed.data;
-      bus.emit({ ...event, id: event.id ?? `${origin}:${message.msgId || _s}`, data: { ...event.data, relayedFrom: origin } });
+      bus.emit({ ...event, id: event.id ?? `${origin}:${message.msgId || _s}`, data: { ...event.data, relayedFrom: origin, relayedAt: _t } });
       afterWrite(() => message.ack());
     },
   );

@@ -299,8 +299,10 @@ function placementTimes(ws: string, runs: number): { p50: number; p99: number; n
     const spawned = new Map<string, number>();
     for (const e of store.events(`soak-${k}`)) {
       if (!e.subTaskId) continue;
-      if (e.type === 'subtask.spawned' && !spawned.has(e.subTaskId)) spawned.set(e.subTaskId, e.ts);
-      if (e.type === 'subtask.placed' && spawned.has(e.subTaskId) && e.data.restored !== true) times.push(e.ts - spawned.get(e.subTaskId)!);
+      // when it happened: a host's event by the host's clock (its ts is when the run's log took it)
+      const at = typeof e.data.relayedAt === 'number' ? e.data.relayedAt : e.ts;
+      if (e.type === 'subtask.spawned' && !spawned.has(e.subTaskId)) spawned.set(e.subTaskId, at);
+      if (e.type === 'subtask.placed' && spawned.has(e.subTaskId) && e.data.restored !== true) times.push(at - spawned.get(e.subTaskId)!);
     }
   }
   times.sort((a, b) => a - b);

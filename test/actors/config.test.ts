@@ -33,7 +33,7 @@ describe('configuration', () => {
   });
 
   it('should default the sandbox to bubblewrap, passing no extra variables', () => {
-    expect(parseConfig([]).sandbox).toEqual({ mode: 'bubblewrap', env: [], readOnlyPaths: [] });
+    expect(parseConfig([]).sandbox).toEqual({ mode: 'bubblewrap', env: [], readOnlyPaths: [], limits: { memoryMB: 4096, processes: 512, fileMB: 1024, tmpMB: 512 } });
   });
 
   it('should refuse an unknown sandbox key, naming the file and field', () => {
@@ -57,6 +57,6 @@ describe('configuration', () => {
     writeFileSync(file, 'sandbox:\n  env: [CI, MY_GH]\ngit:\n  github: { repo: a/b, tokenEnv: MY_GH }\n');
     expect(() => loadConfig({ workspace: ws })).toThrowError(`${file}: invalid configuration:\n  - sandbox.env: MY_GH is git.github.tokenEnv, a credential: it is never passed to commands`);
     writeFileSync(file, 'sandbox:\n  env: [CI, NODE_OPTIONS]\n  readOnlyPaths: [/opt/node]\n');
-    expect(loadConfig({ workspace: ws }).config.sandbox).toEqual({ mode: 'bubblewrap', env: ['CI', 'NODE_OPTIONS'], readOnlyPaths: ['/opt/node'] });
+    expect(loadConfig({ workspace: ws }).config.sandbox).toMatchObject({ mode: 'bubblewrap', env: ['CI', 'NODE_OPTIONS'], readOnlyPaths: ['/opt/node'] });
   });
 });

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +5,7 @@ import { main } from '../../bin/cli.js';
 import { RunEvent } from '../../machines/protocol.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { capture, tempDir } from '../helpers.js';
+import { a2aProcess } from '../nats/cluster.js';
 
 const root = resolve(import.meta.dirname, '..', '..');
 
@@ -260,17 +260,15 @@ describe('a2a stop', () => {
         ],
       }),
     );
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin/a2a.ts'), 'run', join(ws, 'plan.json'), '--script', join(ws, 'script.json'), '--run-id', 'long', '--workspace', ws], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    const exited = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)));
+    // the bundle the suite builds once (test/globalSetup.ts): it starts in a fraction of a second,
+    // where tsx compiled every source file first (seconds on a fresh clone, over 10 s under load)
+    const proc = a2aProcess(['run', join(ws, 'plan.json'), '--script', join(ws, 'script.json'), '--run-id', 'long', '--workspace', ws], root);
+    const exited = proc.exited;
     const store = new FileRunStore(ws);
-    for (let i = 0; i < 200 && !(existsSync(join(store.dir('long'), 'run.json')) && stdout.includes('+ w-a.2')); i++) {
-      await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 300 && !(existsSync(join(store.dir('long'), 'run.json')) && proc.out().includes('+ w-a.2')); i++) {
+      await new Promise((r) => setTimeout(r, 25));
     }
+    const stdout = proc.out();
     expect(stdout).toContain('+ w-a.2');
     const c = capture();
     expect(await main(['stop', '--workspace', ws], c.io)).toBe(0);

@@ -314,8 +314,16 @@ export class RunLog {
       this.#audit = [];
     }
     // everything appended is written: a segment closed now ends where the bus's state is
-    if (this.#size.events >= this.#segmentBytes) this.#close('events');
-    if (this.#size.audit >= this.#segmentBytes) this.#close('audit');
+    for (const base of ['events', 'audit'] as const) {
+      if (this.#size[base] < this.#segmentBytes) continue;
+      try {
+        this.#close(base);
+      } catch (error) {
+        // the log goes on in the current file (nothing is lost), and closing is tried again later
+        this.#size[base] = 0;
+        this.options.onError?.(`could not close ${this.#file(base)} into a segment (it grows on): ${(error as Error).message}`);
+      }
+    }
     const waiting = this.#waiting;
     this.#waiting = [];
     for (const callback of waiting) callback();

@@ -138,18 +138,44 @@ export interface BusStart {
   recent: Iterable<string>;
 }
 
-/** Where a bus continues a log: after its last sequence number, with its facts and latest ids. */
-export function busStartOf(events: Iterable<RunEvent>): BusStart {
-  let seq = 0;
-  const facts: string[] = [];
-  const recent: string[] = [];
-  for (const e of events) {
-    seq = Math.max(seq, e.seq + 1);
-    const fact = factKey(e);
-    if (fact !== undefined) facts.push(fact);
-    else if (e.id) recent.push(e.id);
+/**
+ * Folds a log's events, in order, into where a bus continues it: after its last sequence number,
+ * with its facts and latest ids. A fold can start from a saved point (a log's index: the events
+ * before it are not read again).
+ */
+export class BusStartFold {
+  seq = 0;
+  readonly facts: string[] = [];
+  #recent: string[] = [];
+
+  constructor(start?: { seq: number; facts: Iterable<string>; recent: Iterable<string> }) {
+    if (!start) return;
+    this.seq = start.seq;
+    this.facts.push(...start.facts);
+    this.#recent = [...start.recent];
   }
-  return { seq, facts, recent: recent.slice(-RECENT_IDS) };
+
+  add(e: RunEvent): void {
+    this.seq = Math.max(this.seq, e.seq + 1);
+    const fact = factKey(e);
+    if (fact !== undefined) this.facts.push(fact);
+    else if (e.id) {
+      this.#recent.push(e.id);
+      // trimmed now and then, not on every event
+      if (this.#recent.length > 2 * RECENT_IDS) this.#recent = this.#recent.slice(-RECENT_IDS);
+    }
+  }
+
+  start(): BusStart {
+    return { seq: this.seq, facts: this.facts, recent: this.#recent.slice(-RECENT_IDS) };
+  }
+}
+
+/** Where a bus continues a whole log. */
+export function busStartOf(events: Iterable<RunEvent>): BusStart {
+  const fold = new BusStartFold();
+  for (const e of events) fold.add(e);
+  return fold.start();
 }
 
 /** How many ids of relayed events (not facts) a bus remembers to drop a redelivery. */

@@ -93,15 +93,23 @@ export class SecretRedactor {
 
   /** `text` with every known secret (and, for records, every credential shape) replaced by a marker. */
   text(text: string, mode: RedactionMode = 'records'): string {
-    let out = text;
-    for (const { name, value, word } of this.#secrets) {
-      if (!out.includes(value)) continue;
-      out = word ? out.replace(word, `[redacted:${name}]`) : out.split(value).join(`[redacted:${name}]`);
-    }
+    let out = this.#known(text, false);
     if (mode !== 'state') {
       for (const shape of mode === 'records' ? SHAPES : TOKEN_SHAPES) {
         out = out.replace(shape, (match: string, prefix?: unknown) => (typeof prefix === 'string' && match.startsWith(prefix) ? `${prefix}[redacted]` : '[redacted]'));
       }
+    }
+    return out;
+  }
+
+  /** `text` with every known secret replaced by its marker (also as JSON escapes it, for JSON text); a short one only as a word. */
+  #known(text: string, escaped: boolean): string {
+    let out = text;
+    for (const { name, value, word } of this.#secrets) {
+      const marker = `[redacted:${name}]`;
+      if (out.includes(value)) out = word ? out.replace(word, marker) : out.split(value).join(marker);
+      const inJson = escaped ? JSON.stringify(value).slice(1, -1) : value;
+      if (inJson !== value && out.includes(inJson)) out = out.split(inJson).join(marker);
     }
     return out;
   }
@@ -113,14 +121,7 @@ export class SecretRedactor {
    * JSON stays valid, as `json` keeps it.
    */
   jsonText(text: string): string {
-    let out = text;
-    for (const { name, value, word } of this.#secrets) {
-      const marker = `[redacted:${name}]`;
-      for (const form of new Set([value, JSON.stringify(value).slice(1, -1)])) {
-        if (!out.includes(form)) continue;
-        out = word && form === value ? out.replace(word, marker) : out.split(form).join(marker);
-      }
-    }
+    let out = this.#known(text, true);
     for (const shape of JSON_SHAPES) {
       out = out.replace(shape, (match: string, prefix?: unknown) => (typeof prefix === 'string' && match.startsWith(prefix) ? `${prefix}[redacted]` : '[redacted]'));
     }

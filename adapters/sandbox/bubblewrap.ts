@@ -111,41 +111,39 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
   };
 
   async function runOnce(request: CommandRequest): Promise<CommandResult> {
-    {
-      const { bwrap, status } = await checked();
-      if (!status.ready) throw new A2AError('TOOL_NOT_ALLOWED', status.reason);
-      const prlimit = await findPrlimit();
-      if (!prlimit) throw new A2AError('TOOL_NOT_ALLOWED', `run_command limits what a sandboxed command may use with prlimit, which is not installed: install util-linux (apt-get install util-linux), or ${OPT_OUT}`);
-      const root = await realpath(request.worktree);
-      const plan = new MountPlan();
-      let group: PidsGroup | null = null;
-      try {
-        // its own network namespace always: only its own loopback, or with network: true egress through slirp4netns
-        const slirp = request.network ? findSlirp() : null;
-        if (request.network && !slirp) throw new A2AError('TOOL_NOT_ALLOWED', 'network: true gives a command a network namespace of its own with egress only (no way to this machine\'s loopback services), through slirp4netns, which is not installed: `apt-get install slirp4netns`. Nothing was run.');
-        plan.args.push(...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), ...(slirp ? egressArgs() : []), ...tmpArgs(limits), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
-        await worktreeMounts(plan, root);
-        // the sandbox's own root (where the mount points were made) is read-only too
-        plan.args.push('--remount-ro', '/', '--chdir', request.cwd);
-        const shell = await closingShell();
-        // the sandbox's first process, whose pid a stop needs (see runProcess)
-        plan.args.push('--info-fd', String(3 + plan.fds.length));
-        // with a network: the command waits until slirp4netns has set up its namespace
-        if (slirp) plan.args.push('--block-fd', String(4 + plan.fds.length));
-        plan.args.push(...(shell ? [shell, '-c', CLOSE_INHERITED, 'sh'] : ['/bin/sh', '-c']), request.command);
-        const env = commandEnv(options.env ?? []);
-        group = await pidsGroup(limits.processes);
-        const launch = limitedCommand(prlimit, limits, group, bwrap, plan.args);
-        // bwrap has its own copies of the descriptors once spawned: ours are closed right after
-        const result = await runProcess(launch.file, launch.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true, ...(slirp ? { gate: (pid: number) => egressFor(slirp, pid) } : {}) });
-        const forkRefused = group ? await group.close() : false;
-        group = null;
-        const hit = limitHit(limits, result, forkRefused);
-        return hit ? { ...result, limit: hit } : result;
-      } finally {
-        await group?.close();
-        await plan.close();
-      }
+    const { bwrap, status } = await checked();
+    if (!status.ready) throw new A2AError('TOOL_NOT_ALLOWED', status.reason);
+    const prlimit = await findPrlimit();
+    if (!prlimit) throw new A2AError('TOOL_NOT_ALLOWED', `run_command limits what a sandboxed command may use with prlimit, which is not installed: install util-linux (apt-get install util-linux), or ${OPT_OUT}`);
+    const root = await realpath(request.worktree);
+    const plan = new MountPlan();
+    let group: PidsGroup | null = null;
+    try {
+      // its own network namespace always: only its own loopback, or with network: true egress through slirp4netns
+      const slirp = request.network ? findSlirp() : null;
+      if (request.network && !slirp) throw new A2AError('TOOL_NOT_ALLOWED', 'network: true gives a command a network namespace of its own with egress only (no way to this machine\'s loopback services), through slirp4netns, which is not installed: `apt-get install slirp4netns`. Nothing was run.');
+      plan.args.push(...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), ...(slirp ? egressArgs() : []), ...tmpArgs(limits), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
+      await worktreeMounts(plan, root);
+      // the sandbox's own root (where the mount points were made) is read-only too
+      plan.args.push('--remount-ro', '/', '--chdir', request.cwd);
+      const shell = await closingShell();
+      // the sandbox's first process, whose pid a stop needs (see runProcess)
+      plan.args.push('--info-fd', String(3 + plan.fds.length));
+      // with a network: the command waits until slirp4netns has set up its namespace
+      if (slirp) plan.args.push('--block-fd', String(4 + plan.fds.length));
+      plan.args.push(...(shell ? [shell, '-c', CLOSE_INHERITED, 'sh'] : ['/bin/sh', '-c']), request.command);
+      const env = commandEnv(options.env ?? []);
+      group = await pidsGroup(limits.processes);
+      const launch = limitedCommand(prlimit, limits, group, bwrap, plan.args);
+      // bwrap has its own copies of the descriptors once spawned: ours are closed right after
+      const result = await runProcess(launch.file, launch.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true, ...(slirp ? { gate: (pid: number) => egressFor(slirp, pid) } : {}) });
+      const forkRefused = group ? await group.close() : false;
+      group = null;
+      const hit = limitHit(limits, result, forkRefused);
+      return hit ? { ...result, limit: hit } : result;
+    } finally {
+      await group?.close();
+      await plan.close();
     }
   }
 }

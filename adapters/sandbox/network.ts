@@ -15,8 +15,12 @@ import { A2AError } from '../../actors/errors.js';
 
 const READY_TIMEOUT_MS = 10_000;
 
+let slirpPath: string | null | undefined;
+
+/** slirp4netns's path (looked up once per process), or null when it is not installed. */
 export function findSlirp(): string | null {
-  return [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'slirp4netns')), '/usr/bin/slirp4netns'].find((p) => existsSync(p)) ?? null;
+  if (slirpPath === undefined) slirpPath = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((d) => join(d, 'slirp4netns')), '/usr/bin/slirp4netns'].find((p) => existsSync(p)) ?? null;
+  return slirpPath;
 }
 
 let resolvConf: string | null = null;

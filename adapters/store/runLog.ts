@@ -17,7 +17,7 @@ import { appendFileSync, closeSync, openSync, readSync, createReadStream, create
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip, gunzipSync } from 'node:zlib';
-import { factKey, type BusStart } from '../../actors/events.js';
+import { BusStartFold, type BusStart } from '../../actors/events.js';
 import { LogIndex, RunEvent, type LogSpend } from '../../machines/protocol.js';
 import { inlineIssues } from '../../actors/errors.js';
 
@@ -83,40 +83,18 @@ export function logLines(dir: string, base: LogBase, onInvalid: (problem: string
   return out;
 }
 
-/**
- * Folds events into where a bus continues (seq, facts, newest other ids) and each session's
- * model spending (what a resumed run's budgets count), as `busStartOf` does for a whole log.
- */
-export class LogFold {
-  seq = 0;
-  readonly facts: string[] = [];
-  recent: string[] = [];
+/** A bus's start (BusStartFold), and each session's model spending (what a resumed run's budgets count). */
+export class LogFold extends BusStartFold {
   readonly spend = new Map<string, LogSpend>();
 
-  constructor(
-    private readonly recentKept = 20_000,
-    start?: LogIndex['mark'],
-  ) {
-    if (!start) return;
-    this.seq = start.seq;
-    this.facts.push(...start.facts);
-    this.recent = [...start.recent];
-    for (const s of start.spend) this.spend.set(s.sessionId, { ...s });
+  constructor(start?: LogIndex['mark']) {
+    super(start);
+    for (const s of start?.spend ?? []) this.spend.set(s.sessionId, { ...s });
   }
 
-  add(e: RunEvent): void {
-    this.seq = Math.max(this.seq, e.seq + 1);
-    const fact = factKey(e);
-    if (fact !== undefined) this.facts.push(fact);
-    else if (e.id) {
-      this.recent.push(e.id);
-      if (this.recent.length > 2 * this.recentKept) this.recent = this.recent.slice(-this.recentKept);
-    }
+  override add(e: RunEvent): void {
+    super.add(e);
     addSpend(this.spend, e);
-  }
-
-  start(): BusStart {
-    return { seq: this.seq, facts: this.facts, recent: this.recent.slice(-this.recentKept) };
   }
 }
 
@@ -170,7 +148,7 @@ export function resumePoint(dir: string, onInvalid: (problem: string) => void = 
     if (parsed.success) index = parsed.data;
     else onInvalid(`${file} is not a log index${parsed.error ? `: ${inlineIssues(parsed.error.issues)}` : ''}; every segment of the log is read instead`);
   }
-  const fold = new LogFold(undefined, index?.mark);
+  const fold = new LogFold(index?.mark);
   let segments = 0;
   let bytes = 0;
   for (const n of segmentNumbers(dir, 'events')) {

@@ -268,12 +268,11 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     return parsed.data;
   }
 
-  async function control(runId: string, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  async function control(runId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const origin = req.headers.origin;
     if (origin && origin !== `http://${req.headers.host}`) throw new HttpError(403, `a change must come from the studio's own page, not from ${origin}`);
     const header = req.headers.authorization;
     if (!header?.startsWith('Bearer ') && req.headers['x-a2a-studio'] === undefined) throw new HttpError(403, 'a change must carry the token in its Authorization header (Bearer), or come from the studio\'s page (its x-a2a-studio header)');
-    void url;
     const body = await readBody(req);
     const { store } = runOf(runId);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'the request body must be a JSON object with a "command"');
@@ -384,7 +383,7 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     if (!authorized(req)) throw new HttpError(401, 'missing or wrong token: open the URL `a2a studio` printed (it ends with ?token=…)');
     const run = /^\/api\/runs\/([^/]+)(?:\/(stream|audit|artifacts|control))?$/.exec(path);
     if (method === 'POST') {
-      if (run && run[2] === 'control') return control(decodeURIComponent(run[1]!), req, res, url);
+      if (run && run[2] === 'control') return control(decodeURIComponent(run[1]!), req, res);
       throw new HttpError(404, `no ${method} ${path}`);
     }
     if (method !== 'GET') throw new HttpError(405, `${method} is not allowed: the studio answers GET, and POST for changes`);

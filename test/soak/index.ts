@@ -6,9 +6,8 @@
  * or a session lost or duplicated its result.
  */
 import { parseArgs } from 'node:util';
-import { natsLatency } from '../bench/scenarios.js';
 import { startNatsCluster } from '../nats/server.js';
-import { formatSoak, soak } from './soak.js';
+import { formatSoak, natsFigures, soak } from './soak.js';
 
 const { values } = parseArgs({
   options: { minutes: { type: 'string' }, workers: { type: 'string' }, parts: { type: 'string' }, 'no-latency': { type: 'boolean' }, gomemlimit: { type: 'string' } },
@@ -38,16 +37,7 @@ const cluster = await startNatsCluster(3, gomemlimit ? { env: { GOMEMLIMIT: gome
 if (gomemlimit) console.log(`nats-server runs with GOMEMLIMIT=${gomemlimit}`);
 try {
   if (!values['no-latency']) {
-    console.log('NATS figures: one server beside a 3-node cluster (replicas 3), loopback');
-    const single = await natsLatency(1000, 40, { burst: 200 });
-    const clustered = await natsLatency(1000, 40, { burst: 200, servers: cluster.urls, namespace: 'benchc' });
-    const row = (name: string, key: string, unit: string, digits = 2) => `${name.padEnd(28)} ${`${single[key]!.toFixed(digits)} ${unit}`.padStart(14)} ${`${clustered[key]!.toFixed(digits)} ${unit}`.padStart(14)}`;
-    console.log(`${''.padEnd(28)} ${'one server'.padStart(14)} ${'cluster of 3'.padStart(14)}`);
-    console.log(row('hop p50', 'hopP50', 'ms'));
-    console.log(row('hop p99', 'hopP99', 'ms'));
-    console.log(row('remote spawn → placed p50', 'spawnP50', 'ms'));
-    console.log(row('remote spawn → placed p99', 'spawnP99', 'ms'));
-    console.log(row('remote spawns (burst 200)', 'spawnsPerSec', '/s', 1));
+    for (const line of await natsFigures(cluster)) console.log(line);
     console.log('');
   }
   console.log(`soak: ${minutes} min of runs (${workers} workers × ${parts} parts each) on 3 hosts, one per node`);

@@ -20,6 +20,7 @@ import { HostHeartbeat } from '../../machines/protocol.js';
 import { faultWorkspace, sessionIds, tally } from '../faults/harness.js';
 import { a2aProcess, capture, killAll, served, type Proc } from '../nats/cluster.js';
 import { startNatsCluster, type NatsCluster } from '../nats/server.js';
+import { natsLatency } from '../bench/scenarios.js';
 
 export interface SoakOptions {
   /** How long runs are started for (the last one started finishes). */
@@ -329,4 +330,20 @@ export function formatSoak(r: SoakReport): string {
   }
   for (const f of [...r.failedRuns, ...r.lost.map((x) => `lost: ${x}`), ...r.duplicated.map((x) => `duplicated: ${x}`)].slice(0, 20)) lines.push(f);
   return lines.join('\n');
+}
+
+/** One server's NATS figures beside the cluster's (hop, remote spawn placed, burst of 200), as lines of a table. */
+export async function natsFigures(cluster: NatsCluster): Promise<string[]> {
+  const single = await natsLatency(1000, 40, { burst: 200 });
+  const clustered = await natsLatency(1000, 40, { burst: 200, servers: cluster.urls, namespace: 'benchc' });
+  const row = (name: string, key: string, unit: string, digits = 2) => `${name.padEnd(28)} ${`${single[key]!.toFixed(digits)} ${unit}`.padStart(14)} ${`${clustered[key]!.toFixed(digits)} ${unit}`.padStart(14)}`;
+  return [
+    'NATS figures: one server beside a 3-node cluster (replicas 3), loopback',
+    `${''.padEnd(28)} ${'one server'.padStart(14)} ${'cluster of 3'.padStart(14)}`,
+    row('hop p50', 'hopP50', 'ms'),
+    row('hop p99', 'hopP99', 'ms'),
+    row('remote spawn → placed p50', 'spawnP50', 'ms'),
+    row('remote spawn → placed p99', 'spawnP99', 'ms'),
+    row('remote spawns (burst 200)', 'spawnsPerSec', '/s', 1),
+  ];
 }

@@ -21,9 +21,6 @@ export default defineConfig({
     maxWorkers: Math.max(3, availableParallelism()),
     // the longest files first, so that none runs alone at the end (test/sequencer.ts)
     sequence: { sequencer: SlowestFirst },
-    // it.concurrent (test/faults/effects.test.ts only): each trial runs two lives of a run and an
-    // MCP server per payer; 5 at once on 2 cores beside the rest of the suite took 14 s a trial
-    maxConcurrency: 3,
     projects: [
       {
         extends: true,

@@ -8,6 +8,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** Measured with `npx vitest run --reporter=json` on 2 cores: each of these takes 10 s or more. */
 export const SLOWEST = [
+  'test/faults/effects.test.ts',
   'test/faults/natsCluster.test.ts',
   'test/studio/browser.test.ts',
   'test/model/orchestrator.test.ts',

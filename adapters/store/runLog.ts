@@ -182,6 +182,48 @@ export function terminateLastLine(file: string): void {
   if (last[0] !== 0x0a) appendFileSync(file, '\n');
 }
 
+/** The last line of a file that is whole JSON (a torn last line, from a kill mid-write, is skipped), or null. */
+function lastCompleteLine(file: string): string | null {
+  if (!existsSync(file)) return null;
+  const size = statSync(file).size;
+  if (size === 0) return null;
+  // the last 256 KB hold the last lines (an audit line is a few KB at most)
+  const length = Math.min(size, 256 * 1024);
+  const fd = openSync(file, 'r');
+  const tail = Buffer.alloc(length);
+  try {
+    readSync(fd, tail, 0, length, size - length);
+  } finally {
+    closeSync(fd);
+  }
+  return lastJsonLine(tail.toString('utf8'));
+}
+
+function lastJsonLine(text: string): string | null {
+  const lines = text.split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i]!;
+    if (!line) continue;
+    try {
+      JSON.parse(line);
+      return line;
+    } catch {
+      // torn (or cut by the tail's start): the one before
+    }
+  }
+  return null;
+}
+
+/** The last whole line of closed segment `n` of a log (n 0: none), or null. */
+function lastSegmentLine(dir: string, base: LogBase, n: number): string | null {
+  if (n === 0) return null;
+  try {
+    return lastJsonLine(readSegment(dir, base, n));
+  } catch {
+    return null;
+  }
+}
+
 export interface RunLogOptions {
   audited: (event: RunEvent) => boolean;
   serialize: (value: unknown) => string;
@@ -236,6 +278,39 @@ export class RunLog {
       // a segment left plain by a process that ended before compressing it
       for (const n of numbers) if (existsSync(join(dir, plainName(base, n)))) this.#compress(base, n);
     }
+    this.#completeAudit();
+  }
+
+  /**
+   * A flush writes the events, then their audit lines: a process killed between the two writes
+   * (on a loaded machine, once in a few hundred kills) leaves events in `events.jsonl` whose audit
+   * lines were never written, and a resumed run does not emit them again (they are in the log).
+   * They are written here: every audited event after the audit trail's last line. Its last line is
+   * found in the current event file (a flush rotates both files only after writing both); absent
+   * from it, the whole current event file came after the audit's last line.
+   */
+  #completeAudit(): void {
+    const events = this.#file('events');
+    if (!existsSync(events) || this.#size.events === 0) return;
+    const last = lastCompleteLine(this.#file('audit')) ?? lastSegmentLine(this.dir, 'audit', this.#last.audit);
+    const text = readFileSync(events, 'utf8');
+    const at = last === null ? -1 : text.lastIndexOf(`${last}\n`);
+    const after = at === -1 ? text : text.slice(at + last!.length + 1);
+    if (at === -1 && last === null && this.#size.audit === 0 && this.#last.audit === 0 && this.#last.events > 0) return; // no audit at all beside closed event segments: nothing to compare with
+    const missing: string[] = [];
+    for (const line of after.split('\n')) {
+      if (!line) continue;
+      let event: RunEvent;
+      try {
+        event = JSON.parse(line) as RunEvent;
+      } catch {
+        continue; // a torn line: its event was not written, nor its audit line
+      }
+      if (this.options.audited(event)) missing.push(`${line}\n`);
+    }
+    if (missing.length === 0) return;
+    this.#write('audit', missing);
+    this.options.onError?.(`audit.jsonl lacked the last ${missing.length} audited event(s) of events.jsonl (a process killed between the two writes): written now`);
   }
 
   #file(base: LogBase): string {

@@ -129,4 +129,26 @@ describe('the run log in segments', () => {
     expect(segmentBytesFromEnv({ A2A_LOG_SEGMENT_MB: '0.5' })).toBe(524_288);
     expect(segmentBytesFromEnv({})).toBe(64 * 1024 * 1024);
   });
+
+  it('writes the audit lines a kill between the two writes of a flush left out, once, and none twice', () => {
+    const { store, bus, log, dir } = setup(1_000_000);
+    emitSome(bus, log, 0, 30);
+    log.close();
+    const audited = (lines: unknown[]) => (lines as RunEvent[]).filter((e) => e.type === 'subtask.result').map((e) => e.id);
+    const complete = audited(store.logLines('r', 'audit'));
+    expect(complete.length).toBe(6);
+    // a flush killed after writing the events: two results in events.jsonl, not in audit.jsonl,
+    // and a torn audit line (the kill mid-write of the one before)
+    const events = (id: string, n: number) => JSON.stringify({ type: 'subtask.result', runId: 'r', subTaskId: `k.${n}`, parentId: 's', data: { status: 'success', how: 'done', output: 'x' }, id, seq: 1_000 + n, ts: 1 });
+    writeFileSync(join(dir, 'events.jsonl'), `${readFileSync(join(dir, 'events.jsonl'), 'utf8')}${events('late-1', 1)}\n${JSON.stringify({ type: 'warning', id: 'w', seq: 1_002, ts: 1, data: { message: 'm' } })}\n${events('late-2', 2)}\n`);
+    writeFileSync(join(dir, 'audit.jsonl'), `${readFileSync(join(dir, 'audit.jsonl'), 'utf8')}{"type":"subtask.res`);
+    const problems: string[] = [];
+    const again = store.runLog('r', { audited: (e) => e.type === 'subtask.result', flushMs: 60_000, onError: (p) => problems.push(p) });
+    again.close();
+    expect(audited(store.logLines('r', 'audit'))).toEqual([...complete, 'late-1', 'late-2']);
+    expect(problems.join()).toMatch(/lacked the last 2 audited event/);
+    // opened again: nothing is missing, nothing is written twice
+    store.runLog('r', { audited: (e) => e.type === 'subtask.result', flushMs: 60_000 }).close();
+    expect(audited(store.logLines('r', 'audit'))).toEqual([...complete, 'late-1', 'late-2']);
+  });
 });

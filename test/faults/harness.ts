@@ -29,6 +29,19 @@ export function faultSeed(fallback: number): number {
   return given && /^\d+$/.test(given) ? Number(given) : fallback;
 }
 
+/**
+ * Whether this run takes every trial of the fault matrices (`FAULT_TRIALS=all`, `npm run
+ * test:faults`) or the suite's sample: one trial of each kind of kill point, so that `npm test`
+ * stays within its time on 2 cores. The sample is a fixed subset of the matrix (the same points,
+ * the same seed), never other points.
+ */
+export const FULL_MATRIX = process.env.FAULT_TRIALS === 'all';
+
+/** The trials to run: all of them with FULL_MATRIX, else those `inSample` keeps. */
+export function faultTrials<T>(all: T[], inSample: (trial: T, index: number) => boolean): T[] {
+  return FULL_MATRIX ? all : all.filter(inSample);
+}
+
 export interface FaultPlan {
   workers: number;
   parts: number;

@@ -40,7 +40,7 @@ export type {
   ToolCall,
   ToolSpec,
   ErrorCode,
-} from './machines/protocol.js';
+} from './machines/protocol/index.js';
 export type { RunSummary } from './machines/orchestrator.machine.js';
 export type { TypedRunEvent, RunEventData } from './machines/runEvents.js';
 

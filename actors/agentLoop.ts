@@ -34,7 +34,7 @@ import type {
   RunToolInput,
   ToolOutcome,
 } from '../machines/ports.js';
-import { ModelReply, type ChatMessage, type SessionSpec, type ToolSpec } from '../machines/protocol.js';
+import { ModelReply, type ChatMessage, type SessionSpec, type ToolSpec } from '../machines/protocol/index.js';
 import { CHART_EFFECTS, familyOfSession, type LoopCommand } from '../machines/session.js';
 import { errorText } from '../machines/errorText.js';
 import { A2AError, describeIssues, isA2AError } from './errors.js';

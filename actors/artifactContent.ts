@@ -6,7 +6,7 @@
  * small and cheap (seed 003: "summaries only, never content"), and a summary that parses the
  * content's own shape (a vitest line, review checkboxes) is exact where a model's would guess.
  */
-import { ArtifactSummary, type ArtifactType } from '../machines/protocol.js';
+import { ArtifactSummary, type ArtifactType } from '../machines/protocol/index.js';
 import { A2AError } from './errors.js';
 import { secrets } from './secrets.js';
 

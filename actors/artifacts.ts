@@ -10,7 +10,7 @@
  * and everything read back is parsed with its schema before it is used.
  */
 import { z } from 'zod';
-import { ArtifactContent, ArtifactId, ArtifactMeta, ArtifactStatus, ArtifactType, RunId, type ArtifactSummary } from '../machines/protocol.js';
+import { ArtifactContent, ArtifactId, ArtifactMeta, ArtifactStatus, ArtifactType, RunId, type ArtifactSummary } from '../machines/protocol/index.js';
 import type { ArtifactBackend, Clock, StoredRecord } from '../machines/ports.js';
 import { sanitizeArtifactContent, summarizeArtifact } from './artifactContent.js';
 import { A2AError, inlineIssues } from './errors.js';

@@ -5,7 +5,7 @@
  * plan, task, worker, sub-task, parent, depth, agent type, and the event's data). Secrets are
  * redacted where every record is serialized (actors/secrets.ts).
  */
-import { TASK_EVENT_TYPES, type RunEvent, type RunEventType } from '../machines/protocol.js';
+import { TASK_EVENT_TYPES, type RunEvent, type RunEventType } from '../machines/protocol/index.js';
 
 export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
   'run.started',

@@ -9,10 +9,10 @@
  * transition): then no event is in flight between actors, and the snapshot is consistent.
  */
 import type { AnyActorRef, Snapshot } from 'xstate';
-import type { Checkpoint, SavedTimer } from '../machines/protocol.js';
+import type { Checkpoint, SavedTimer } from '../machines/protocol/index.js';
 import { parentOf, scheduledEvents } from './xstateInternals.js';
 
-export type { Checkpoint, SavedTimer } from '../machines/protocol.js';
+export type { Checkpoint, SavedTimer } from '../machines/protocol/index.js';
 
 /** The path of an actor from the root, by actor ids. */
 export function actorPath(ref: AnyActorRef): string {

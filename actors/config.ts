@@ -3,7 +3,7 @@
  * field: defaults → workspace file → user file → the plan's `config` → command-line flags.
  */
 import { z } from 'zod';
-import { IdleConfig, Limits, type OrchestratorPolicy } from '../machines/protocol.js';
+import { IdleConfig, Limits, type OrchestratorPolicy } from '../machines/protocol/index.js';
 import { A2AError, describeIssues } from './errors.js';
 import { buildPolicy, PermissionsLayer, type PermissionPolicy } from './permissions.js';
 import { ModelsConfig, ProfileName, validateModelsConfig } from './profiles.js';

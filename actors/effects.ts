@@ -18,7 +18,7 @@
  * to disk in one write (a 1,000-sub-task fan-out writes its 1,000 replies in a few writes).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { CallModelOutput, EffectRecord, PermissionAction, ToolCall, ToolOutcome } from '../machines/protocol.js';
+import type { CallModelOutput, EffectRecord, PermissionAction, ToolCall, ToolOutcome } from '../machines/protocol/index.js';
 
 /** What the journal holds for one step of one session (from records of an earlier process life). */
 export interface EffectEntry {

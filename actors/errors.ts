@@ -4,7 +4,7 @@
  * Errors never cross an actor boundary by throwing: they become a tool error, a terminal result
  * or an error event.
  */
-import type { ErrorCode } from '../machines/protocol.js';
+import type { ErrorCode } from '../machines/protocol/index.js';
 
 export type Fault = 'user' | 'model' | 'system';
 

@@ -4,7 +4,7 @@
  * monitors can rebuild the tree without asking anyone.
  */
 import type { Clock, EventSink } from '../machines/ports.js';
-import type { PermissionRequest, RunEvent, RunEventType, SessionSpec } from '../machines/protocol.js';
+import type { PermissionRequest, RunEvent, RunEventType, SessionSpec } from '../machines/protocol/index.js';
 
 export type Correlated = Pick<RunEvent, 'planId' | 'taskId' | 'workerId' | 'subTaskId' | 'parentId' | 'depth' | 'agentType'>;
 

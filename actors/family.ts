@@ -5,7 +5,7 @@
  */
 import type { AnyActorRef, Snapshot } from 'xstate';
 import type { FamilyView } from '../machines/ports.js';
-import type { SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol.js';
+import type { SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol/index.js';
 
 export type MemberState = 'pending' | 'running' | 'settled';
 

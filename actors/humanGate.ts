@@ -12,7 +12,7 @@
 import type { ActorLogic, ActorScope, AnyActorRef, Snapshot } from 'xstate';
 import type { Clock, EventSink, HumanDecision, HumanGateEvent, HumanGateReply } from '../machines/ports.js';
 
-import type { HumanAnswer, HumanItem } from '../machines/protocol.js';
+import type { HumanAnswer, HumanItem } from '../machines/protocol/index.js';
 import { correlationOfRequest } from './events.js';
 import { formatElapsed } from './runView.js';
 import { parentOf, relay, stopped } from './xstateInternals.js';

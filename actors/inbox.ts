@@ -14,7 +14,7 @@
 import type { ActorLogic, ActorScope, AnyActorRef, Snapshot } from 'xstate';
 import type { Clock, EventSink, InboxEvent, InboxReply } from '../machines/ports.js';
 
-import type { PermissionRequest, QueueMessage, TaskUpdate } from '../machines/protocol.js';
+import type { PermissionRequest, QueueMessage, TaskUpdate } from '../machines/protocol/index.js';
 import { correlationOfRequest, type Correlated } from './events.js';
 import { parentOf, relay, stopped } from './xstateInternals.js';
 export type { InboxEvent, InboxReply };

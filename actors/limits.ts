@@ -3,7 +3,7 @@
  * message the agent can act on, or null; a limit hit is a tool error, never a crash.
  * The concurrency limit is not here: extra spawns wait in the supervisor, they do not fail.
  */
-import type { ErrorInfo, Limits, SessionSpec } from '../machines/protocol.js';
+import type { ErrorInfo, Limits, SessionSpec } from '../machines/protocol/index.js';
 import type { Clock } from '../machines/ports.js';
 import type { Budgets, CostLedger } from './cost.js';
 

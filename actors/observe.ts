@@ -7,7 +7,7 @@
  */
 import type { AnyActorRef, InspectionEvent, Subscription } from 'xstate';
 import type { EventSink } from '../machines/ports.js';
-import type { ChatMessage, SessionSpec, Usage } from '../machines/protocol.js';
+import type { ChatMessage, SessionSpec, Usage } from '../machines/protocol/index.js';
 import { sessionStateName } from '../machines/session.js';
 import { correlationOf } from './events.js';
 

@@ -15,7 +15,7 @@ import { fromPromise } from 'xstate';
 import { z } from 'zod';
 import type { Clock, EventSink, Model } from '../machines/ports.js';
 import type { CostControl, EffectJournals } from './agentLoop.js';
-import { WorkDistribution, WorkflowDecision, type ModelReply, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol.js';
+import { WorkDistribution, WorkflowDecision, type ModelReply, type ArtifactMeta, type ArtifactType, type ParsedAgentType, type SubTaskResult } from '../machines/protocol/index.js';
 import { reviewVerdict } from '../machines/orchestrator.machine.js';
 import type { DecideOutput, OrganiserView, RecordInput, RecordOutput } from '../machines/sdlcWorkflow.machine.js';
 import { STEP_ARTIFACT, type OrganiserArtifact, type TaskOutcome, type WorkingState } from '../machines/sdlcSteps.js';

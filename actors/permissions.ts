@@ -10,7 +10,7 @@
  * applies the matrix and asks a human for `ask_user`.
  */
 import { z } from 'zod';
-import { PermissionAction, PermissionTier, type SessionSpec } from '../machines/protocol.js';
+import { PermissionAction, PermissionTier, type SessionSpec } from '../machines/protocol/index.js';
 import { A2AError, nearest } from './errors.js';
 import type { PermissionAnswer, PermissionAsk } from './tools/types.js';
 

@@ -6,7 +6,7 @@
  * client from a profile is adapters/model/factory.ts.
  */
 import { z } from 'zod';
-import type { AgentCapability, ParsedAgentType } from '../machines/protocol.js';
+import type { AgentCapability, ParsedAgentType } from '../machines/protocol/index.js';
 import { Price, priceOf } from './cost.js';
 import { A2AError, describeIssues } from './errors.js';
 

@@ -4,7 +4,7 @@
  * parent with its children's results, inquiries and answers.
  */
 import type { InboxItem } from '../machines/ports.js';
-import type { SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol.js';
+import type { SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol/index.js';
 import type { AgentDefinition, AgentRegistry } from './registry.js';
 import { MAILBOX_LIMIT } from './family.js';
 

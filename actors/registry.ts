@@ -6,7 +6,7 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { AgentBackend, McpServerConfig, McpServerName, PreferredModels, RemoteAgentConfig, type AgentCapability, type ParsedAgentType } from '../machines/protocol.js';
+import { AgentBackend, McpServerConfig, McpServerName, PreferredModels, RemoteAgentConfig, type AgentCapability, type ParsedAgentType } from '../machines/protocol/index.js';
 import { A2AError, describeIssues } from './errors.js';
 import { errorText } from '../machines/errorText.js';
 

@@ -20,7 +20,7 @@
  */
 import { createActor, type ActorLogic, type ActorScope, type AnyActorRef, type Snapshot } from 'xstate';
 import type { Clock, DurableConsumer, DurableMessage, EventSink, Transport } from '../machines/ports.js';
-import { DownMessage, UpMessage, type RemoteSpawn, type SessionCommand, type SessionSpec, type SubTaskResult, type TaskUpdate, type PermissionRequest } from '../machines/protocol.js';
+import { DownMessage, UpMessage, type RemoteSpawn, type SessionCommand, type SessionSpec, type SubTaskResult, type TaskUpdate, type PermissionRequest } from '../machines/protocol/index.js';
 import { correlationOf } from './events.js';
 import { walkActors } from './checkpoint.js';
 import { sessionStateName, type SessionContext } from '../machines/session.js';

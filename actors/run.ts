@@ -7,7 +7,7 @@ import { createRootActor } from './scheduler.js';
 import { observeSessions } from './observe.js';
 import type { GitPlan, OrchestratorEmitted, OrchestratorInput, RunSummary } from '../machines/orchestrator.machine.js';
 import type { Clock } from '../machines/ports.js';
-import { Plan, PlanTask, type ParsedAgentType, type QueueMessage, type SessionSpec, type SubTaskResult, type WorkflowRequest } from '../machines/protocol.js';
+import { Plan, PlanTask, type ParsedAgentType, type QueueMessage, type SessionSpec, type SubTaskResult, type WorkflowRequest } from '../machines/protocol/index.js';
 import { restoreTimers, type Checkpoint } from './checkpoint.js';
 import { orchestratorPolicy, type RunConfig } from './config.js';
 import { buildPolicy, workerPermissions, type PermissionPolicy } from './permissions.js';

@@ -6,7 +6,7 @@
  */
 import type { AnyActorRef } from 'xstate';
 import type { ConversationEntry, TaskState } from '../machines/orchestrator.machine.js';
-import type { HumanItem, QueueMessage, SessionSpec } from '../machines/protocol.js';
+import type { HumanItem, QueueMessage, SessionSpec } from '../machines/protocol/index.js';
 import { sessionStateName } from '../machines/session.js';
 import { pendingItems } from './humanGate.js';
 import { queuedInOrder, type InboxMetrics, type InboxState } from './inbox.js';

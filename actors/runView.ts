@@ -3,7 +3,7 @@
  * other subscriber draw the same tree): one node per worker and sub-task with its agent type,
  * status, depth, timing and the last notable thing that happened to it.
  */
-import type { RunEvent } from '../machines/protocol.js';
+import type { RunEvent } from '../machines/protocol/index.js';
 
 export interface NodeView {
   id: string;

@@ -6,7 +6,7 @@
 import { fromPromise, type AnyActorLogic } from 'xstate';
 import type { Clock, CommandRunner, EventSink, Git, Model, PullRequests } from '../machines/ports.js';
 import { taskBranchMachine } from '../machines/taskBranch.machine.js';
-import type { DiffStats, ParsedAgentType, SessionSpec } from '../machines/protocol.js';
+import type { DiffStats, ParsedAgentType, SessionSpec } from '../machines/protocol/index.js';
 import { orchestratorMachine, type AnswerQuestionInput } from '../machines/orchestrator.machine.js';
 import { sdlcWorkflowMachine } from '../machines/sdlcWorkflow.machine.js';
 import { createDecide, createRecordStep } from './organiser.js';

@@ -6,7 +6,7 @@
  * with their results (the providers refuse a tool result whose call is missing, and vice versa).
  */
 import type { Model, ModelRequest } from '../machines/ports.js';
-import type { ChatMessage, ModelReply } from '../machines/protocol.js';
+import type { ChatMessage, ModelReply } from '../machines/protocol/index.js';
 import { A2AError } from './errors.js';
 
 /** Characters per token: English prose and code average 3.5–4.5 with the common tokenizers. */

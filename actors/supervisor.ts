@@ -26,8 +26,8 @@
  */
 import { createActor, type ActorLogic, type ActorScope, type AnyActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
 import type { Clock, EventSink, SupervisorEvent, SupervisorInput, SupervisorReply } from '../machines/ports.js';
-import type { ErrorInfo, SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol.js';
-import { SubTaskResult as SubTaskResultSchema } from '../machines/protocol.js';
+import type { ErrorInfo, SessionSpec, SubTaskResult, TaskUpdate } from '../machines/protocol/index.js';
+import { SubTaskResult as SubTaskResultSchema } from '../machines/protocol/index.js';
 import { spawnRefusal, type SpawnBudget } from './limits.js';
 import type { FileLockTable } from './fileLocks.js';
 import type { CostControl } from './agentLoop.js';

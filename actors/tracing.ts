@@ -29,8 +29,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Attributes, Link, Span, SpanContext, SpanKind, Tracer } from '@opentelemetry/api';
-import type { ChatMessage, ModelReply, RunEvent, ToolCall } from '../machines/protocol.js';
-import { TraceHeaders } from '../machines/protocol.js';
+import type { ChatMessage, ModelReply, RunEvent, ToolCall } from '../machines/protocol/index.js';
+import { TraceHeaders } from '../machines/protocol/index.js';
 import type { ToolOutcome } from '../machines/ports.js';
 import { secrets } from './secrets.js';
 

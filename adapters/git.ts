@@ -9,7 +9,7 @@ import type { DiffSummary, Git, MergeOutcome } from '../machines/ports.js';
 import { A2AError } from '../actors/errors.js';
 import type { RunConfig } from '../actors/config.js';
 import type { GitPlan } from '../machines/orchestrator.machine.js';
-import type { ParsedAgentType } from '../machines/protocol.js';
+import type { ParsedAgentType } from '../machines/protocol/index.js';
 import { STATE_DIR } from '../actors/tools/paths.js';
 import { errorText } from '../machines/errorText.js';
 

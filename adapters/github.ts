@@ -2,7 +2,7 @@
  * Pull requests through GitHub's REST API with the global fetch. Errors carry GitHub's own
  * explanation and the HTTP status, and never the token (it is scrubbed from anything echoed).
  */
-import type { ErrorCode } from '../machines/protocol.js';
+import type { ErrorCode } from '../machines/protocol/index.js';
 import { A2AError } from '../actors/errors.js';
 
 export interface PullRequestOptions {

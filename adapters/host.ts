@@ -17,7 +17,7 @@
  */
 import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
-import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol.js';
+import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol/index.js';
 import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
 import { createParentLinkLogic, enqueueSurely, ensureQueues, ownerBox, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/remote.js';
 import { hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/mailbox.js';
@@ -29,8 +29,8 @@ import { observeSessions } from '../actors/observe.js';
 import { adopt, forget, traceHeadersOf } from '../actors/tracing.js';
 import { errorText } from '../machines/errorText.js';
 
-/** What the snapshots bucket holds for a session (schema in protocol.ts). */
-export type { SessionRecord } from '../machines/protocol.js';
+/** What the snapshots bucket holds for a session (schema in machines/protocol/). */
+export type { SessionRecord } from '../machines/protocol/index.js';
 
 /** The part of a record the adoption decision reads (the same schema, without the checkpoint). */
 const RecordHead = SessionRecord.pick({ host: true, state: true, at: true }).extend({ spec: SessionSpec.pick({ id: true, correlation: true, agent: true }) });

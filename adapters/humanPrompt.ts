@@ -6,7 +6,7 @@
  * handler of its own (the library's `human` option).
  */
 import { createInterface, type Interface } from 'node:readline';
-import { HumanAnswer as HumanAnswerShape, type HumanAnswer, type HumanItem } from '../machines/protocol.js';
+import { HumanAnswer as HumanAnswerShape, type HumanAnswer, type HumanItem } from '../machines/protocol/index.js';
 import type { HumanChannel } from '../actors/humanGate.js';
 import { describeIssues } from '../actors/errors.js';
 import { errorText } from '../machines/errorText.js';

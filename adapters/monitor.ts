@@ -18,7 +18,7 @@
  *   slots per agent type).
  */
 import { z } from 'zod';
-import { HostHeartbeat, RunEvent } from '../machines/protocol.js';
+import { HostHeartbeat, RunEvent } from '../machines/protocol/index.js';
 import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/runView.js';
 import { palette, renderTree } from './terminal.js';
 

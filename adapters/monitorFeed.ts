@@ -6,7 +6,7 @@
  * published: the user needs no right that could deliver messages anywhere).
  */
 import { subjects } from '../actors/remote.js';
-import { RunEvent } from '../machines/protocol.js';
+import { RunEvent } from '../machines/protocol/index.js';
 import type { Transport, TransportMessage, TransportSubscription } from '../machines/ports.js';
 import { ReceivedHeartbeat, type HostChange, type MonitorEvent, type MonitorState } from './monitor.js';
 

@@ -15,7 +15,7 @@ import { existsSync, readdirSync, readFileSync, renameSync, unlinkSync, writeFil
 import { join } from 'node:path';
 import type { AnyActorRef } from 'xstate';
 import type { WorkerManagementEvent } from '../machines/orchestrator.machine.js';
-import { ControlRequest, type HumanAnswer, type OrchestratorPolicy, type QueueMessage } from '../machines/protocol.js';
+import { ControlRequest, type HumanAnswer, type OrchestratorPolicy, type QueueMessage } from '../machines/protocol/index.js';
 import { A2AError } from '../actors/errors.js';
 import { stateJson, toJson } from '../actors/secrets.js';
 import { takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
@@ -23,7 +23,7 @@ import { pendingHumanItems, runStatus, workerState } from '../actors/runStatus.j
 import type { AgentRegistry } from '../actors/registry.js';
 import type { PauseGates } from '../actors/pause.js';
 import type { ProfileCatalog } from '../actors/runtime.js';
-import type { SessionSpec } from '../machines/protocol.js';
+import type { SessionSpec } from '../machines/protocol/index.js';
 import type { FileRunStore, JournalRecord } from './store/file.js';
 
 // ---------------------------------------------------------------------------------------------

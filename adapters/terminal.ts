@@ -4,7 +4,7 @@
  * the log is printed as it happens and the tree once at the end. `--json` uses neither.
  */
 import type { RunSummary } from '../machines/orchestrator.machine.js';
-import type { RunEvent, Usage } from '../machines/protocol.js';
+import type { RunEvent, Usage } from '../machines/protocol/index.js';
 import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/runView.js';
 
 /** Where the display writes: a stream or anything with `write`. */

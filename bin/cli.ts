@@ -6,7 +6,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { A2AError, isA2AError } from '../actors/errors.js';
 import type { RunIo } from './commands/run.js';
 import { redactText, secrets } from '../actors/secrets.js';
-import { ArtifactType } from '../machines/protocol.js';
+import { ArtifactType } from '../machines/protocol/index.js';
 import { GRAPH_FORMATS, GRAPH_MACHINES } from './commands/graphNames.js';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

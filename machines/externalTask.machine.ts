@@ -20,7 +20,7 @@
  * restored session keeps its deadline.
  */
 import { assign, enqueueActions, sendTo, setup, type ActorLogic, type AnyEventObject, type Snapshot } from 'xstate';
-import type { SessionSpec, SubTaskResult, TaskUpdate } from './protocol.js';
+import type { SessionSpec, SubTaskResult, TaskUpdate } from './protocol/index.js';
 import { resultFromTaskResult, type TaskResultPayload } from './seed004.js';
 
 export interface ExternalTaskConfig {

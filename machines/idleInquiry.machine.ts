@@ -15,15 +15,15 @@
  * where the threshold has passed (`suspectedIdle`), and counts every later idle period itself.
  */
 import { assign, sendParent, setup } from 'xstate';
-import type { IdleConfig, IdleInquiryRequest } from './protocol.js';
+import type { IdleConfig, IdleInquiryRequest } from './protocol/index.js';
 
 export type IdleInquiryEvent =
   | { type: 'SESSION_BUSY' }
   | { type: 'SESSION_IDLE' }
   | { type: 'INQUIRY_ANSWERED' };
 
-/** Sent to the watched session (the parent of this actor); its schema is in protocol.ts. */
-export type { IdleInquiryRequest } from './protocol.js';
+/** Sent to the watched session (the parent of this actor); its schema is in machines/protocol/. */
+export type { IdleInquiryRequest } from './protocol/index.js';
 
 export interface IdleInquiryOutput {
   reason: 'unresponsive' | 'exhausted';

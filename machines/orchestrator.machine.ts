@@ -18,7 +18,7 @@ import { and, assign, enqueueActions, fromPromise, sendTo, setup } from 'xstate'
 // ActorSystem named here so that the machine's declaration can name it (xstate does not export AnyActorSystem)
 import type { ActorLogic, ActorSystem, Snapshot } from 'xstate';
 import type { HumanGateEvent, HumanGateReply, InboxEvent, InboxReply, ManagementEvent, SupervisorReply } from './ports.js';
-import type { OrchestratorCommand, WorkerManagementEvent } from './protocol.js';
+import type { OrchestratorCommand, WorkerManagementEvent } from './protocol/index.js';
 import type { SupervisorLogic } from './session.js';
 import { taskBranchMachine, type BranchAction, type TaskBranchEvent, type TaskBranchInput, type TaskBranchReply } from './taskBranch.machine.js';
 import { sdlcWorkflowMachine, type SdlcCommand, type SdlcEmitted, type SdlcInput, type SdlcToParent } from './sdlcWorkflow.machine.js';
@@ -42,7 +42,7 @@ import {
   type Usage,
   type CompletionSummary,
   type WorkflowState,
-} from './protocol.js';
+} from './protocol/index.js';
 import { errorText } from './errorText.js';
 import { REVIEW_EXPECTED_OUTPUT, reviewPrompt, reworkPrompt } from './workPrompts.js';
 
@@ -140,10 +140,10 @@ export interface AnswerQuestionInput {
   history: ConversationEntry[];
 }
 
-/** Management of a running worker (CLI, host, or the orchestrator's own policy); schema in protocol.ts. */
-export type { WorkerManagementEvent } from './protocol.js';
+/** Management of a running worker (CLI, host, or the orchestrator's own policy); schema in machines/protocol/. */
+export type { WorkerManagementEvent } from './protocol/index.js';
 
-/** What the orchestrator hears: commands from outside (protocol.ts), its children's replies, and XState's own. */
+/** What the orchestrator hears: commands from outside (machines/protocol/), its children's replies, and XState's own. */
 export type OrchestratorEvent =
   | OrchestratorCommand
   | SupervisorReply

@@ -26,7 +26,7 @@ import type {
   UpdateBatch,
   WatchOutcome,
   NotificationKind,
-} from './protocol.js';
+} from './protocol/index.js';
 
 // ---------------------------------------------------------------------------------------------
 // Ports
@@ -292,7 +292,7 @@ export interface PullRequests {
 
 // ---------------------------------------------------------------------------------------------
 // Contracts of the actors a session invokes. The messages themselves are zod schemas in
-// protocol.ts (the one source of every message type); these are their types, re-exported here
+// machines/protocol/ (the one source of every message type); these are their types, re-exported here
 // for the actors that implement the contracts.
 
 export type {
@@ -314,7 +314,7 @@ export type {
   SupervisorReply,
   ToolEffect,
   ToolOutcome,
-} from './protocol.js';
+} from './protocol/index.js';
 
 export interface AgentLoopInput {
   spec: SessionSpec;

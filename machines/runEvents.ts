@@ -19,7 +19,7 @@ import {
   SubTaskResult,
   type RunEvent,
   type RunEventType,
-} from './protocol.js';
+} from './protocol/index.js';
 
 /** A host's event relayed into the run's log: which process sent it, and when (its clock; `ts` is when the run took it). */
 const data = <S extends z.ZodRawShape>(shape: S) => z.object({ ...shape, relayedFrom: z.string().optional(), relayedAt: z.number().optional() });

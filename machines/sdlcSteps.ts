@@ -3,7 +3,7 @@
  * the brief each gets (artifact ids, never contents), which artifact the step produces, and where
  * an organiser's decision may lead from it. Pure: no I/O, no clock.
  */
-import { WorkingState, type ArtifactType, type SubTaskResult, type WorkDistribution, type WorkflowDecision, type WorkflowState } from './protocol.js';
+import { WorkingState, type ArtifactType, type SubTaskResult, type WorkDistribution, type WorkflowDecision, type WorkflowState } from './protocol/index.js';
 
 /** The states in which agents work, in the chart's order; PAUSED and ERROR keep the one they left. */
 export const WORKING_STATES = WorkingState.options;

@@ -17,7 +17,7 @@
  * An event the current state does not take is refused with INVALID_STATE_TRANSITION, never applied.
  */
 import { and, assign, enqueueActions, fromPromise, not, setup } from 'xstate';
-import type { CompletionSummary, WorkDistribution, WorkflowDecision, WorkflowState } from './protocol.js';
+import type { CompletionSummary, WorkDistribution, WorkflowDecision, WorkflowState } from './protocol/index.js';
 import {
   NEXT,
   refusalReason,

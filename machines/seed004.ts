@@ -11,7 +11,7 @@
  * of an agent's `task_result` onto the runtime's `SubTaskResult`.
  */
 import { z } from 'zod';
-import type { SessionSpec, SubTaskResult } from './protocol.js';
+import type { SessionSpec, SubTaskResult } from './protocol/index.js';
 import { errorText } from './errorText.js';
 
 export const PROTOCOL_VERSION = '1.0';

@@ -29,9 +29,9 @@ import type {
   ToolEffect,
   ToolOutcome,
 } from './ports.js';
-import { PERMISSION_CATEGORY, type ChatMessage, type IdleInquiryRequest, type SessionCommand, type PermissionDecision, type PermissionRequest, type ResultStatus, type SessionSpec, type SubTaskResult, type TaskUpdate, type ToolCall, type UpdateBatch, type Usage } from './protocol.js';
+import { PERMISSION_CATEGORY, type ChatMessage, type IdleInquiryRequest, type SessionCommand, type PermissionDecision, type PermissionRequest, type ResultStatus, type SessionSpec, type SubTaskResult, type TaskUpdate, type ToolCall, type UpdateBatch, type Usage } from './protocol/index.js';
 
-/** What a session hears: its owner's commands and its children's replies (all from protocol.ts), and XState's own. */
+/** What a session hears: its owner's commands and its children's replies (all from machines/protocol/), and XState's own. */
 export type SessionEvent =
   | SessionCommand
   | IdleInquiryRequest

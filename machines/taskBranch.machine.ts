@@ -18,7 +18,7 @@
  */
 import { assign, enqueueActions, fromPromise, sendParent, setup } from 'xstate';
 import type { MergeOutcome as MergeOutcomeLike } from './ports.js';
-import type { DiffStats, PermissionAction, PermissionDecision, SubTaskResult } from './protocol.js';
+import type { DiffStats, PermissionAction, PermissionDecision, SubTaskResult } from './protocol/index.js';
 import { errorText } from './errorText.js';
 
 export type BranchAction = 'merge' | 'pr' | 'review' | 'keep';

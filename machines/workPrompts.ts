@@ -3,7 +3,7 @@
  * reviewer's, and a worker's when changes are asked for. Text, kept out of the chart (a pure
  * module beside it: machines import no actors; actors/prompts.ts holds the agents' own prompts).
  */
-import type { DiffStats } from './protocol.js';
+import type { DiffStats } from './protocol/index.js';
 
 /** A worker sent back to its branch with the changes a reviewer (or a conflict) asked for. */
 export function reworkPrompt(p: { task: string; round: number; by: string; feedback: string; previous: string }): string {

@@ -15,7 +15,7 @@ import { createRuntime } from '../actors/runtime.js';
 import { ToolCatalog } from '../actors/tools/index.js';
 import { loadRegistry } from '../adapters/config.js';
 import { parseScript, ScriptedModel } from '../adapters/model/scripted.js';
-import type { Plan, RunEvent } from '../machines/protocol.js';
+import type { Plan, RunEvent } from '../machines/protocol/index.js';
 import type { Transport } from '../machines/ports.js';
 import { CostLedger, type Budgets } from '../actors/cost.js';
 import type { ModelResolver } from '../actors/agentLoop.js';

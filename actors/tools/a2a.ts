@@ -4,7 +4,7 @@
  * (spawn, await, complete, notify, …), an effect. Tools decide; the machine does.
  */
 import { z } from 'zod';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { A2AError } from '../errors.js';
 import { childPermissions } from '../permissions.js';
 import { MAILBOX_LIMIT } from '../family.js';

@@ -5,7 +5,7 @@
  * else its agent's name.
  */
 import { z } from 'zod';
-import { ArtifactStatus, ArtifactType, type ArtifactMeta, type SessionSpec } from '../../machines/protocol.js';
+import { ArtifactStatus, ArtifactType, type ArtifactMeta, type SessionSpec } from '../../machines/protocol/index.js';
 import type { ArtifactStore } from '../artifacts.js';
 import { A2AError } from '../errors.js';
 import type { ToolContext, ToolDefinition } from './types.js';

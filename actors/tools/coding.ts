@@ -8,7 +8,7 @@ import { mkdir, readdir, readlink } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import type { ToolOutcome } from '../../machines/ports.js';
-import type { PermissionAction } from '../../machines/protocol.js';
+import type { PermissionAction } from '../../machines/protocol/index.js';
 import { A2AError, isA2AError } from '../errors.js';
 import { readConfined, writeConfined } from './files.js';
 import { resolveInWorktree, STATE_DIR, worktreeRoot, type WorktreePath } from './paths.js';

@@ -5,7 +5,7 @@
  * parent, the orchestrator's matrix and a person, like `run_command` does.
  */
 import { z } from 'zod';
-import { PermissionAction, type ToolOutcome } from '../../machines/protocol.js';
+import { PermissionAction, type ToolOutcome } from '../../machines/protocol/index.js';
 import { A2AError, describeIssues } from '../errors.js';
 import type { ToolDefinition } from './types.js';
 

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { ToolOutcome } from '../../machines/ports.js';
-import type { SessionSpec, ToolCall, ToolSpec } from '../../machines/protocol.js';
+import type { SessionSpec, ToolCall, ToolSpec } from '../../machines/protocol/index.js';
 import { A2AError, describeIssues } from '../errors.js';
 import { redactSecrets } from '../secrets.js';
 import type { AgentDefinition } from '../registry.js';

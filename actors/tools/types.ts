@@ -1,7 +1,7 @@
 /** What a tool is, and what it may use while it runs. */
 import type { z } from 'zod';
 import type { Clock, CommandRunner, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
-import type { SessionSpec, TaskUpdate, ToolCall, ToolSpec } from '../../machines/protocol.js';
+import type { SessionSpec, TaskUpdate, ToolCall, ToolSpec } from '../../machines/protocol/index.js';
 import type { AgentDefinition, AgentRegistry } from '../registry.js';
 import type { ArtifactStore } from '../artifacts.js';
 

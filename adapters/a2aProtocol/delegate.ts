@@ -21,7 +21,7 @@ import type { StreamResponse } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { z } from 'zod';
 import type { Model, ModelRequest } from '../../machines/ports.js';
-import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol.js';
+import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
 import { secrets } from '../../actors/secrets.js';
 import type { ToolContext, ToolDefinition } from '../../actors/tools/index.js';

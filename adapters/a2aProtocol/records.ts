@@ -12,7 +12,7 @@
  *
  * Files: `<workspace>/.a2a/a2a-protocol/tasks/<taskId>.json` and `<taskId>.events.jsonl`; with
  * `--nats`, the namespace's KV bucket (`t.<taskId>` and `e.<taskId>.<seq>`). Everything read back
- * is checked with its schema (machines/protocol.ts); what fails is reported and left out, never
+ * is checked with its schema (machines/protocol/); what fails is reported and left out, never
  * half-used.
  *
  * `RecordTaskStore` is the SDK's TaskStore over these: GetTask and ListTasks read them (a task the
@@ -24,7 +24,7 @@ import { resolveUserScope, type PushNotificationStore, type ServerCallContext, t
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { A2AServedEvent, A2AServedTask, A2AProtocolId } from '../../machines/protocol.js';
+import { A2AServedEvent, A2AServedTask, A2AProtocolId } from '../../machines/protocol/index.js';
 import { inlineIssues } from '../../actors/errors.js';
 import { stateJson } from '../../actors/secrets.js';
 import type { KeyValue } from '../../machines/ports.js';

@@ -41,7 +41,7 @@ import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import type { A2AServedEvent, A2AServedTask, RunEvent } from '../../machines/protocol.js';
+import type { A2AServedEvent, A2AServedTask, RunEvent } from '../../machines/protocol/index.js';
 import { loadConfig } from '../config.js';
 import { loadRegistry } from '../config.js';
 import { ToolCatalog } from '../../actors/tools/index.js';

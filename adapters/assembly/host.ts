@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { EventSink, Model, Transport } from '../../machines/ports.js';
-import type { RunEvent, SessionSpec } from '../../machines/protocol.js';
+import type { RunEvent, SessionSpec } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { artifactEvent, artifactStores } from '../../actors/artifacts.js';

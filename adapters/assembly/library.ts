@@ -4,11 +4,11 @@
  * `a2a redirect` (checked by the same code, so the CLI and a program never disagree).
  */
 import type { Model } from '../../machines/ports.js';
-import type { HumanAnswer, HumanItem, SubTaskResult } from '../../machines/protocol.js';
+import type { HumanAnswer, HumanItem, SubTaskResult } from '../../machines/protocol/index.js';
 import type { TypedRunEvent } from '../../machines/runEvents.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { ControlRequest } from '../../machines/protocol.js';
+import type { ControlRequest } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
 import type { NodeView } from '../../actors/runView.js';
 import { secrets } from '../../actors/secrets.js';

@@ -10,7 +10,7 @@ import { BUILTIN_PROFILE, isMoreExpensive, profileNamed } from '../../actors/pro
 import type { AgentRegistry } from '../../actors/registry.js';
 import type { ProfileCatalog } from '../../actors/runtime.js';
 import type { Clock, Model } from '../../machines/ports.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { userConfigDir } from '../config.js';
 import { ORGANISER_AGENT } from '../../actors/organiser.js';
 import { ModelPool } from '../model/factory.js';

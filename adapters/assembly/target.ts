@@ -6,7 +6,7 @@
  */
 import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { WorkflowRequest, type Plan } from '../../machines/protocol.js';
+import { WorkflowRequest, type Plan } from '../../machines/protocol/index.js';
 import { A2AError, describeIssues, nearest } from '../../actors/errors.js';
 import { parsePlan } from '../../actors/run.js';
 import { readStructured } from '../config.js';

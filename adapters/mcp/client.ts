@@ -12,7 +12,7 @@
 import { resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { EventSink, ToolOutcome } from '../../machines/ports.js';
-import type { McpServerConfig, SecretRef, SessionSpec, ToolCall, ToolSpec } from '../../machines/protocol.js';
+import type { McpServerConfig, SecretRef, SessionSpec, ToolCall, ToolSpec } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
 import { correlationOf } from '../../actors/events.js';
 import type { AgentDefinition } from '../../actors/registry.js';

@@ -12,7 +12,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import type { ControlRequest, HumanItem } from '../../machines/protocol.js';
+import type { ControlRequest, HumanItem } from '../../machines/protocol/index.js';
 import type { RunStatus } from '../../actors/runStatus.js';
 import { ArtifactStore } from '../../actors/artifacts.js';
 import { A2AError, isA2AError } from '../../actors/errors.js';

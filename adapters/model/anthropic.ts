@@ -8,7 +8,7 @@ import type { ContentBlockParam, MessageCreateParamsNonStreaming, MessageParam }
 import { z } from 'zod';
 import { describeIssues } from '../../actors/errors.js';
 import type { Model, ModelRequest } from '../../machines/ports.js';
-import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol.js';
+import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol/index.js';
 import { abortable, billedIfThrown, checkReply, fail, failure, parseOptions, tokens, toolArguments, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
 
 const DEFAULT_BASE_URL = 'https://api.anthropic.com';

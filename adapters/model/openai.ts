@@ -10,7 +10,7 @@ import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam
 import { z } from 'zod';
 import { describeIssues } from '../../actors/errors.js';
 import type { Model, ModelRequest } from '../../machines/ports.js';
-import type { ModelReply } from '../../machines/protocol.js';
+import type { ModelReply } from '../../machines/protocol/index.js';
 import { abortable, billedIfThrown, checkReply, fail, failure, parseArguments, parseOptions, tokens, type CallContext, type ProviderOptions, type ResolvedOptions } from './wire.js';
 
 /** The providers this adapter speaks to, and where each is when no `baseURL` is given. */

@@ -21,7 +21,7 @@
  */
 import { z } from 'zod';
 import type { Clock, Model, ModelRequest } from '../../machines/ports.js';
-import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol.js';
+import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol/index.js';
 import { A2AError, describeIssues } from '../../actors/errors.js';
 import { errorText } from '../../machines/errorText.js';
 

@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { A2AError, describeIssues, isA2AError } from '../../actors/errors.js';
-import type { ErrorCode } from '../../machines/protocol.js';
-import { ModelReply } from '../../machines/protocol.js';
+import type { ErrorCode } from '../../machines/protocol/index.js';
+import { ModelReply } from '../../machines/protocol/index.js';
 import { API_KEY_ENV, redact, redactError, type Provider } from './secrets.js';
 import { errorText } from '../../machines/errorText.js';
 

@@ -48,7 +48,7 @@
 import { randomUUID } from 'node:crypto';
 import { fromCallback, type AnyActorLogic } from 'xstate';
 import type { Clock, EventSink, Transport, TransportSubscription } from '../../machines/ports.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import {
   createExternalTaskMachine,
   DEFAULT_EXTERNAL_TASK_CONFIG,

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ArtifactId, RunId, type ArtifactContent, type ArtifactMeta } from '../../machines/protocol.js';
+import { ArtifactId, RunId, type ArtifactContent, type ArtifactMeta } from '../../machines/protocol/index.js';
 import type { ArtifactBackend, StoredRecord } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 import { stateJson } from '../../actors/secrets.js';

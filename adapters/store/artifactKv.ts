@@ -7,7 +7,7 @@
  * Records are keyed `meta` first so that listing a run's artifacts is a subject filter the
  * server applies (`<runId>.meta.>`), whatever number of versions they have.
  */
-import type { ArtifactContent, ArtifactMeta } from '../../machines/protocol.js';
+import type { ArtifactContent, ArtifactMeta } from '../../machines/protocol/index.js';
 import type { ArtifactBackend, KeyValue, KeyValueReader, StoredRecord } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 

@@ -3,7 +3,7 @@
  * same compare-and-set contract as the file and KV backends; values are copied in and out as
  * JSON, so that nothing a caller keeps can change a stored record.
  */
-import type { ArtifactContent, ArtifactMeta } from '../../machines/protocol.js';
+import type { ArtifactContent, ArtifactMeta } from '../../machines/protocol/index.js';
 import type { ArtifactBackend, StoredRecord } from '../../machines/ports.js';
 
 interface Entry {

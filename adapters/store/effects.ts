@@ -8,7 +8,7 @@
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { EffectRecord } from '../../machines/protocol.js';
+import { EffectRecord } from '../../machines/protocol/index.js';
 import { RecordedEffects } from '../../actors/effects.js';
 import { stateJson } from '../../actors/secrets.js';
 import { inlineIssues } from '../../actors/errors.js';

@@ -10,7 +10,7 @@
  * purge when it finishes: the bucket holds the records of sessions alive, not of every session
  * ever run. A record is durable (the server has it) before the step goes on.
  */
-import { EffectRecord } from '../../machines/protocol.js';
+import { EffectRecord } from '../../machines/protocol/index.js';
 import type { KeyValue } from '../../machines/ports.js';
 import { RecordedEffects, type EffectJournal } from '../../actors/effects.js';
 import { inlineIssues } from '../../actors/errors.js';

@@ -15,7 +15,7 @@
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { Checkpoint as CheckpointSchema, QueueMessage, RunEvent } from '../../machines/protocol.js';
+import { Checkpoint as CheckpointSchema, QueueMessage, RunEvent } from '../../machines/protocol/index.js';
 import { A2AError, inlineIssues } from '../../actors/errors.js';
 import { stateJson, toJson } from '../../actors/secrets.js';
 import type { BusStart } from '../../actors/events.js';

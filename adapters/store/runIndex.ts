@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { RunId } from '../../machines/protocol.js';
+import { RunId } from '../../machines/protocol/index.js';
 import { userConfigDir } from '../config.js';
 
 const Entry = z.strictObject({ runId: RunId, workspace: z.string().min(1), at: z.number() });

@@ -5,7 +5,7 @@
  *
  *   events.jsonl         the events written since the last segment was closed
  *   events.<n>.jsonl.gz  segment n (1, 2, ...), compressed after it was closed (plain until then)
- *   events.index.json    where a bus starts after segments 1..n (LogIndex in machines/protocol.ts)
+ *   events.index.json    where a bus starts after segments 1..n (LogIndex in machines/protocol/)
  *   audit.jsonl, audit.<n>.jsonl.gz   the same for the audit trail (no index: nothing resumes from it)
  *
  * A segment is closed right after a flush, so it ends on a line; the index is written after the
@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip, gunzipSync } from 'node:zlib';
 import { BusStartFold, type BusStart } from '../../actors/events.js';
-import { LogIndex, RunEvent, type LogSpend } from '../../machines/protocol.js';
+import { LogIndex, RunEvent, type LogSpend } from '../../machines/protocol/index.js';
 import { inlineIssues } from '../../actors/errors.js';
 
 export type LogBase = 'events' | 'audit';

@@ -12,7 +12,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { RunEvent } from '../../machines/protocol.js';
+import { RunEvent } from '../../machines/protocol/index.js';
 import type { FileRunStore, RunRecord } from '../store/file.js';
 import { readSegmentBytes, segmentNumbers } from '../store/runLog.js';
 

@@ -1,7 +1,7 @@
 /**
  * `a2a studio`: a web page to watch and steer the runs of a workspace (and, with NATS, the live
  * runs and hosts of a namespace). The server is `node:http` with no framework: a dozen routes,
- * each parsed with its schema from machines/protocol.ts.
+ * each parsed with its schema from machines/protocol/.
  *
  * What it serves:
  *   GET  /                         the page (adapters/studio/page, bundled by `npm run build`)
@@ -38,7 +38,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { hostname, userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { ControlRequest, RunEvent, StudioAuditQuery, StudioStop, StudioStreamQuery } from '../../machines/protocol.js';
+import { ControlRequest, RunEvent, StudioAuditQuery, StudioStop, StudioStreamQuery } from '../../machines/protocol/index.js';
 import { A2AError, isA2AError } from '../../actors/errors.js';
 import { renderAuditMarkdown } from '../../actors/audit.js';
 import { machines, toGraphJson } from '../../actors/graph/index.js';

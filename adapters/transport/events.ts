@@ -15,7 +15,7 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Clock, DurableConsumer, EventSink, Transport } from '../../machines/ports.js';
-import { RunEvent } from '../../machines/protocol.js';
+import { RunEvent } from '../../machines/protocol/index.js';
 import { enqueueSurely, subjects } from '../../actors/remote.js';
 import { factKey, type RunEventBus } from '../../actors/events.js';
 import { inlineIssues } from '../../actors/errors.js';

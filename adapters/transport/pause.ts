@@ -6,7 +6,7 @@
  * and changes nothing.
  */
 import type { Transport } from '../../machines/ports.js';
-import { RunPause } from '../../machines/protocol.js';
+import { RunPause } from '../../machines/protocol/index.js';
 import { subjects } from '../../actors/remote.js';
 import { inlineIssues } from '../../actors/errors.js';
 import type { PauseGates } from '../../actors/pause.js';

@@ -8,7 +8,7 @@
  */
 import { resolve } from 'node:path';
 import { userInfo } from 'node:os';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
 import { renderAuditMarkdown } from '../../actors/audit.js';
 import type { RunStatus } from '../../actors/runStatus.js';

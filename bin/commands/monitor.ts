@@ -18,7 +18,7 @@
  * get (Transport.readKeyValue), so its user needs no right that could deliver messages anywhere.
  */
 import { A2AError } from '../../actors/errors.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import type { Transport } from '../../machines/ports.js';
 import { describeHostChange, MonitorState, renderMonitor, type HostChange, type MonitorEvent } from '../../adapters/monitor.js';
 import { followNamespace } from '../../adapters/monitorFeed.js';

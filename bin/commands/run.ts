@@ -7,7 +7,7 @@
 import { PrintedNotice, TerminalPrompt } from '../../adapters/humanPrompt.js';
 import { canRedraw, liveDisplay, logDisplay, palette, renderSummary, usageLine, type RunDisplay } from '../../adapters/terminal.js';
 import { launchRun, type LaunchedRun, type RunOptions as EngineOptions } from '../../adapters/assembly/run.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 
 export { DEFAULT_INSPECTOR_URL } from '../../adapters/assembly/run.js';
 

@@ -9,7 +9,7 @@ import { artifactStores, ArtifactStore } from '../../actors/artifacts.js';
 import { defaultGate as gate } from '../../actors/permissions.js';
 import { ToolCatalog, type ToolContext } from '../../actors/tools/index.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { harness, tempDir } from '../helpers.js';
 
 describe('artifact tools', () => {

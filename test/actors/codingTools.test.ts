@@ -9,7 +9,7 @@ import { AgentRegistry } from '../../actors/registry.js';
 import { codingTools, globToRegExp } from '../../actors/tools/coding.js';
 import { ToolCatalog, childIds, type ToolContext } from '../../actors/tools/index.js';
 import type { PermissionAnswer, PermissionAsk } from '../../actors/tools/types.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 import { bubblewrapRunner, unconfinedRunner } from '../../adapters/sandbox/index.js';
 import type { CommandRunner } from '../../machines/ports.js';

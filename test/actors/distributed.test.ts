@@ -17,7 +17,7 @@ import { Host } from '../../adapters/host.js';
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
 import type { Transport } from '../../machines/ports.js';
-import type { Plan, RunEvent } from '../../machines/protocol.js';
+import type { Plan, RunEvent } from '../../machines/protocol/index.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { tempDir } from '../helpers.js';
 

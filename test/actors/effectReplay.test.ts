@@ -13,7 +13,7 @@ import { ToolCatalog } from '../../actors/tools/index.js';
 import { realClock } from '../../adapters/clock.js';
 import { loadRegistry } from '../../adapters/config.js';
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 
 async function runWith(recordedInput: string | undefined): Promise<{ output: string; warnings: string[]; modelCalls: number }> {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { RunEventBus, factKey } from '../../actors/events.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 
 const tool = (callId: string, turn: number, epoch?: number) =>
   ({ type: 'tool.called', subTaskId: 'w-a.1', data: { name: 'charge', isError: false, content: 'ok', callId, turn, ...(epoch ? { epoch } : {}) } }) as Pick<RunEvent, 'type' | 'subTaskId' | 'parentId' | 'taskId' | 'data'>;

@@ -18,7 +18,7 @@ import { Host } from '../../adapters/host.js';
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
 import type { KeyValue, Transport } from '../../machines/ports.js';
-import type { HostHeartbeat, RunEvent, SessionRecord, SessionSpec } from '../../machines/protocol.js';
+import type { HostHeartbeat, RunEvent, SessionRecord, SessionSpec } from '../../machines/protocol/index.js';
 import { tempDir, transportWith } from '../helpers.js';
 
 const NS = 'hr';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { RunConfig } from '../../actors/config.js';
 import { checkCycle, checkDepth, SpawnBudget } from '../../actors/limits.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 
 const { limits, idle } = RunConfig.parse({});
 const spec = (over: Partial<SessionSpec> = {}): SessionSpec => ({

@@ -4,7 +4,7 @@
  * asks a person for `ask_user`.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { AuditRecord, PermissionAction } from '../../machines/protocol.js';
+import { AuditRecord, PermissionAction } from '../../machines/protocol/index.js';
 import { isAudited } from '../../actors/audit.js';
 import { describeWait } from '../../actors/humanGate.js';
 import { formatElapsed, RunView } from '../../actors/runView.js';

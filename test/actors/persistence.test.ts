@@ -9,7 +9,7 @@ import { ToolCatalog } from '../../actors/tools/index.js';
 import { loadRegistry } from '../../adapters/config.js';
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { flush, tempDir } from '../helpers.js';
 
 const script = parseScript(

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback, fromPromise } from 'xstate';
 import { createParentLinkLogic, enqueueSurely, ensureQueues } from '../../actors/remote.js';
 import { realClock } from '../../adapters/clock.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
 import type { Transport } from '../../machines/ports.js';

@@ -17,7 +17,7 @@ import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import { planResume } from '../../adapters/runHost.js';
 import type { JournalRecord } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { Plan, RunEvent } from '../../machines/protocol.js';
+import type { Plan, RunEvent } from '../../machines/protocol/index.js';
 import { flush, tempDir } from '../helpers.js';
 
 const script = {

@@ -3,7 +3,7 @@ import { isA2AError } from '../../actors/errors.js';
 import { parseAgentType } from '../../actors/registry.js';
 import { estimateTokens, fitConversation, SUMMARY_HEADER } from '../../actors/summarize.js';
 import type { Model, ModelRequest } from '../../machines/ports.js';
-import type { ChatMessage, ModelReply } from '../../machines/protocol.js';
+import type { ChatMessage, ModelReply } from '../../machines/protocol/index.js';
 
 /** A model that records every request and answers with `answer(n)` (n: 1 for the first call). */
 function fakeModel(answer: (n: number, request: ModelRequest) => string | Error = (n) => `SUMMARY-${n}`) {

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { parseReply, TerminalPrompt } from '../../adapters/humanPrompt.js';
-import type { HumanAnswer, HumanItem } from '../../machines/protocol.js';
+import type { HumanAnswer, HumanItem } from '../../machines/protocol/index.js';
 
 const item = (id: string, kind: HumanItem['kind'] = 'permission'): HumanItem => ({
   id,

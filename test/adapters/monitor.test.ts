@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MonitorState, renderMonitor, stats, type MonitorEvent, type ReceivedHeartbeat } from '../../adapters/monitor.js';
-import type { RunEventType } from '../../machines/protocol.js';
+import type { RunEventType } from '../../machines/protocol/index.js';
 import { main } from '../../bin/cli.js';
 
 let seq = 0;

@@ -12,7 +12,7 @@ import { busStartOf, RunEventBus } from '../../actors/events.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { logLines, resumePoint, segmentNumbers, type RunLog } from '../../adapters/store/runLog.js';
 import { RunFeed } from '../../adapters/studio/feed.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 
 const dirs: string[] = [];
 afterEach(() => {

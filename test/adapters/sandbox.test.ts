@@ -18,7 +18,7 @@ import type { PermissionAnswer, PermissionAsk } from '../../actors/tools/types.j
 import { createGit } from '../../adapters/git.js';
 import { bubblewrapRunner, unconfinedRunner } from '../../adapters/sandbox/index.js';
 import type { CommandRunner } from '../../machines/ports.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 
 const catalog = new ToolCatalog([...codingTools]);

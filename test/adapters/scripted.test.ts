@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import type { ModelRequest } from '../../machines/ports.js';
-import type { ChatMessage } from '../../machines/protocol.js';
+import type { ChatMessage } from '../../machines/protocol/index.js';
 
 const request = (messages: ChatMessage[], agentName = 'coder', depth = 1): ModelRequest => ({
   system: 'sys',

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { canRedraw, fitLine, liveDisplay, visibleLength } from '../../adapters/terminal.js';
 import { main } from '../../bin/cli.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { capture, tempDir } from '../helpers.js';
 
 const root = join(import.meta.dirname, '../..');

@@ -12,7 +12,7 @@ import type { Family } from '../../actors/family.js';
 import { loadRegistry } from '../../adapters/config.js';
 import { ScriptedModel, parseScript, type Script } from '../../adapters/model/scripted.js';
 import { realClock } from '../../adapters/clock.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { percentile } from '../../adapters/monitor.js';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -165,7 +165,7 @@ export async function inbox(n: number, journaled = true): Promise<{ perSecond: n
   const { createActor } = await import('xstate');
   const { createInboxLogic } = await import('../../actors/inbox.js');
   const { FileRunStore } = await import('../../adapters/store/file.js');
-  const { QUEUE_PRIORITY } = await import('../../machines/protocol.js');
+  const { QUEUE_PRIORITY } = await import('../../machines/protocol/index.js');
   const ws = mkdtempSync(join(tmpdir(), 'a2a-bench-inbox-'));
   const store = new FileRunStore(ws);
   store.create({ runId: 'bench', pid: process.pid, status: 'running', startedAt: Date.now(), planId: 'p', source: 'bench' });

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { SecretRedactor } from '../../actors/secrets.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { AuditRecord, type RunEvent } from '../../machines/protocol.js';
+import { AuditRecord, type RunEvent } from '../../machines/protocol/index.js';
 import { renderAuditMarkdown } from '../../actors/audit.js';
 import { capture, tempDir } from '../helpers.js';
 

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
-import { RunEvent } from '../../machines/protocol.js';
+import { RunEvent } from '../../machines/protocol/index.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { capture, tempDir } from '../helpers.js';
 import { a2aProcess } from '../nats/cluster.js';

@@ -28,7 +28,7 @@ import {
   type StubHandler,
   type StubRequest,
 } from '../adapters/providers/stubs.js';
-import type { ModelReply } from '../../machines/protocol.js';
+import type { ModelReply } from '../../machines/protocol/index.js';
 import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');

@@ -17,7 +17,7 @@ import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileRunStore } from '../../adapters/store/file.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { a2aProcess, killAll, nodeProcess, served, waitFor, type Proc } from '../nats/cluster.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';
 import { faultSeed, faultTrials, seeded, tally } from './harness.js';

@@ -15,7 +15,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { ControlRequest, DownMessage, HostHeartbeat, RemoteSpawn, RunEvent, SessionRecord, UpMessage, type RunEvent as RunEventT, type SessionSpec } from '../../machines/protocol.js';
+import { ControlRequest, DownMessage, HostHeartbeat, RemoteSpawn, RunEvent, SessionRecord, UpMessage, type RunEvent as RunEventT, type SessionSpec } from '../../machines/protocol/index.js';
 import { envelopeOf, parseEnvelope } from '../../machines/seed004.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { a2aHost, a2aProcess, architectSplitting, killAll, served, waitFor, type Proc } from '../nats/cluster.js';

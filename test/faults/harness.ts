@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FileRunStore } from '../../adapters/store/file.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 import { architectSplitting } from '../nats/cluster.js';
 

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { a2aHost, a2aProcess, capture, killAll, savedWithCheckpoint, served, splitWorkspace, waitFor } from './cluster.js';
 import { startNatsServer, type NatsServer } from './server.js';
 import { faultWorkspace, sessionIds, tally } from '../faults/harness.js';

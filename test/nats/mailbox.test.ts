@@ -19,7 +19,7 @@ import { loadRegistry } from '../../adapters/config.js';
 import { Host } from '../../adapters/host.js';
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 import { startNatsServer, type NatsServer } from './server.js';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { a2aHost, capture, killAll, served, waitFor } from './cluster.js';
 import { startNatsServer, type NatsServer } from './server.js';
 import { tempDir } from '../helpers.js';

@@ -13,7 +13,7 @@ import type { GatewayCommandOptions } from '../../bin/commands/gateway.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { connectNats } from '../../adapters/transport/nats.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { SessionSpec } from '../../machines/protocol.js';
+import type { SessionSpec } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 import { startNatsServer, type NatsServer } from './server.js';
 import * as kit from './seed004Kit.js';

@@ -14,7 +14,7 @@ import { createRemoteSessionLogic, ensureQueues } from '../../actors/remote.js';
 import { realClock } from '../../adapters/clock.js';
 import type { Seed004Gateway } from '../../adapters/seed004/gateway.js';
 import type { Transport } from '../../machines/ports.js';
-import type { SessionSpec, SubTaskResult, TaskUpdate } from '../../machines/protocol.js';
+import type { SessionSpec, SubTaskResult, TaskUpdate } from '../../machines/protocol/index.js';
 import { parseEnvelope, Seed004Message } from '../../machines/seed004.js';
 
 /** Registers what a test must undo (run in reverse order after it). */

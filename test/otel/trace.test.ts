@@ -13,7 +13,7 @@ import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { secrets } from '../../actors/secrets.js';
 import { spanIdOf, traceIdOf, tracingEnabled } from '../../actors/tracing.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { capture, tempDir } from '../helpers.js';
 import { spanTree, startReceiver, type ReceivedSpan, type Receiver } from './receiver.js';
 

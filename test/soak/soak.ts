@@ -16,7 +16,7 @@ import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { HostHeartbeat } from '../../machines/protocol.js';
+import { HostHeartbeat } from '../../machines/protocol/index.js';
 import { faultWorkspace, sessionIds, tally } from '../faults/harness.js';
 import { a2aProcess, capture, killAll, served, type Proc } from '../nats/cluster.js';
 import { startNatsCluster, type NatsCluster } from '../nats/server.js';

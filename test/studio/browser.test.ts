@@ -14,7 +14,7 @@ import { startStudio, type RunningStudio } from '../../adapters/studio/server.js
 import { watchNamespace, type NatsWatch } from '../../adapters/studio/nats.js';
 import { connectNats } from '../../adapters/transport/nats.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import type { Transport } from '../../machines/ports.js';
 import { main } from '../../bin/cli.js';
 import { capture, tempDir } from '../helpers.js';

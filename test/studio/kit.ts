@@ -10,7 +10,7 @@ import type { BuildOptions } from 'esbuild';
 import { bundleOnce } from '../helpers.js';
 import { chromium, type Browser } from 'playwright-core';
 import { FileRunStore, type RunRecord } from '../../adapters/store/file.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 

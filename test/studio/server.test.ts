@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startStudio, type RunningStudio } from '../../adapters/studio/server.js';
 import { StudioRun } from '../../adapters/studio/page/view.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { capture, tempDir } from '../helpers.js';
 import { studioCommand } from '../../bin/commands/studio.js';
 import { pageBundle, writeRun } from './kit.js';

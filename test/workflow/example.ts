@@ -5,7 +5,7 @@
  */
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 
 export const EXAMPLE = resolve(import.meta.dirname, '../../examples/sdlc');

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { a2aProcess, capture, killAll, waitFor } from '../nats/cluster.js';
 import { artifactVersions, EXAMPLE_ARTIFACTS, exampleWorkspace, workflowStates } from './example.js';
 

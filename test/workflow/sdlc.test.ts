@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import type { RunEvent } from '../../machines/protocol.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { organiserPrompt } from '../../actors/organiser.js';
 import { capture, waitFor } from '../nats/cluster.js';
 import { tempDir } from '../helpers.js';

@@ -1,7 +1,7 @@
 /**
  * A task done by an external agent through the gateway (externalTask: the external-agent protocol).
  */
-import { SubTaskResult, type SessionSpec, type TaskUpdate } from '../../../machines/protocol.js';
+import { SubTaskResult, type SessionSpec, type TaskUpdate } from '../../../machines/protocol/index.js';
 import { externalTaskMachine, type ExternalTaskConfig, type ExternalTaskContext, type WireCommand, type ExternalTaskEvent } from '../../../machines/externalTask.machine.js';
 import type { MachineModel } from '../paths.js';
 import { inert, fail, sessionSpec, type Sample } from './shared.js';

@@ -3,7 +3,7 @@
  */
 import { orchestratorPolicy, RunConfig } from '../../config.js';
 import { orchestratorMachine, type OrchestratorInput, type TaskRecord, type OrchestratorEvent } from '../../../machines/orchestrator.machine.js';
-import { PERMISSION_CATEGORY, QUEUE_PRIORITY, SubTaskResult, type PermissionRequest, type QueueMessage, type SessionSpec, type TaskUpdate } from '../../../machines/protocol.js';
+import { PERMISSION_CATEGORY, QUEUE_PRIORITY, SubTaskResult, type PermissionRequest, type QueueMessage, type SessionSpec, type TaskUpdate } from '../../../machines/protocol/index.js';
 import type { MachineModel } from '../paths.js';
 import { inert, fail, sessionSpec, type Sample } from './shared.js';
 

@@ -3,7 +3,7 @@
  */
 import type { AnyEventObject, AnyStateMachine } from 'xstate';
 import type { ToolOutcome } from '../../../machines/ports.js';
-import { PERMISSION_CATEGORY, SubTaskResult, type SessionSpec } from '../../../machines/protocol.js';
+import { PERMISSION_CATEGORY, SubTaskResult, type SessionSpec } from '../../../machines/protocol/index.js';
 import type { SessionContext, SessionEvent } from '../../../machines/session.js';
 import type { MachineModel, StepView } from '../paths.js';
 import { inert, fail, sessionSpec, type Sample } from './shared.js';

@@ -3,7 +3,7 @@
  */
 import type { EventObject, Snapshot } from 'xstate';
 import { RunConfig } from '../../config.js';
-import type { SessionSpec } from '../../../machines/protocol.js';
+import type { SessionSpec } from '../../../machines/protocol/index.js';
 import type { StepView } from '../paths.js';
 
 /** A child that does nothing: what it would send are path steps. */

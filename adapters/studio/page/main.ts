@@ -8,7 +8,7 @@
  * Every change goes through the server's control endpoint (the run's control directory, as
  * `a2a inbox` uses): the page never holds state of its own that the CLI could contradict.
  */
-import type { HumanItem, RunEvent } from '../../../machines/protocol.js';
+import type { HumanItem, RunEvent } from '../../../machines/protocol/index.js';
 import type { GraphJson } from '../../../actors/graph/render.js';
 import type { RunStatus } from '../../../actors/runStatus.js';
 import type { RunRecord as FileRunRecord } from '../../store/file.js';

@@ -5,7 +5,7 @@
  * paused); the transcript of a session; the workflow's state and the organiser's decisions. Pure
  * (no DOM), so that it is tested without a browser.
  */
-import type { RunEvent } from '../../../machines/protocol.js';
+import type { RunEvent } from '../../../machines/protocol/index.js';
 import { RunView, type NodeView } from '../../../actors/runView.js';
 
 export type Badge = 'permission' | 'question' | 'inquiry' | 'model' | 'stuck' | 'paused';

@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { EMPTY_TURN } from '../../../adapters/model/anthropic.js';
 import type { ScriptedModel } from '../../../adapters/model/scripted.js';
 import type { ModelRequest } from '../../../machines/ports.js';
-import type { ChatMessage, ModelReply, ToolCall, ToolSpec } from '../../../machines/protocol.js';
+import type { ChatMessage, ModelReply, ToolCall, ToolSpec } from '../../../machines/protocol/index.js';
 
 export interface StubRequest {
   /** 0 for the first request this stub received. */

@@ -13,8 +13,8 @@ export { startHost } from './adapters/assembly/host.js';
 export type { HostOptions, RunningHost } from './adapters/assembly/host.js';
 
 // Agents and tools defined in code
-export { defineAgent } from './actors/registry.js';
-export type { AgentInput } from './actors/registry.js';
+export { defineAgent } from './actors/config/registry.js';
+export type { AgentInput } from './actors/config/registry.js';
 export { defineTool } from './actors/tools/custom.js';
 export type { CustomTool, CustomToolContext } from './actors/tools/custom.js';
 export type { ToolDefinition } from './actors/tools/types.js';
@@ -49,7 +49,7 @@ export { A2AError, isA2AError } from './actors/errors.js';
 
 // Traces: the trace id a run's spans have (derived from its run id, unless the run continues a
 // caller's trace), to link a run to its trace in a tracing backend
-export { traceIdOf } from './actors/tracing.js';
+export { traceIdOf } from './actors/observation/tracing.js';
 
 // zod 4, as the tools' schemas need it (the same copy a2a validates with)
 export { z } from 'zod';

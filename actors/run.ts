@@ -4,16 +4,16 @@
  */
 import type { AnyActorRef, InspectionEvent, Observer } from 'xstate';
 import { createRootActor } from './scheduler.js';
-import { observeSessions } from './observe.js';
+import { observeSessions } from './observation/observe.js';
 import type { GitPlan, OrchestratorEmitted, OrchestratorInput, RunSummary } from '../machines/orchestrator.machine.js';
 import type { Clock } from '../machines/ports.js';
 import { Plan, PlanTask, type ParsedAgentType, type QueueMessage, type SessionSpec, type SubTaskResult, type WorkflowRequest } from '../machines/protocol/index.js';
-import { restoreTimers, type Checkpoint } from './checkpoint.js';
-import { orchestratorPolicy, type RunConfig } from './config.js';
-import { buildPolicy, workerPermissions, type PermissionPolicy } from './permissions.js';
+import { restoreTimers, type Checkpoint } from './durability/checkpoint.js';
+import { orchestratorPolicy, type RunConfig } from './config/config.js';
+import { buildPolicy, workerPermissions, type PermissionPolicy } from './people/permissions.js';
 import { A2AError, describeIssues, explainUnknownKeys } from './errors.js';
 import type { Runtime } from './runtime.js';
-import { correlationOf, correlationOfRequest, type Correlated } from './events.js';
+import { correlationOf, correlationOfRequest, type Correlated } from './observation/events.js';
 
 /** Parses a plan object; errors name the source and each bad field. */
 export function parsePlan(data: unknown, source: string): Plan {

@@ -9,22 +9,22 @@ import { taskBranchMachine } from '../machines/taskBranch.machine.js';
 import type { DiffStats, ParsedAgentType, SessionSpec } from '../machines/protocol/index.js';
 import { orchestratorMachine, type AnswerQuestionInput } from '../machines/orchestrator.machine.js';
 import { sdlcWorkflowMachine } from '../machines/sdlcWorkflow.machine.js';
-import { createDecide, createRecordStep } from './organiser.js';
-import { PauseGates } from './pause.js';
-import { createHumanGateLogic, type HumanChannel } from './humanGate.js';
-import { createInboxLogic, type InboxJournal } from './inbox.js';
-import { createRemoteSessionLogic, type RemoteDeps } from './remote.js';
+import { createDecide, createRecordStep } from './organiser/organiser.js';
+import { PauseGates } from './people/pause.js';
+import { createHumanGateLogic, type HumanChannel } from './people/humanGate.js';
+import { createInboxLogic, type InboxJournal } from './people/inbox.js';
+import { createRemoteSessionLogic, type RemoteDeps } from './distribution/remote.js';
 import type { SupervisorLogic } from '../machines/session.js';
 import { subtaskMachine } from '../machines/subtask.machine.js';
 import { workerMachine } from '../machines/worker.machine.js';
-import { createLoop, type CostControl, type EffectJournals, type ModelResolver } from './agentLoop.js';
-import type { ArtifactStore } from './artifacts.js';
-import { SpawnBudget } from './limits.js';
-import { FileLockTable } from './fileLocks.js';
+import { createLoop, type CostControl, type EffectJournals, type ModelResolver } from './session/agentLoop.js';
+import type { ArtifactStore } from './organiser/artifacts.js';
+import { SpawnBudget } from './session/limits.js';
+import { FileLockTable } from './session/fileLocks.js';
 
-import { SystemPrompts } from './prompts.js';
-import type { AgentRegistry } from './registry.js';
-import { createSupervisorLogic } from './supervisor.js';
+import { SystemPrompts } from './session/prompts.js';
+import type { AgentRegistry } from './config/registry.js';
+import { createSupervisorLogic } from './session/supervisor.js';
 import { childIds, ToolCatalog, type ExternalTools, type IdGenerator } from './tools/index.js';
 
 export interface RuntimeDeps {

@@ -8,7 +8,7 @@
  * - `actorRef._parent`: custom actor logic (supervisor, inbox, human gate, remote stand-in)
  *   replies to its parent;
  * - `system._snapshot._scheduledEvents`, `system._clock`: the system's pending delayed events,
- *   persisted with a checkpoint (actors/checkpoint.ts) and kept by the indexed scheduler
+ *   persisted with a checkpoint (actors/durability/checkpoint.ts) and kept by the indexed scheduler
  *   (actors/scheduler.ts, which replaces `system.scheduler` on the shape `internalSystem` checks).
  */
 import type { AnyActorRef, Snapshot } from 'xstate';

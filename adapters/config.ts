@@ -8,9 +8,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { A2AError } from '../actors/errors.js';
-import { AgentRegistry, splitFrontmatter } from '../actors/registry.js';
-import { parseConfig, type ConfigLayer, type RunConfig } from '../actors/config.js';
-import { buildPolicy, parsePermissionsMarkdown, type PermissionPolicy, type PermissionsLayer } from '../actors/permissions.js';
+import { AgentRegistry, splitFrontmatter } from '../actors/config/registry.js';
+import { parseConfig, type ConfigLayer, type RunConfig } from '../actors/config/config.js';
+import { buildPolicy, parsePermissionsMarkdown, type PermissionPolicy, type PermissionsLayer } from '../actors/people/permissions.js';
 import { parseScript, type Script } from './model/scripted.js';
 
 /** The package root (holds package.json), from source or from dist/. */

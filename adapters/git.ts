@@ -7,7 +7,7 @@ import { appendFile, lstat, mkdir, readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { DiffSummary, Git, MergeOutcome } from '../machines/ports.js';
 import { A2AError } from '../actors/errors.js';
-import type { RunConfig } from '../actors/config.js';
+import type { RunConfig } from '../actors/config/config.js';
 import type { GitPlan } from '../machines/orchestrator.machine.js';
 import type { ParsedAgentType } from '../machines/protocol/index.js';
 import { STATE_DIR } from '../actors/tools/paths.js';

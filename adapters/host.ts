@@ -18,15 +18,15 @@
 import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';
 import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol/index.js';
-import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/checkpoint.js';
-import { createParentLinkLogic, enqueueSurely, ensureQueues, ownerBox, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/remote.js';
-import { hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/mailbox.js';
+import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/durability/checkpoint.js';
+import { createParentLinkLogic, enqueueSurely, ensureQueues, ownerBox, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/distribution/remote.js';
+import { hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/distribution/mailbox.js';
 import { createRootActor } from '../actors/scheduler.js';
-import { correlationOf } from '../actors/events.js';
+import { correlationOf } from '../actors/observation/events.js';
 import { A2AError, inlineIssues } from '../actors/errors.js';
 import { envelopeOf, PROTOCOL_VERSION } from '../machines/seed004.js';
-import { observeSessions } from '../actors/observe.js';
-import { adopt, forget, traceHeadersOf } from '../actors/tracing.js';
+import { observeSessions } from '../actors/observation/observe.js';
+import { adopt, forget, traceHeadersOf } from '../actors/observation/tracing.js';
 import { errorText } from '../machines/errorText.js';
 
 /** What the snapshots bucket holds for a session (schema in machines/protocol/). */
@@ -204,7 +204,7 @@ export class Host {
    * revision, listed in the heartbeat, never in the way of the others.
    */
   readonly #invalid = new Map<string, { revision: number; problem: string }>();
-  /** This host's boxes (actors/mailbox.ts): what comes for its sessions and stand-ins. */
+  /** This host's boxes (actors/distribution/mailbox.ts): what comes for its sessions and stand-ins. */
   #mailbox: Mailbox | null = null;
   /** Dead hosts whose boxes are read here, and how many heartbeats each has been empty. */
   readonly #readingDead = new Map<string, number>();

@@ -7,7 +7,7 @@
  */
 import { createInterface, type Interface } from 'node:readline';
 import { HumanAnswer as HumanAnswerShape, type HumanAnswer, type HumanItem } from '../machines/protocol/index.js';
-import type { HumanChannel } from '../actors/humanGate.js';
+import type { HumanChannel } from '../actors/people/humanGate.js';
 import { describeIssues } from '../actors/errors.js';
 import { errorText } from '../machines/errorText.js';
 

@@ -14,7 +14,7 @@ import { createInspector } from '@statelyai/inspect';
 import { configure } from 'safe-stable-stringify';
 import type { InspectionEvent, Observer } from 'xstate';
 import { WebSocket, WebSocketServer } from 'ws';
-import { redactSecrets } from '../actors/secrets.js';
+import { redactSecrets } from '../actors/config/secrets.js';
 
 export interface InspectorConnection {
   inspect: Observer<InspectionEvent>;

@@ -4,7 +4,7 @@
  * the caller feeds it (`apply`, `applyHeartbeat`), says what time it is (`tick`) and reads it
  * (`snapshot`, `renderMonitor`).
  *
- * - **Tree**: per run, the tree of `actors/runView.ts` (the same one `a2a run` draws), each session
+ * - **Tree**: per run, the tree of `actors/observation/runView.ts` (the same one `a2a run` draws), each session
  *   with the host it runs on: where it was placed (`subtask.placed`, `session.restored`), else the
  *   process that spawned it (a local child runs in its parent's process).
  * - **Hosts**: agent types, capacity, load and sessions from their heartbeats. A host is lost once
@@ -19,7 +19,7 @@
  */
 import { z } from 'zod';
 import { HostHeartbeat, RunEvent } from '../machines/protocol/index.js';
-import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/runView.js';
+import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/observation/runView.js';
 import { palette, renderTree } from './terminal.js';
 
 /** A heartbeat as received: the protocol's, plus an interval if the host says it. */

@@ -5,7 +5,7 @@
  * listener started, read from the hosts bucket without creating anything (no consumer, nothing
  * published: the user needs no right that could deliver messages anywhere).
  */
-import { subjects } from '../actors/remote.js';
+import { subjects } from '../actors/distribution/remote.js';
 import { RunEvent } from '../machines/protocol/index.js';
 import type { Transport, TransportMessage, TransportSubscription } from '../machines/ports.js';
 import { ReceivedHeartbeat, type HostChange, type MonitorEvent, type MonitorState } from './monitor.js';

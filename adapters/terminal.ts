@@ -5,7 +5,7 @@
  */
 import type { RunSummary } from '../machines/orchestrator.machine.js';
 import type { RunEvent, Usage } from '../machines/protocol/index.js';
-import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/runView.js';
+import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/observation/runView.js';
 
 /** Where the display writes: a stream or anything with `write`. */
 export interface Output {

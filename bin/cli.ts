@@ -5,7 +5,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { A2AError, isA2AError } from '../actors/errors.js';
 import type { RunIo } from './commands/run.js';
-import { redactText, secrets } from '../actors/secrets.js';
+import { redactText, secrets } from '../actors/config/secrets.js';
 import { ArtifactType } from '../machines/protocol/index.js';
 import { GRAPH_FORMATS, GRAPH_MACHINES } from './commands/graphNames.js';
 import { readFileSync } from 'node:fs';
@@ -107,7 +107,7 @@ function redacting<T extends NodeJS.WritableStream>(stream: T): T {
 }
 
 export async function main(argv: string[], given: RunIo = { stdout: process.stdout, stderr: process.stderr }): Promise<number> {
-  // the secrets of this process's environment, and everything it prints redacted (actors/secrets.ts)
+  // the secrets of this process's environment, and everything it prints redacted (actors/config/secrets.ts)
   secrets.addFromEnv(process.env);
   const io: RunIo = { ...given, stdout: redacting(given.stdout), stderr: redacting(given.stderr) };
   let code = 0;

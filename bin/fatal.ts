@@ -3,7 +3,7 @@
  * message or stack must not reach a terminal or a log collector. The process then ends as Node
  * ends it (exit code 1). A promise rejected without a handler is such an error too.
  */
-import { redactText } from '../actors/secrets.js';
+import { redactText } from '../actors/config/secrets.js';
 
 export function redactUncaught(target: NodeJS.Process = process): void {
   const fatal = (error: unknown) => {

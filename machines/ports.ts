@@ -221,7 +221,7 @@ export interface StoredRecord {
 }
 
 /**
- * Where the artifact store (actors/artifacts.ts) keeps its records: per run, per artifact, one
+ * Where the artifact store (actors/organiser/artifacts.ts) keeps its records: per run, per artifact, one
  * record (`ArtifactMeta`, changed by compare-and-set) and one content per version (`ArtifactContent`,
  * written once). Two operations are atomic, so that processes on one disk or on several hosts
  * share a store without a lock: `createContent` (create-if-absent: it claims a new id or a new

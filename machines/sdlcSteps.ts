@@ -9,7 +9,7 @@ import { WorkingState, type ArtifactType, type SubTaskResult, type WorkDistribut
 export const WORKING_STATES = WorkingState.options;
 export type { WorkingState };
 
-/** What the organiser sees of an artifact: its summary, never its content (actors/artifacts.ts). */
+/** What the organiser sees of an artifact: its summary, never its content (actors/organiser/artifacts.ts). */
 export interface OrganiserArtifact {
   id: string;
   type: ArtifactType;

@@ -196,12 +196,12 @@ function healthAfter(context: SessionContext, call: ToolCall, ok: boolean): Sess
   };
 }
 
-/** The supervisor logic type, as the session sees it (implemented in actors/supervisor.ts). */
+/** The supervisor logic type, as the session sees it (implemented in actors/session/supervisor.ts). */
 export type SupervisorLogic = ActorLogic<Snapshot<unknown>, SupervisorEvent, SupervisorInput, ActorSystem<any>>;
 /**
  * What the chart asks of its agent loop: a step to start (its reply comes back as an event), an
  * answer for the running tool, or to abort the step in flight. The runtime provides the `loop`
- * action that does it (actors/agentLoop.ts); steps run in this actor, not in a child actor.
+ * action that does it (actors/session/agentLoop.ts); steps run in this actor, not in a child actor.
  */
 export type LoopCommand = AgentLoopRequest | { type: 'ABORT'; reason: string };
 

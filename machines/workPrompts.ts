@@ -1,7 +1,7 @@
 /**
  * The instructions the orchestrator writes for the sessions it deploys around a task's branch: a
  * reviewer's, and a worker's when changes are asked for. Text, kept out of the chart (a pure
- * module beside it: machines import no actors; actors/prompts.ts holds the agents' own prompts).
+ * module beside it: machines import no actors; actors/session/prompts.ts holds the agents' own prompts).
  */
 import type { DiffStats } from './protocol/index.js';
 

@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { secrets } from '../actors/secrets.js';
+import { secrets } from '../actors/config/secrets.js';
 
 const worker = globalThis as { a2aTestEnv?: NodeJS.ProcessEnv; a2aTestGlobals?: Set<string> };
 // the globals a file added (a DOM for Mermaid makes the OpenAI SDK refuse to start: "a browser-like
@@ -27,7 +27,7 @@ process.env.A2A_CONFIG_HOME = mkdtempSync(join(tmpdir(), 'a2a-user-config-'));
 // Every run event emitted through a run's bus, in every test, must match the schema of its type
 // (machines/runEvents.ts): the library's typed events may not drift from what the emitters send.
 import { afterAll } from 'vitest';
-import { RunEventBus } from '../actors/events.js';
+import { RunEventBus } from '../actors/observation/events.js';
 import { runEventDataProblem } from '../machines/runEvents.js';
 
 const drifted: string[] = [];

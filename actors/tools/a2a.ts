@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import type { SessionSpec } from '../../machines/protocol/index.js';
 import { A2AError } from '../errors.js';
-import { childPermissions } from '../permissions.js';
-import { MAILBOX_LIMIT } from '../family.js';
+import { childPermissions } from '../people/permissions.js';
+import { MAILBOX_LIMIT } from '../session/family.js';
 import type { ToolContext, ToolDefinition } from './types.js';
 import { errorText } from '../../machines/errorText.js';
 

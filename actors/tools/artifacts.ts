@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ArtifactStatus, ArtifactType, type ArtifactMeta, type SessionSpec } from '../../machines/protocol/index.js';
-import type { ArtifactStore } from '../artifacts.js';
+import type { ArtifactStore } from '../organiser/artifacts.js';
 import { A2AError } from '../errors.js';
 import type { ToolContext, ToolDefinition } from './types.js';
 

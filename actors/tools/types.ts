@@ -2,8 +2,8 @@
 import type { z } from 'zod';
 import type { Clock, CommandRunner, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
 import type { SessionSpec, TaskUpdate, ToolCall, ToolSpec } from '../../machines/protocol/index.js';
-import type { AgentDefinition, AgentRegistry } from '../registry.js';
-import type { ArtifactStore } from '../artifacts.js';
+import type { AgentDefinition, AgentRegistry } from '../config/registry.js';
+import type { ArtifactStore } from '../organiser/artifacts.js';
 
 /**
  * Ids for new sub-tasks: `<parentId>.<n>`, numbered per parent. Unique by construction across

@@ -23,12 +23,12 @@ import { z } from 'zod';
 import type { Model, ModelRequest } from '../../machines/ports.js';
 import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
-import { secrets } from '../../actors/secrets.js';
+import { secrets } from '../../actors/config/secrets.js';
 import type { ToolContext, ToolDefinition } from '../../actors/tools/index.js';
 import { errorText } from '../../machines/errorText.js';
-import { messagesIn } from '../../actors/prompts.js';
+import { messagesIn } from '../../actors/session/prompts.js';
 import { fromFile } from '../model/secrets.js';
-import { callHeaders } from '../../actors/tracing.js';
+import { callHeaders } from '../../actors/observation/tracing.js';
 import type { RemoteState, RemoteView } from './client.js';
 
 /** The A2A SDK's client side, loaded when a remote agent is first asked (a run without one never loads it). */

@@ -26,7 +26,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renam
 import { join } from 'node:path';
 import { A2AServedEvent, A2AServedTask, A2AProtocolId } from '../../machines/protocol/index.js';
 import { inlineIssues } from '../../actors/errors.js';
-import { stateJson } from '../../actors/secrets.js';
+import { stateJson } from '../../actors/config/secrets.js';
 import type { KeyValue } from '../../machines/ports.js';
 
 /** A task as read back: its snapshot with every logged event folded in, and the events. */

@@ -3,16 +3,16 @@
  * profiles say otherwise), resolved per session by agent, task type and override, priced per call.
  */
 import { join, resolve } from 'node:path';
-import type { RunConfig } from '../../actors/config.js';
-import type { ModelResolver, ResolvedModel } from '../../actors/agentLoop.js';
-import { CostLedger } from '../../actors/cost.js';
-import { BUILTIN_PROFILE, isMoreExpensive, profileNamed } from '../../actors/profiles.js';
-import type { AgentRegistry } from '../../actors/registry.js';
+import type { RunConfig } from '../../actors/config/config.js';
+import type { ModelResolver, ResolvedModel } from '../../actors/session/agentLoop.js';
+import { CostLedger } from '../../actors/observation/cost.js';
+import { BUILTIN_PROFILE, isMoreExpensive, profileNamed } from '../../actors/config/profiles.js';
+import type { AgentRegistry } from '../../actors/config/registry.js';
 import type { ProfileCatalog } from '../../actors/runtime.js';
 import type { Clock, Model } from '../../machines/ports.js';
 import type { SessionSpec } from '../../machines/protocol/index.js';
 import { userConfigDir } from '../config.js';
-import { ORGANISER_AGENT } from '../../actors/organiser.js';
+import { ORGANISER_AGENT } from '../../actors/organiser/organiser.js';
 import { ModelPool } from '../model/factory.js';
 import { RemoteAgentDriver } from '../a2aProtocol/delegate.js';
 import type { Script } from '../model/scripted.js';

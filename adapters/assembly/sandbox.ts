@@ -2,7 +2,7 @@
  * run_command's command runner for a process (`a2a run`, `a2a host`), chosen from the `sandbox`
  * section: bubblewrap by default, or the unconfined opt-out, which is said out loud.
  */
-import type { SandboxConfig } from '../../actors/config.js';
+import type { SandboxConfig } from '../../actors/config/config.js';
 import type { CommandRunner } from '../../machines/ports.js';
 import { bubblewrapRunner, unconfinedRunner } from '../sandbox/index.js';
 

@@ -1,6 +1,6 @@
 /** The tools of a process: a2a's own, and those a program adds in code (checked once, here). */
 import type { z } from 'zod';
-import type { AgentInput } from '../../actors/registry.js';
+import type { AgentInput } from '../../actors/config/registry.js';
 import type { Script } from '../model/scripted.js';
 import { A2AError } from '../../actors/errors.js';
 import type { ToolDefinition } from '../../actors/tools/index.js';

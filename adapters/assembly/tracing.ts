@@ -2,9 +2,9 @@
  * Tracing of a process, assembled: the SDK and exporter (adapters/otel/sdk.ts) are imported only
  * when `--otel` or the OTEL_* variables ask for export; `otel: true` in code without them sends
  * the spans to the program's own tracer provider. The span builder turns the process's run
- * events into spans (actors/tracing.ts).
+ * events into spans (actors/observation/tracing.ts).
  */
-import { disableTracing, enableTracing, TraceBuilder } from '../../actors/tracing.js';
+import { disableTracing, enableTracing, TraceBuilder } from '../../actors/observation/tracing.js';
 import { captureContent, otelSettings, type OtelSettings } from '../otel/options.js';
 
 /** Runs tracing through the program's own provider (`otel: true` without an endpoint). */

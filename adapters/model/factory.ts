@@ -1,16 +1,16 @@
 /**
- * Model clients built from provider profiles (actors/profiles.ts): `openai` → OpenAIModel,
+ * Model clients built from provider profiles (actors/config/profiles.ts): `openai` → OpenAIModel,
  * `google` → OpenAIModel on Gemini's OpenAI-compatible endpoint, `anthropic` → AnthropicModel (key from the environment or the secrets file), `scripted` →
  * ScriptedModel. The pool keeps one client per profile name, so that every session on a profile
  * shares its HTTP connections, and builds none for profiles the run never uses.
  */
 import { A2AError, isA2AError } from '../../actors/errors.js';
-import { BUILTIN_PROFILE, profileNamed, resolveProfile, type ModelsConfig, type Profile, type ProfileQuery, type ResolvedProfile } from '../../actors/profiles.js';
+import { BUILTIN_PROFILE, profileNamed, resolveProfile, type ModelsConfig, type Profile, type ProfileQuery, type ResolvedProfile } from '../../actors/config/profiles.js';
 import type { Clock, Model } from '../../machines/ports.js';
 import { AnthropicModel } from './anthropic.js';
 import { OpenAIModel } from './openai.js';
 import { API_KEY_ENV, resolveApiKey } from './secrets.js';
-import { secrets } from '../../actors/secrets.js';
+import { secrets } from '../../actors/config/secrets.js';
 import { ScriptedModel, type Script } from './scripted.js';
 import type { ProviderOptions } from './wire.js';
 

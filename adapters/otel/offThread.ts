@@ -13,7 +13,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { secrets } from '../../actors/secrets.js';
+import { secrets } from '../../actors/config/secrets.js';
 import type { Attributes, HrTime } from '@opentelemetry/api';
 
 /** An ended span as posted to the worker (structured-clone friendly). */

@@ -7,11 +7,11 @@
  * rebuilds, encodes and sends them. Sampling uses the SDK's samplers (OTEL_TRACES_SAMPLER).
  *
  * A program that traces with an SDK of its own (`otel: true` without an endpoint) gets ordinary
- * API spans instead (actors/tracing.ts): this path is only for what a2a exports itself.
+ * API spans instead (actors/observation/tracing.ts): this path is only for what a2a exports itself.
  */
 import { randomFillSync } from 'node:crypto';
 import { ROOT_CONTEXT, SamplingDecision, trace, TraceFlags, type Attributes, type AttributeValue, type Exception, type HrTime, type Link, type Sampler, type Span, type SpanContext, type SpanKind, type SpanStatus, type TimeInput } from '@opentelemetry/api';
-import type { SpanFactory } from '../../actors/tracing.js';
+import type { SpanFactory } from '../../actors/observation/tracing.js';
 import type { SpanRecord } from './offThread.js';
 
 /** Random ids from a pooled buffer (one getrandom call per 512 span ids). */

@@ -14,8 +14,8 @@ import { diag, DiagLogLevel, propagation, type Attributes, type DiagLogger } fro
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, envDetector, hostDetector, processDetector, detectResources, resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler, type Sampler } from '@opentelemetry/sdk-trace';
-import { disableTracing, enableTracing } from '../../actors/tracing.js';
-import { secrets } from '../../actors/secrets.js';
+import { disableTracing, enableTracing } from '../../actors/observation/tracing.js';
+import { secrets } from '../../actors/config/secrets.js';
 import { shownUrl, type OtelSettings } from './options.js';
 import { OffThreadExporter } from './offThread.js';
 import { recordSpanFactory } from './recordSpans.js';

@@ -70,8 +70,8 @@ import {
   type Seed004Message,
   type TaskType,
 } from '../../machines/seed004.js';
-import { correlationOf } from '../../actors/events.js';
-import { wireId } from '../../actors/remote.js';
+import { correlationOf } from '../../actors/observation/events.js';
+import { wireId } from '../../actors/distribution/remote.js';
 import { ReplayGuard, type ReplayGuardOptions } from './replays.js';
 import { errorText } from '../../machines/errorText.js';
 

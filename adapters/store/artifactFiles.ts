@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { ArtifactId, RunId, type ArtifactContent, type ArtifactMeta } from '../../machines/protocol/index.js';
 import type { ArtifactBackend, StoredRecord } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
-import { stateJson } from '../../actors/secrets.js';
+import { stateJson } from '../../actors/config/secrets.js';
 
 const META = /^meta\.([1-9][0-9]*)\.json$/;
 const code = (error: unknown) => (error as NodeJS.ErrnoException | null)?.code;

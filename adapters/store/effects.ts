@@ -1,6 +1,6 @@
 /**
  * The effect journal in a file: `.a2a/runs/<run>/effects.jsonl`, one record per line (see
- * actors/effects.ts). A resumed run reads what its earlier lives recorded; every record of one
+ * actors/durability/effects.ts). A resumed run reads what its earlier lives recorded; every record of one
  * turn of the event loop goes out in one write(2) on a descriptor kept open (a kill -9 loses
  * nothing written: the kernel has it). The run's event log is flushed first, so that what a step
  * told (an `mcp.called`, a warning) is on disk before the record that says the step is over.
@@ -9,8 +9,8 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { EffectRecord } from '../../machines/protocol/index.js';
-import { RecordedEffects } from '../../actors/effects.js';
-import { stateJson } from '../../actors/secrets.js';
+import { RecordedEffects } from '../../actors/durability/effects.js';
+import { stateJson } from '../../actors/config/secrets.js';
 import { inlineIssues } from '../../actors/errors.js';
 import { terminateLastLine, type FileRunStore } from './file.js';
 

@@ -1,6 +1,6 @@
 /**
  * The effect journal of a host (`a2a host`): the same records as a run's `effects.jsonl`
- * (actors/effects.ts), in the namespace's `effects` KV bucket, so that a host that takes a session
+ * (actors/durability/effects.ts), in the namespace's `effects` KV bucket, so that a host that takes a session
  * over (its host died, or drained) answers the restored steps from what the dead host recorded
  * after the session's last snapshot: a model reply is not paid again, a completed tool call is not
  * run again, a call in flight is in doubt.
@@ -12,7 +12,7 @@
  */
 import { EffectRecord } from '../../machines/protocol/index.js';
 import type { KeyValue } from '../../machines/ports.js';
-import { RecordedEffects, type EffectJournal } from '../../actors/effects.js';
+import { RecordedEffects, type EffectJournal } from '../../actors/durability/effects.js';
 import { inlineIssues } from '../../actors/errors.js';
 
 /** The bucket (`a2a_<ns>_effects`). */

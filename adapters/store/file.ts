@@ -17,13 +17,13 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { Checkpoint as CheckpointSchema, QueueMessage, RunEvent } from '../../machines/protocol/index.js';
 import { A2AError, inlineIssues } from '../../actors/errors.js';
-import { stateJson, toJson } from '../../actors/secrets.js';
-import type { BusStart } from '../../actors/events.js';
+import { stateJson, toJson } from '../../actors/config/secrets.js';
+import type { BusStart } from '../../actors/observation/events.js';
 import { logLines, resumePoint, RunLog, segmentBytesFromEnv, terminateLastLine, type LogBase, type ResumePoint, type RunLogOptions } from './runLog.js';
 
 export { RunLog, terminateLastLine } from './runLog.js';
-import type { Checkpoint } from '../../actors/checkpoint.js';
-import type { InboxJournal } from '../../actors/inbox.js';
+import type { Checkpoint } from '../../actors/durability/checkpoint.js';
+import type { InboxJournal } from '../../actors/people/inbox.js';
 
 export const RunRecord = z.object({
   runId: z.string(),

@@ -17,7 +17,7 @@ import { appendFileSync, closeSync, openSync, readSync, createReadStream, create
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip, gunzipSync } from 'node:zlib';
-import { BusStartFold, type BusStart } from '../../actors/events.js';
+import { BusStartFold, type BusStart } from '../../actors/observation/events.js';
 import { LogIndex, RunEvent, type LogSpend } from '../../machines/protocol/index.js';
 import { inlineIssues } from '../../actors/errors.js';
 

@@ -16,11 +16,11 @@ import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSyn
 import { basename, dirname, join } from 'node:path';
 import type { Clock, DurableConsumer, EventSink, Transport } from '../../machines/ports.js';
 import { RunEvent } from '../../machines/protocol/index.js';
-import { enqueueSurely, subjects } from '../../actors/remote.js';
-import { factKey, type RunEventBus } from '../../actors/events.js';
+import { enqueueSurely, subjects } from '../../actors/distribution/remote.js';
+import { factKey, type RunEventBus } from '../../actors/observation/events.js';
 import { inlineIssues } from '../../actors/errors.js';
-import { secrets } from '../../actors/secrets.js';
-import { headersFor } from '../../actors/tracing.js';
+import { secrets } from '../../actors/config/secrets.js';
+import { headersFor } from '../../actors/observation/tracing.js';
 
 /** A published event: a run event plus the process it came from. */
 export type WireEvent = RunEvent & { origin: string };

@@ -4,14 +4,14 @@
  */
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import { A2AError } from '../../actors/errors.js';
-import { stateJson } from '../../actors/secrets.js';
+import { stateJson } from '../../actors/config/secrets.js';
 import { reason } from './natsErrors.js';
 
 /** Headers JetStream uses itself (`Nats-Msg-Id`, `Nats-Expected-…`): reserved, hidden from handlers. */
 const RESERVED_HEADER = /^nats-/i;
 
 /**
- * The JSON of a payload; known secret values are redacted (actors/secrets.ts): nothing leaves in
+ * The JSON of a payload; known secret values are redacted (actors/config/secrets.ts): nothing leaves in
  * clear over NATS. (Payloads are state read back elsewhere: credential shapes are left alone; the
  * events people read are redacted as records before they are published.)
  */

@@ -7,9 +7,9 @@
  */
 import type { Transport } from '../../machines/ports.js';
 import { RunPause } from '../../machines/protocol/index.js';
-import { subjects } from '../../actors/remote.js';
+import { subjects } from '../../actors/distribution/remote.js';
 import { inlineIssues } from '../../actors/errors.js';
-import type { PauseGates } from '../../actors/pause.js';
+import type { PauseGates } from '../../actors/people/pause.js';
 
 /**
  * The run's process: tells its hosts now (core), then keeps the state for those that come later.

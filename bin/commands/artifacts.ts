@@ -7,7 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ArtifactType, type ArtifactMeta } from '../../machines/protocol/index.js';
 import type { ArtifactBackend } from '../../machines/ports.js';
-import { ArtifactStore } from '../../actors/artifacts.js';
+import { ArtifactStore } from '../../actors/organiser/artifacts.js';
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../../adapters/clock.js';
 import { FileRunStore } from '../../adapters/store/file.js';

@@ -1,17 +1,17 @@
 /**
  * `a2a config validate | export | import`: the workflow's roles and the model profiles, checked as
  * a run would load them, carried to another workspace as a portable document
- * (actors/configDocument.ts), and merged into the workspace's config file.
+ * (actors/config/configDocument.ts), and merged into the workspace's config file.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Document, isMap, parseDocument, stringify as stringifyYaml } from 'yaml';
-import type { ConfigLayer } from '../../actors/config.js';
-import { applyEdits, exportDocument, importEdits, parseConfigDocument, type ConfigEdit } from '../../actors/configDocument.js';
+import type { ConfigLayer } from '../../actors/config/config.js';
+import { applyEdits, exportDocument, importEdits, parseConfigDocument, type ConfigEdit } from '../../actors/config/configDocument.js';
 import { A2AError, isA2AError } from '../../actors/errors.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
-import { checkWorkflow, layerSource, type ValidationResult, type WorkflowCheck } from '../../actors/workflowRoles.js';
+import { checkWorkflow, layerSource, type ValidationResult, type WorkflowCheck } from '../../actors/organiser/workflowRoles.js';
 import { loadConfig, loadRegistry, readStructured, workspaceConfigFile, type LoadedConfig } from '../../adapters/config.js';
 import type { RunIo } from './run.js';
 

@@ -13,7 +13,7 @@
 import { hostname } from 'node:os';
 import { A2AError } from '../../actors/errors.js';
 import { realClock } from '../../adapters/clock.js';
-import { commandRefusal } from '../../actors/remote.js';
+import { commandRefusal } from '../../actors/distribution/remote.js';
 import { Host } from '../../adapters/host.js';
 import { Seed004Gateway } from '../../adapters/seed004/gateway.js';
 import { connectNats } from '../../adapters/transport/nats.js';

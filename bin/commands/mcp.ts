@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'no
 import { dirname, join } from 'node:path';
 import { userConfigDir } from '../../adapters/config.js';
 import { McpRuns, serveHttp, serveStdio } from '../../adapters/mcp/server.js';
-import { secrets } from '../../actors/secrets.js';
+import { secrets } from '../../actors/config/secrets.js';
 
 export interface McpCommandOptions {
   http?: boolean;

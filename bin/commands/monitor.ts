@@ -23,7 +23,7 @@ import type { Transport } from '../../machines/ports.js';
 import { describeHostChange, MonitorState, renderMonitor, type HostChange, type MonitorEvent } from '../../adapters/monitor.js';
 import { followNamespace } from '../../adapters/monitorFeed.js';
 import { describeEvent, palette } from '../../adapters/terminal.js';
-import { formatElapsed } from '../../actors/runView.js';
+import { formatElapsed } from '../../actors/observation/runView.js';
 import { connectNats, describeServers } from '../../adapters/transport/nats.js';
 import { natsCredentials } from '../../adapters/assembly/nats.js';
 

@@ -3,7 +3,7 @@
  * listens on 127.0.0.1; a token (A2A_SERVE_TOKEN, at least 16 characters) makes every request
  * but the card's carry `Authorization: Bearer <token>`, and is required on any other address.
  */
-import { secrets } from '../../actors/secrets.js';
+import { secrets } from '../../actors/config/secrets.js';
 import { errorText } from '../../machines/errorText.js';
 import { exportSettings } from '../../adapters/assembly/tracing.js';
 

@@ -198,7 +198,7 @@ export type PermissionAnswer = z.infer<typeof PermissionAnswer>;
 
 /**
  * What the session chart asks of its agent loop: one step at a time, numbered. The steps run in
- * the session's own actor (actors/agentLoop.ts), not in a child actor: each is a promise whose
+ * the session's own actor (actors/session/agentLoop.ts), not in a child actor: each is a promise whose
  * result comes back to the session as an `AgentLoopReply`, and leaving `running` (an end, a
  * cancel, a reinitialization) or stopping the actor aborts the one in flight.
  */

@@ -30,7 +30,7 @@ export const RemoteSpawn = z.object({
   /** The process that owns it (its supervisor), for the record. */
   ownerProcess: z.string(),
   /**
-   * Where its reports go: the owner's box (`r-<runId>`, `h-<hostId>`; see actors/mailbox.ts), and,
+   * Where its reports go: the owner's box (`r-<runId>`, `h-<hostId>`; see actors/distribution/mailbox.ts), and,
    * when its owner runs on a host, the id of the tree the owner runs in there (its reports go to
    * whichever host holds that tree then).
    */

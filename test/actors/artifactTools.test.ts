@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { artifactStores, ArtifactStore } from '../../actors/artifacts.js';
-import { defaultGate as gate } from '../../actors/permissions.js';
+import { artifactStores, ArtifactStore } from '../../actors/organiser/artifacts.js';
+import { defaultGate as gate } from '../../actors/people/permissions.js';
 import { ToolCatalog, type ToolContext } from '../../actors/tools/index.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import type { SessionSpec } from '../../machines/protocol/index.js';

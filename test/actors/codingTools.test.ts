@@ -3,9 +3,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync
 import { join } from 'node:path';
 import { SimulatedClock } from 'xstate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileLockTable } from '../../actors/fileLocks.js';
-import type { AgentDefinition } from '../../actors/registry.js';
-import { AgentRegistry } from '../../actors/registry.js';
+import { FileLockTable } from '../../actors/session/fileLocks.js';
+import type { AgentDefinition } from '../../actors/config/registry.js';
+import { AgentRegistry } from '../../actors/config/registry.js';
 import { codingTools, globToRegExp } from '../../actors/tools/coding.js';
 import { ToolCatalog, childIds, type ToolContext } from '../../actors/tools/index.js';
 import type { PermissionAnswer, PermissionAsk } from '../../actors/tools/types.js';

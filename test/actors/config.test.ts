@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mergeLayers, parseConfig } from '../../actors/config.js';
+import { mergeLayers, parseConfig } from '../../actors/config/config.js';
 import { loadConfig } from '../../adapters/config.js';
 import { tempDir } from '../helpers.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CostLedger, costOf, DEFAULT_PRICES, priceOf } from '../../actors/cost.js';
+import { CostLedger, costOf, DEFAULT_PRICES, priceOf } from '../../actors/observation/cost.js';
 
 describe('priceOf', () => {
   it('should price well-known models from the defaults, dated versions as their family', () => {

@@ -5,8 +5,8 @@
  * that restores its sessions from their snapshots; no result is delivered twice.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { RunConfig } from '../../actors/config.js';
-import { RunEventBus } from '../../actors/events.js';
+import { RunConfig } from '../../actors/config/config.js';
+import { RunEventBus } from '../../actors/observation/events.js';
 import { orchestratorInput, startRun } from '../../actors/run.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { ToolCatalog } from '../../actors/tools/index.js';

@@ -4,9 +4,9 @@
  * replayed (it would answer the wrong thing, and the session would never see what it was sent).
  */
 import { describe, expect, it } from 'vitest';
-import { RunConfig } from '../../actors/config.js';
-import { RunEventBus } from '../../actors/events.js';
-import { MemoryEffectJournal, modelStepKey } from '../../actors/effects.js';
+import { RunConfig } from '../../actors/config/config.js';
+import { RunEventBus } from '../../actors/observation/events.js';
+import { MemoryEffectJournal, modelStepKey } from '../../actors/durability/effects.js';
 import { standaloneSpec, startStandalone } from '../../actors/run.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { ToolCatalog } from '../../actors/tools/index.js';

@@ -3,7 +3,7 @@
  * and dropped; what is new is never taken for a repeat.
  */
 import { describe, expect, it } from 'vitest';
-import { RunEventBus, factKey } from '../../actors/events.js';
+import { RunEventBus, factKey } from '../../actors/observation/events.js';
 import type { RunEvent } from '../../machines/protocol/index.js';
 
 const tool = (callId: string, turn: number, epoch?: number) =>

@@ -6,12 +6,12 @@
  * when its spawn comes back.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { RunConfig } from '../../actors/config.js';
-import { RunEventBus } from '../../actors/events.js';
+import { RunConfig } from '../../actors/config/config.js';
+import { RunEventBus } from '../../actors/observation/events.js';
 import { standaloneSpec } from '../../actors/run.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
-import { wireId, subjects, ensureQueues } from '../../actors/remote.js';
+import { wireId, subjects, ensureQueues } from '../../actors/distribution/remote.js';
 import { realClock } from '../../adapters/clock.js';
 import { loadRegistry } from '../../adapters/config.js';
 import { Host } from '../../adapters/host.js';

@@ -4,7 +4,7 @@
  */
 import { createActor, SimulatedClock, type ActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { createInboxLogic, type InboxReply } from '../../actors/inbox.js';
+import { createInboxLogic, type InboxReply } from '../../actors/people/inbox.js';
 import { QUEUE_PRIORITY, type QueueMessage, type QueueMessageType } from '../../machines/protocol/index.js';
 
 const TYPES: QueueMessageType[] = ['status_update', 'permission_request', 'question', 'completion', 'error', 'idle_response'];

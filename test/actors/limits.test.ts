@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { RunConfig } from '../../actors/config.js';
-import { checkCycle, checkDepth, SpawnBudget } from '../../actors/limits.js';
+import { RunConfig } from '../../actors/config/config.js';
+import { checkCycle, checkDepth, SpawnBudget } from '../../actors/session/limits.js';
 import type { SessionSpec } from '../../machines/protocol/index.js';
 
 const { limits, idle } = RunConfig.parse({});

@@ -4,8 +4,8 @@
  * its conversation and it carries on.
  */
 import { describe, expect, it } from 'vitest';
-import { SUMMARY_HEADER, estimateTokens } from '../../actors/summarize.js';
-import { workerState } from '../../actors/runStatus.js';
+import { SUMMARY_HEADER, estimateTokens } from '../../actors/session/summarize.js';
+import { workerState } from '../../actors/observation/runStatus.js';
 import { complete, harness } from '../helpers.js';
 
 const spawnOne = (prompt: string, blocking = true) => ({

@@ -3,9 +3,9 @@
  * artifacts, not their size; its decisions are parsed with their schemas.
  */
 import { describe, expect, it } from 'vitest';
-import { ArtifactStore, parseTestCounts } from '../../actors/artifacts.js';
-import { createDecide, organiserPrompt } from '../../actors/organiser.js';
-import { MemoryEffectJournal } from '../../actors/effects.js';
+import { ArtifactStore, parseTestCounts } from '../../actors/organiser/artifacts.js';
+import { createDecide, organiserPrompt } from '../../actors/organiser/organiser.js';
+import { MemoryEffectJournal } from '../../actors/durability/effects.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import type { OrganiserView } from '../../machines/sdlcWorkflow.machine.js';
 import type { Model } from '../../machines/ports.js';

@@ -5,14 +5,14 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { AuditRecord, PermissionAction } from '../../machines/protocol/index.js';
-import { isAudited } from '../../actors/audit.js';
-import { describeWait } from '../../actors/humanGate.js';
-import { formatElapsed, RunView } from '../../actors/runView.js';
+import { isAudited } from '../../actors/durability/audit.js';
+import { describeWait } from '../../actors/people/humanGate.js';
+import { formatElapsed, RunView } from '../../actors/observation/runView.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildPolicy, childPermissions, parsePermissionsMarkdown, workerPermissions } from '../../actors/permissions.js';
+import { buildPolicy, childPermissions, parsePermissionsMarkdown, workerPermissions } from '../../actors/people/permissions.js';
 import { handleControl } from '../../adapters/runHost.js';
-import { pendingHumanItems } from '../../actors/runStatus.js';
+import { pendingHumanItems } from '../../actors/observation/runStatus.js';
 import { complete, harness, spawnParallel } from '../helpers.js';
 import { unconfinedRunner } from '../../adapters/sandbox/index.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { RunConfig } from '../../actors/config.js';
-import { busStartOf, RunEventBus, type BusStart } from '../../actors/events.js';
+import { RunConfig } from '../../actors/config/config.js';
+import { busStartOf, RunEventBus, type BusStart } from '../../actors/observation/events.js';
 import { orchestratorInput, startRun } from '../../actors/run.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { createRootActor } from '../../actors/scheduler.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isMoreExpensive, resolveProfile, validateModelsConfig, type ModelsConfig, type Profile } from '../../actors/profiles.js';
-import { parseAgentType } from '../../actors/registry.js';
+import { isMoreExpensive, resolveProfile, validateModelsConfig, type ModelsConfig, type Profile } from '../../actors/config/profiles.js';
+import { parseAgentType } from '../../actors/config/registry.js';
 
 const config: ModelsConfig = validateModelsConfig(
   {

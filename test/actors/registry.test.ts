@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AgentRegistry, parseAgentType } from '../../actors/registry.js';
+import { AgentRegistry, parseAgentType } from '../../actors/config/registry.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { loadRegistry } from '../../adapters/config.js';
 import { tempDir } from '../helpers.js';

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor, fromCallback, fromPromise } from 'xstate';
-import { createParentLinkLogic, enqueueSurely, ensureQueues } from '../../actors/remote.js';
+import { createParentLinkLogic, enqueueSurely, ensureQueues } from '../../actors/distribution/remote.js';
 import { realClock } from '../../adapters/clock.js';
 import type { SessionSpec } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';

@@ -5,11 +5,11 @@
  */
 import { SimulatedClock } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { RunConfig } from '../../actors/config.js';
-import { RunEventBus } from '../../actors/events.js';
-import { takeCheckpoint, type Checkpoint } from '../../actors/checkpoint.js';
+import { RunConfig } from '../../actors/config/config.js';
+import { RunEventBus } from '../../actors/observation/events.js';
+import { takeCheckpoint, type Checkpoint } from '../../actors/durability/checkpoint.js';
 import { orchestratorInput, startRun } from '../../actors/run.js';
-import { pendingHumanItems, runStatus } from '../../actors/runStatus.js';
+import { pendingHumanItems, runStatus } from '../../actors/observation/runStatus.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
 import { loadRegistry } from '../../adapters/config.js';

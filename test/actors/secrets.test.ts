@@ -3,7 +3,7 @@
  * state (read back later) loses only the process's known secrets, never code that looks like one.
  */
 import { describe, expect, it } from 'vitest';
-import { SecretRedactor } from '../../actors/secrets.js';
+import { SecretRedactor } from '../../actors/config/secrets.js';
 
 function redactor() {
   const r = new SecretRedactor();
@@ -55,7 +55,7 @@ describe('short secrets and errors nobody caught', () => {
     for (const how of ['throw', 'reject']) {
       const program = `
         const { redactUncaught } = await import('./bin/fatal.ts');
-        const { secrets } = await import('./actors/secrets.ts');
+        const { secrets } = await import('./actors/config/secrets.ts');
         secrets.addFromEnv(process.env);
         redactUncaught();
         setTimeout(() => { const e = new Error('connect failed for a2a:' + process.env.A2A_NATS_PASSWORD + ' with sk-proj-' + 'A'.repeat(24)); ${how === 'throw' ? 'throw e' : 'void Promise.reject(e)'}; }, 1);`;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isA2AError } from '../../actors/errors.js';
-import { parseAgentType } from '../../actors/registry.js';
-import { estimateTokens, fitConversation, SUMMARY_HEADER } from '../../actors/summarize.js';
+import { parseAgentType } from '../../actors/config/registry.js';
+import { estimateTokens, fitConversation, SUMMARY_HEADER } from '../../actors/session/summarize.js';
 import type { Model, ModelRequest } from '../../machines/ports.js';
 import type { ChatMessage, ModelReply } from '../../machines/protocol/index.js';
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { Family, MAILBOX_LIMIT } from '../../actors/family.js';
-import { injectionText } from '../../actors/prompts.js';
+import { Family, MAILBOX_LIMIT } from '../../actors/session/family.js';
+import { injectionText } from '../../actors/session/prompts.js';
 import type { TaskUpdate } from '../../machines/protocol/index.js';
-import { START_SLICE } from '../../actors/supervisor.js';
+import { START_SLICE } from '../../actors/session/supervisor.js';
 import { complete, harness, spawnParallel, type Harness } from '../helpers.js';
 
 

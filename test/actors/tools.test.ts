@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { injectionText, IDLE_INQUIRY_TEXT, SystemPrompts } from '../../actors/prompts.js';
+import { injectionText, IDLE_INQUIRY_TEXT, SystemPrompts } from '../../actors/session/prompts.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
-import { defaultGate as gate } from '../../actors/permissions.js';
+import { defaultGate as gate } from '../../actors/people/permissions.js';
 import { harness } from '../helpers.js';
 
 describe('tool catalog', () => {

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ensureQueues, subjects } from '../../actors/remote.js';
+import { ensureQueues, subjects } from '../../actors/distribution/remote.js';
 import { realClock } from '../../adapters/clock.js';
 import { createMemoryTransport } from '../../adapters/transport/memory.js';
 import { transportSink } from '../../adapters/transport/events.js';

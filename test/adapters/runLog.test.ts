@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { busStartOf, RunEventBus } from '../../actors/events.js';
+import { busStartOf, RunEventBus } from '../../actors/observation/events.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { logLines, resumePoint, segmentNumbers, type RunLog } from '../../adapters/store/runLog.js';
 import { RunFeed } from '../../adapters/studio/feed.js';

@@ -10,8 +10,8 @@ import { join, relative } from 'node:path';
 import { networkInterfaces } from 'node:os';
 import { SimulatedClock } from 'xstate';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FileLockTable } from '../../actors/fileLocks.js';
-import { AgentRegistry, type AgentDefinition } from '../../actors/registry.js';
+import { FileLockTable } from '../../actors/session/fileLocks.js';
+import { AgentRegistry, type AgentDefinition } from '../../actors/config/registry.js';
 import { codingTools } from '../../actors/tools/coding.js';
 import { childIds, ToolCatalog, type ToolContext } from '../../actors/tools/index.js';
 import type { PermissionAnswer, PermissionAsk } from '../../actors/tools/types.js';
@@ -476,7 +476,7 @@ describe('sandbox: limits (memory, processes, file size, /tmp)', () => {
   });
 
   it('refuses limits that are not numbers in range, naming the setting', async () => {
-    const { SandboxConfig } = await import('../../actors/config.js');
+    const { SandboxConfig } = await import('../../actors/config/config.js');
     const bad = SandboxConfig.safeParse({ limits: { memoryMB: 8, processes: 'many' } });
     expect(bad.success).toBe(false);
     expect(JSON.stringify(bad.error?.issues.map((i) => i.path.join('.')))).toBe('["limits.memoryMB","limits.processes"]');

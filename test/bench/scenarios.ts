@@ -2,13 +2,13 @@
  * Benchmark scenarios, run through the real machines with the scripted model and no event
  * listeners. Each one runs in a fresh process (see index.ts) so that peak RSS is its own.
  */
-import { RunConfig } from '../../actors/config.js';
-import { nullSink } from '../../actors/events.js';
+import { RunConfig } from '../../actors/config/config.js';
+import { nullSink } from '../../actors/observation/events.js';
 import { standaloneSpec, startStandalone } from '../../actors/run.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { createRootActor } from '../../actors/scheduler.js';
 import { ToolCatalog } from '../../actors/tools/index.js';
-import type { Family } from '../../actors/family.js';
+import type { Family } from '../../actors/session/family.js';
 import { loadRegistry } from '../../adapters/config.js';
 import { ScriptedModel, parseScript, type Script } from '../../adapters/model/scripted.js';
 import { realClock } from '../../adapters/clock.js';
@@ -163,7 +163,7 @@ export async function inbox(n: number, journaled = true): Promise<{ perSecond: n
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { createActor } = await import('xstate');
-  const { createInboxLogic } = await import('../../actors/inbox.js');
+  const { createInboxLogic } = await import('../../actors/people/inbox.js');
   const { FileRunStore } = await import('../../adapters/store/file.js');
   const { QUEUE_PRIORITY } = await import('../../machines/protocol/index.js');
   const ws = mkdtempSync(join(tmpdir(), 'a2a-bench-inbox-'));
@@ -237,7 +237,7 @@ export async function natsLatency(hopSamples: number, spawnSamples: number, opti
   const { measureHop, hopPayload } = await import('../nats/hop.js');
   const { connectNats } = await import('../../adapters/transport/nats.js');
   const { Host } = await import('../../adapters/host.js');
-  const { createRemoteSessionLogic, ensureQueues } = await import('../../actors/remote.js');
+  const { createRemoteSessionLogic, ensureQueues } = await import('../../actors/distribution/remote.js');
 
   const server = options.servers ? null : await startNatsServer();
   const url = options.servers ?? server!.url;
@@ -351,7 +351,7 @@ export async function slotRefill(sessions: number, concurrency = 4, workMs = 20)
   const { startNatsServer } = await import('../nats/server.js');
   const { connectNats } = await import('../../adapters/transport/nats.js');
   const { Host } = await import('../../adapters/host.js');
-  const { createRemoteSessionLogic, ensureQueues } = await import('../../actors/remote.js');
+  const { createRemoteSessionLogic, ensureQueues } = await import('../../actors/distribution/remote.js');
   const server = await startNatsServer();
   const closers: Array<() => Promise<unknown>> = [];
   try {
@@ -428,7 +428,7 @@ export async function idleHosts(records: number, idleMs = 10_000): Promise<Recor
   const { connect } = await import('@nats-io/transport-node');
   const { jetstreamManager } = await import('@nats-io/jetstream');
   const { Host } = await import('../../adapters/host.js');
-  const { wireId } = await import('../../actors/remote.js');
+  const { wireId } = await import('../../actors/distribution/remote.js');
   const server = await startNatsServer();
   const closers: Array<() => Promise<unknown>> = [];
   const ticks = (pid: number) => {

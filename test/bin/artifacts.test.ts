@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
 import { main } from '../../bin/cli.js';
-import { ArtifactStore } from '../../actors/artifacts.js';
+import { ArtifactStore } from '../../actors/organiser/artifacts.js';
 import { FileArtifactBackend } from '../../adapters/store/artifactFiles.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { capture, tempDir } from '../helpers.js';

@@ -6,10 +6,10 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
-import { SecretRedactor } from '../../actors/secrets.js';
+import { SecretRedactor } from '../../actors/config/secrets.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { AuditRecord, type RunEvent } from '../../machines/protocol/index.js';
-import { renderAuditMarkdown } from '../../actors/audit.js';
+import { renderAuditMarkdown } from '../../actors/durability/audit.js';
 import { capture, tempDir } from '../helpers.js';
 
 const root = resolve(import.meta.dirname, '..', '..');

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { main } from '../../bin/cli.js';
-import { STANDARD_ROLES } from '../../actors/config.js';
-import { secrets } from '../../actors/secrets.js';
+import { STANDARD_ROLES } from '../../actors/config/config.js';
+import { secrets } from '../../actors/config/secrets.js';
 import { loadConfig } from '../../adapters/config.js';
 import { capture, tempDir } from '../helpers.js';
 

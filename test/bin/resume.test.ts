@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore, type JournalRecord } from '../../adapters/store/file.js';
-import type { RunStatus } from '../../actors/runStatus.js';
+import type { RunStatus } from '../../actors/observation/runStatus.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { capture, tempDir } from '../helpers.js';
 import { a2aBundle } from '../nats/cluster.js';

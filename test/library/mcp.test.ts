@@ -16,7 +16,7 @@ import { A2AError, defineAgent, startRun, type HumanItem, type RunEvent } from '
 import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
 import { realClock } from '../../adapters/clock.js';
 import { tempDir } from '../helpers.js';
-import { AgentRegistry } from '../../actors/registry.js';
+import { AgentRegistry } from '../../actors/config/registry.js';
 
 const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'mcpServer.mjs');
 const complete = (output: string) => ({ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output } }] });

@@ -4,7 +4,7 @@
  * breaker, and the health monitor's stuck report redirecting (then restarting) a worker by policy.
  */
 import { describe, expect, it } from 'vitest';
-import { workerState } from '../../actors/runStatus.js';
+import { workerState } from '../../actors/observation/runStatus.js';
 import { complete, harness } from '../helpers.js';
 
 const REVIEWER = { raw: '@reviewer', backend: 'default', agentName: 'reviewer' } as const;

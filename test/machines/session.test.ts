@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, sendTo, setup, SimulatedClock, type AnyActorRef } from 'xstate';
-import type { Family } from '../../actors/family.js';
+import type { Family } from '../../actors/session/family.js';
 import type { LoopCommand } from '../../machines/session.js';
 import { idleInquiryMachine } from '../../machines/idleInquiry.machine.js';
 import { subtaskMachine } from '../../machines/subtask.machine.js';

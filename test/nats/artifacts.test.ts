@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimulatedClock } from 'xstate';
-import { ArtifactStore } from '../../actors/artifacts.js';
+import { ArtifactStore } from '../../actors/organiser/artifacts.js';
 import { isA2AError } from '../../actors/errors.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../../adapters/store/artifactKv.js';
 import { connectNats, type NatsConnectedTransport } from '../../adapters/transport/nats.js';

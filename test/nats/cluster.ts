@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleOnce, tempDir } from '../helpers.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { subjects } from '../../actors/remote.js';
+import { subjects } from '../../actors/distribution/remote.js';
 
 export { capture } from '../helpers.js';
 

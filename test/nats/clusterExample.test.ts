@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { ensureQueues } from '../../actors/remote.js';
+import { ensureQueues } from '../../actors/distribution/remote.js';
 import type { NatsConnectedTransport } from '../../adapters/transport/nats.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';

@@ -16,7 +16,7 @@ import { main } from '../../bin/cli.js';
 import { hostCommand } from '../../bin/commands/host.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { connectNats } from '../../adapters/transport/nats.js';
-import { ensureQueues, subjects } from '../../actors/remote.js';
+import { ensureQueues, subjects } from '../../actors/distribution/remote.js';
 import { isA2AError } from '../../actors/errors.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Transport, TransportMessage } from '../../machines/ports.js';
@@ -313,7 +313,7 @@ describe('examples/nats/server.conf', () => {
     const gateway = await as('gateway');
     const { Host } = await import('../../adapters/host.js');
     const { realClock } = await import('../../adapters/clock.js');
-    const { nullSink } = await import('../../actors/events.js');
+    const { nullSink } = await import('../../actors/observation/events.js');
     const host = new Host({
       transport: gateway,
       ns: 'default',
@@ -334,7 +334,7 @@ describe('examples/nats/server.conf', () => {
   });
 
   it('lets a host and the run\'s process share the artifacts bucket, and not the monitor', async () => {
-    const { ArtifactStore } = await import('../../actors/artifacts.js');
+    const { ArtifactStore } = await import('../../actors/organiser/artifacts.js');
     const { ARTIFACT_BUCKET, KvArtifactBackend } = await import('../../adapters/store/artifactKv.js');
     const { realClock } = await import('../../adapters/clock.js');
     const storeAs = async (user: 'host' | 'orchestrator' | 'monitor') => {
@@ -356,7 +356,7 @@ describe('examples/nats/server.conf', () => {
 
   it("lets the run's process pause its hosts (the subject and the pauses bucket), hosts follow, and the monitor cannot pause", async () => {
     const { publishPause, followPauses } = await import('../../adapters/transport/pause.js');
-    const { PauseGates } = await import('../../actors/pause.js');
+    const { PauseGates } = await import('../../actors/people/pause.js');
     const seen = { host: violations('host').length, orchestrator: violations('orchestrator').length };
     const orchestrator = await as('orchestrator');
     // kept for a host that starts later

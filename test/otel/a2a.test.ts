@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveA2A } from '../../adapters/a2aProtocol/server.js';
 import { startRun } from '../../adapters/assembly/library.js';
 import { parseScript } from '../../adapters/model/scripted.js';
-import { spanIdOf, traceIdOf } from '../../actors/tracing.js';
+import { spanIdOf, traceIdOf } from '../../actors/observation/tracing.js';
 import { tempDir } from '../helpers.js';
 import { clientOf, drain, message, send, SERVE_SCRIPT, states } from '../a2aProtocol/fixtures.js';
 import { spanTree, startReceiver, type ReceivedSpan, type Receiver } from './receiver.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { spanIdOf } from '../../actors/tracing.js';
+import { spanIdOf } from '../../actors/observation/tracing.js';
 import type { RunEvent } from '../../machines/protocol/index.js';
 import { a2aHost, capture, killAll, savedWithCheckpoint, served, splitWorkspace, waitFor } from '../nats/cluster.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';

@@ -10,7 +10,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { spanIdOf, traceIdOf } from '../../actors/tracing.js';
+import { spanIdOf, traceIdOf } from '../../actors/observation/tracing.js';
 import type { RunEvent } from '../../machines/protocol/index.js';
 import { a2aHost, capture, killAll, served, splitWorkspace } from '../nats/cluster.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';

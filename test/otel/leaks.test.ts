@@ -37,7 +37,7 @@ describe('traces carry no secret and no command line', () => {
 
   it('passes every span attribute, event and status message through the redactor of the logs', async () => {
     const { OffThreadExporter } = await import('../../adapters/otel/offThread.js');
-    const { secrets } = await import('../../actors/secrets.js');
+    const { secrets } = await import('../../actors/config/secrets.js');
     secrets.add('SHORT_SERVICE_TOKEN', 'k9Q');
     const exporter = new OffThreadExporter({ url: `${rx.url}/v1/traces`, protocol: 'http/json', target: rx.url, resource: { 'service.name': 'leak-check' }, maxQueueSize: 100, maxExportBatchSize: 10, scheduledDelayMillis: 10, onProblem: () => {} });
     const before = rx.bodies.length;

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { spanIdOf, traceIdOf } from '../../actors/tracing.js';
+import { spanIdOf, traceIdOf } from '../../actors/observation/tracing.js';
 import { a2aProcess, capture, killAll, waitFor } from '../nats/cluster.js';
 import { tempDir } from '../helpers.js';
 import { spanTree, startReceiver, type ReceivedSpan, type Receiver } from './receiver.js';

@@ -12,7 +12,7 @@ import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { RunEvent } from '../../machines/protocol/index.js';
-import { organiserPrompt } from '../../actors/organiser.js';
+import { organiserPrompt } from '../../actors/organiser/organiser.js';
 import { capture, waitFor } from '../nats/cluster.js';
 import { tempDir } from '../helpers.js';
 import { artifactVersions, EXAMPLE, EXAMPLE_ARTIFACTS, exampleRepo, exampleScript, workflowStates as states } from './example.js';

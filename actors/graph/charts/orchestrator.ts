@@ -1,7 +1,7 @@
 /**
  * The orchestrator: tasks, the inbox, permissions and questions, worker management and the workflow variant.
  */
-import { orchestratorPolicy, RunConfig } from '../../config.js';
+import { orchestratorPolicy, RunConfig } from '../../config/config.js';
 import { orchestratorMachine, type OrchestratorInput, type TaskRecord, type OrchestratorEvent } from '../../../machines/orchestrator.machine.js';
 import { PERMISSION_CATEGORY, QUEUE_PRIORITY, SubTaskResult, type PermissionRequest, type QueueMessage, type SessionSpec, type TaskUpdate } from '../../../machines/protocol/index.js';
 import type { MachineModel } from '../paths.js';

@@ -2,7 +2,7 @@
  * What the chart models share: inert doubles for children, the invariant failure, a session spec for the session charts, and the events of a child ending.
  */
 import type { EventObject, Snapshot } from 'xstate';
-import { RunConfig } from '../../config.js';
+import { RunConfig } from '../../config/config.js';
 import type { SessionSpec } from '../../../machines/protocol/index.js';
 import type { StepView } from '../paths.js';
 

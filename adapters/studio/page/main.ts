@@ -10,11 +10,11 @@
  */
 import type { HumanItem, RunEvent } from '../../../machines/protocol/index.js';
 import type { GraphJson } from '../../../actors/graph/render.js';
-import type { RunStatus } from '../../../actors/runStatus.js';
+import type { RunStatus } from '../../../actors/observation/runStatus.js';
 import type { RunRecord as FileRunRecord } from '../../store/file.js';
 import type { RunListEntry } from '../feed.js';
-import type { NodeView } from '../../../actors/runView.js';
-import { formatElapsed } from '../../../actors/runView.js';
+import type { NodeView } from '../../../actors/observation/runView.js';
+import { formatElapsed } from '../../../actors/observation/runView.js';
 import { describeEvent } from '../../terminal.js';
 import type { MonitorSnapshot, TreeNode } from '../../monitor.js';
 import { StudioRun, permissionLine, type Badge } from './view.js';

@@ -1,12 +1,12 @@
 /**
  * What the studio's page knows of one run, rebuilt from its events alone: the tree of
- * actors/runView.ts (the one `a2a run` and `a2a monitor` draw) plus, per session, its model, its
+ * actors/observation/runView.ts (the one `a2a run` and `a2a monitor` draw) plus, per session, its model, its
  * host and its badges (waiting for permission or an answer, idle inquiry, model switched, stuck,
  * paused); the transcript of a session; the workflow's state and the organiser's decisions. Pure
  * (no DOM), so that it is tested without a browser.
  */
 import type { RunEvent } from '../../../machines/protocol/index.js';
-import { RunView, type NodeView } from '../../../actors/runView.js';
+import { RunView, type NodeView } from '../../../actors/observation/runView.js';
 
 export type Badge = 'permission' | 'question' | 'inquiry' | 'model' | 'stuck' | 'paused';
 

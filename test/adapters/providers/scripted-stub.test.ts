@@ -3,8 +3,8 @@
  * and the real adapter, SDK and HTTP sit in between.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { RunConfig } from '../../../actors/config.js';
-import { RunEventBus } from '../../../actors/events.js';
+import { RunConfig } from '../../../actors/config/config.js';
+import { RunEventBus } from '../../../actors/observation/events.js';
 import { standaloneSpec, startStandalone } from '../../../actors/run.js';
 import { createRuntime } from '../../../actors/runtime.js';
 import { ToolCatalog } from '../../../actors/tools/index.js';

@@ -1,0 +1,8 @@
+/**
+ * Distribution: sessions in other actor systems (a stand-in here, the session on a host, over
+ * NATS subjects) and a process's mailboxes, one durable consumer per box.
+ *
+ * mailbox.ts, remote.ts
+ */
+export * from './mailbox.js';
+export * from './remote.js';

@@ -1,0 +1,13 @@
+/**
+ * Observation: run events (the bus and its facts), events projected from XState's inspection
+ * stream, costs and budgets, OpenTelemetry traces that mirror the actor tree, and the run's live
+ * tree and status rebuilt from events alone.
+ *
+ * cost.ts, events.ts, observe.ts, runStatus.ts, runView.ts, tracing.ts
+ */
+export * from './cost.js';
+export * from './events.js';
+export * from './observe.js';
+export * from './runStatus.js';
+export * from './runView.js';
+export * from './tracing.js';

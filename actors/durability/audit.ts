@@ -5,43 +5,10 @@
  * plan, task, worker, sub-task, parent, depth, agent type, and the event's data). Secrets are
  * redacted where every record is serialized (actors/config/secrets.ts).
  */
-import { TASK_EVENT_TYPES, type RunEvent, type RunEventType } from '../../machines/protocol/index.js';
+import { RUN_EVENT_KINDS, type RunEvent, type RunEventType } from '../../machines/protocol/index.js';
 
-export const AUDITED: ReadonlySet<RunEventType> = new Set<RunEventType>([
-  'run.started',
-  'run.finished',
-  'run.stopped',
-  'run.resumed',
-  'worker.deployed',
-  'subtask.spawned',
-  'subtask.queued',
-  'subtask.result',
-  'update.queued',
-  'inbox.accepted',
-  'inquiry.sent',
-  'inquiry.answered',
-  'limit.hit',
-  'circuit.open',
-  'permission.requested',
-  'permission.forwarded',
-  'permission.decided',
-  'human.asked',
-  'human.answered',
-  'question.asked',
-  'question.answered',
-  'stuck.detected',
-  'worker.reassigned',
-  'worker.redirected',
-  'worker.reinitialized',
-  'worker.resumed',
-  ...TASK_EVENT_TYPES,
-  'budget.reached',
-  'model.switched',
-  'mcp.connected',
-  'mcp.failed',
-  'mcp.called',
-  'effect.in_doubt',
-]);
+/** The types the audit trail keeps: those RUN_EVENT_KINDS marks audited (machines/protocol/events.ts). */
+export const AUDITED: ReadonlySet<RunEventType> = new Set((Object.keys(RUN_EVENT_KINDS) as RunEventType[]).filter((t) => RUN_EVENT_KINDS[t].audited));
 
 /** Records are written through the run log's serializer (secrets.ts), which redacts them. */
 export { redactText } from '../config/secrets.js';

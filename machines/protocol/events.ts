@@ -8,79 +8,88 @@ import { JsonObject } from './common.js';
 // ---------------------------------------------------------------------------------------------
 // Run events: one JSON object per line for `a2a run --json` and the monitors
 
-/** Run events about a task and its branch, not one session (audited with their plan and task). */
-export const TASK_EVENT_TYPES = [
-  'task.skipped',
-  'task.completed',
-  'worktree.created',
-  'worktree.removed',
-  'branch.committed',
-  'branch.merged',
-  'branch.conflict',
-  'branch.pushed',
-  'pr.created',
-  'review.requested',
-  'changes.requested',
-  'branch.done',
-] as const;
-
-export const RunEventType = z.enum([
-  'run.started',
-  'run.finished',
-  'worker.deployed',
-  ...TASK_EVENT_TYPES,
-  'session.state',
-  'subtask.spawned',
-  'subtask.queued',
-  'subtask.result',
-  'update.queued',
-  'inquiry.sent',
-  'inquiry.answered',
-  'model.called',
-  'model.truncated',
-  'tool.called',
+/**
+ * Every run event type, once, with what the rest is derived from: whether the audit trail keeps it
+ * (`audited`) and what it is about (`about`: the run as a whole, a task and its branch, or one
+ * session), which says what context an audit record of it must carry. The enum, the audited set
+ * and the task events are read from this table; the data of each type is in machines/runEvents.ts,
+ * keyed by these types.
+ */
+export const RUN_EVENT_KINDS = {
+  'run.started': { audited: true, about: 'run' },
+  'run.finished': { audited: true, about: 'run' },
+  'worker.deployed': { audited: true, about: 'session' },
+  'task.skipped': { audited: true, about: 'task' },
+  'task.completed': { audited: true, about: 'task' },
+  'worktree.created': { audited: true, about: 'task' },
+  'worktree.removed': { audited: true, about: 'task' },
+  'branch.committed': { audited: true, about: 'task' },
+  'branch.merged': { audited: true, about: 'task' },
+  'branch.conflict': { audited: true, about: 'task' },
+  'branch.pushed': { audited: true, about: 'task' },
+  'pr.created': { audited: true, about: 'task' },
+  'review.requested': { audited: true, about: 'task' },
+  'changes.requested': { audited: true, about: 'task' },
+  'branch.done': { audited: true, about: 'task' },
+  'session.state': { audited: false, about: 'session' },
+  'subtask.spawned': { audited: true, about: 'session' },
+  'subtask.queued': { audited: true, about: 'session' },
+  'subtask.result': { audited: true, about: 'session' },
+  'update.queued': { audited: true, about: 'session' },
+  'inquiry.sent': { audited: true, about: 'session' },
+  'inquiry.answered': { audited: true, about: 'session' },
+  'model.called': { audited: false, about: 'session' },
+  'model.truncated': { audited: false, about: 'session' },
+  'tool.called': { audited: false, about: 'session' },
   /** What the runtime put into a session's conversation (child results, inquiries, answers, notes): its transcript's user turns. */
-  'message.injected',
-  'limit.hit',
-  'circuit.open',
-  'permission.requested',
-  'permission.forwarded',
-  'permission.decided',
-  'question.asked',
-  'question.answered',
-  'human.asked',
-  'human.answered',
-  'inbox.accepted',
-  'budget.reached',
-  'model.switched',
-  'subtask.placed',
-  'host.joined',
-  'host.lost',
-  'session.restored',
-  'stuck.detected',
-  'worker.reassigned',
-  'worker.redirected',
-  'worker.reinitialized',
-  'worker.resumed',
-  'run.stopped',
-  'run.resumed',
-  'inbox.handled',
-  'workflow.state',
-  'workflow.decision',
-  'workflow.refused',
-  'workflow.completed',
-  'artifact.created',
-  'artifact.updated',
-  'run.paused',
-  'run.unpaused',
+  'message.injected': { audited: false, about: 'session' },
+  'limit.hit': { audited: true, about: 'session' },
+  'circuit.open': { audited: true, about: 'session' },
+  'permission.requested': { audited: true, about: 'session' },
+  'permission.forwarded': { audited: true, about: 'session' },
+  'permission.decided': { audited: true, about: 'session' },
+  'question.asked': { audited: true, about: 'session' },
+  'question.answered': { audited: true, about: 'session' },
+  'human.asked': { audited: true, about: 'session' },
+  'human.answered': { audited: true, about: 'session' },
+  'inbox.accepted': { audited: true, about: 'session' },
+  'budget.reached': { audited: true, about: 'session' },
+  'model.switched': { audited: true, about: 'session' },
+  'subtask.placed': { audited: false, about: 'session' },
+  'host.joined': { audited: false, about: 'session' },
+  'host.lost': { audited: false, about: 'session' },
+  'session.restored': { audited: false, about: 'session' },
+  'stuck.detected': { audited: true, about: 'session' },
+  'worker.reassigned': { audited: true, about: 'session' },
+  'worker.redirected': { audited: true, about: 'session' },
+  'worker.reinitialized': { audited: true, about: 'session' },
+  'worker.resumed': { audited: true, about: 'session' },
+  'run.stopped': { audited: true, about: 'run' },
+  'run.resumed': { audited: true, about: 'run' },
+  'inbox.handled': { audited: false, about: 'session' },
+  'workflow.state': { audited: false, about: 'session' },
+  'workflow.decision': { audited: false, about: 'session' },
+  'workflow.refused': { audited: false, about: 'session' },
+  'workflow.completed': { audited: false, about: 'session' },
+  'artifact.created': { audited: false, about: 'session' },
+  'artifact.updated': { audited: false, about: 'session' },
+  'run.paused': { audited: false, about: 'session' },
+  'run.unpaused': { audited: false, about: 'session' },
   /** An agent's MCP server: connected (its tools listed), failed (to start, died, timed out), a tool called. */
-  'mcp.connected',
-  'mcp.failed',
-  'mcp.called',
+  'mcp.connected': { audited: true, about: 'session' },
+  'mcp.failed': { audited: true, about: 'session' },
+  'mcp.called': { audited: true, about: 'session' },
   /** A restored session's tool call that had started and has no recorded result: not run again, its outcome unknown. */
-  'effect.in_doubt',
-  'warning',
-]);
+  'effect.in_doubt': { audited: true, about: 'session' },
+  'warning': { audited: false, about: 'session' },
+} as const satisfies Record<string, { audited: boolean; about: 'run' | 'task' | 'session' }>;
+
+const RUN_EVENT_TYPES = Object.keys(RUN_EVENT_KINDS) as Array<keyof typeof RUN_EVENT_KINDS>;
+export const RunEventType = z.enum(RUN_EVENT_TYPES as [keyof typeof RUN_EVENT_KINDS, ...Array<keyof typeof RUN_EVENT_KINDS>]);
+
+/** Run events about a task and its branch, not one session (audited with their plan and task). */
+export const TASK_EVENT_TYPES: ReadonlyArray<keyof typeof RUN_EVENT_KINDS> = RUN_EVENT_TYPES.filter((t) => RUN_EVENT_KINDS[t].about === 'task');
+
 export type RunEventType = z.infer<typeof RunEventType>;
 
 export const RunEvent = z.object({
@@ -105,15 +114,15 @@ export const RunEvent = z.object({
 });
 export type RunEvent = z.infer<typeof RunEvent>;
 
-/** Audited operations about the run as a whole: they carry the plan. */
-const RUN_SCOPED: ReadonlySet<string> = new Set(['run.started', 'run.finished', 'run.stopped', 'run.resumed']);
-/** Audited operations about a task and its branch (not one session): they carry the plan and the task. */
-const TASK_SCOPED: ReadonlySet<string> = new Set(TASK_EVENT_TYPES);
-
-/** What each kind of audit record must carry, beyond the run id. */
+/**
+ * What each kind of audit record must carry, beyond the run id: the plan for an operation about
+ * the run as a whole; the plan and the task for one about a task and its branch; the whole
+ * context for one about a session.
+ */
 export function auditFieldsOf(type: string): Array<keyof RunEvent> {
-  if (RUN_SCOPED.has(type)) return ['planId'];
-  if (TASK_SCOPED.has(type)) return ['planId', 'taskId'];
+  const about = (RUN_EVENT_KINDS as Record<string, { about: string } | undefined>)[type]?.about ?? 'session';
+  if (about === 'run') return ['planId'];
+  if (about === 'task') return ['planId', 'taskId'];
   return ['planId', 'taskId', 'workerId', 'subTaskId', 'parentId', 'depth', 'agentType'];
 }
 

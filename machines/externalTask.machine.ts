@@ -34,7 +34,7 @@ export function createExternalTaskMachine(defaults: ExternalTaskConfig = DEFAULT
     ],
     AGENT_LOST: { guard: 'fromAgent', target: 'reassigning', actions: 'markLost' },
   } as const;
-  return externalTaskSetup(defaults).createMachine({
+  return externalTaskSetup.createMachine({
     id: 'externalTask',
     context: ({ input }) => ({
       spec: input.spec,

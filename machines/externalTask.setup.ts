@@ -2,7 +2,7 @@
  * The external task chart's implementations (machines/externalTask.machine.ts draws the chart): its
  * context, events and timings, and the guards and actions its states name, under those names.
  */
-import { assign, enqueueActions, sendTo, setup, type ActorLogic, type AnyEventObject, type Snapshot } from 'xstate';
+import { assign, enqueueActions, sendTo, setup, type ActorLogic, type ActorSystem, type AnyEventObject, type Snapshot } from 'xstate';
 import type { SessionSpec, SubTaskResult, TaskUpdate } from './protocol/index.js';
 import { resultFromTaskResult, type TaskResultPayload } from './seed004.js';
 
@@ -100,7 +100,8 @@ export interface ExternalTaskContext {
   result: SubTaskResult | null;
 }
 
-type WireLogic = ActorLogic<Snapshot<unknown>, WireCommand, { spec: SessionSpec }>;
+// its system named (ActorSystem<any>): xstate does not export AnyActorSystem, which the machine's declaration would need
+export type WireLogic = ActorLogic<Snapshot<unknown>, WireCommand, { spec: SessionSpec }, ActorSystem<any>>;
 
 /** A placeholder the gateway replaces (`machine.provide({ actors: { agentWire } })`). */
 const unwired: WireLogic = {
@@ -149,154 +150,153 @@ function withLast(history: Attempt[], outcome: Attempt['outcome'], reason?: stri
   return [...history.slice(0, -1), { ...last, outcome, ...(reason ? { reason } : {}) }];
 }
 
-/** The implementations of the chart, with the timings a machine is built with. */
-export function externalTaskSetup(defaults: ExternalTaskConfig) {
-  return setup({
-    types: {
-      input: {} as ExternalTaskInput,
-      context: {} as ExternalTaskContext,
-      events: {} as ExternalTaskEvent,
-      output: {} as SubTaskResult,
-      children: {} as { wire: 'agentWire' },
-    },
-    actors: { agentWire: unwired },
-    delays: {
-      ackTimeout: ({ context }) => context.config.ackTimeoutMs,
-      agentWait: ({ context }) => context.config.agentWaitMs,
-      /** What is left of the current agent's time (the deadline is in context: it survives a restore). */
-      taskTimeout: ({ context }) => Math.max(0, (context.deadlineAt ?? context.now) - context.now),
-      backoff: ({ context }) => Math.min(context.config.backoffMaxMs, context.config.backoffBaseMs * 2 ** Math.max(0, context.attempts - 1)),
-    },
-    guards: {
-      fromAgent: ({ context, event }) => (event as { agentId?: string }).agentId === context.agentId,
-      acceptedByAgent: ({ context, event }) => event.type === 'AGENT_ACK' && event.agentId === context.agentId && event.accepted,
-      rejectedByAgent: ({ context, event }) => event.type === 'AGENT_ACK' && event.agentId === context.agentId && !event.accepted,
-      recoverableFromAgent: ({ context, event }) => event.type === 'AGENT_ERROR' && event.agentId === context.agentId && event.recoverable,
-      attemptsLeft: ({ context }) => context.attempts < context.config.maxAttempts,
-    },
-    actions: {
-      noteTime: assign({ now: ({ context, event }) => at(event) ?? context.now }),
-      findAgent: sendTo('wire', ({ context }): WireCommand => ({ type: 'FIND_AGENT', exclude: context.excluded, avoid: context.avoid })),
-      /** After a restore the gateway learns again whose messages are this task's. */
-      reattach: enqueueActions(({ context, enqueue }) => {
-        if (context.agentId) enqueue.sendTo('wire', { type: 'ASSIGNED', agentId: context.agentId } satisfies WireCommand);
-      }),
-      assignAgent: assign(({ context, event }) => {
-        const agentId = (event as { agentId: string }).agentId;
-        const attempts = context.attempts + 1;
-        return {
-          agentId,
-          attempts,
-          offerId: `${context.spec.id}:task:${attempts}`,
-          history: [...context.history, { agentId, outcome: 'offered' as const }],
-          now: at(event) ?? context.now,
-          deadlineAt: null,
-          queries: [],
-        };
-      }),
-      offerTask: sendTo('wire', ({ context }): WireCommand => ({
-        type: 'OFFER',
-        agentId: context.agentId!,
-        messageId: context.offerId!,
-        attempt: context.attempts,
-        deadlineAt: context.now + context.config.ackTimeoutMs + context.config.taskTimeoutMs,
-      })),
-      startWorking: enqueueActions(({ context, event, enqueue }) => {
-        const now = at(event) ?? context.now;
-        enqueue.assign({ now, deadlineAt: now + context.config.taskTimeoutMs, history: withLast(context.history, 'accepted'), seq: context.seq + 1, held: [] });
-        enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'status', `accepted by ${context.agentId} (attempt ${context.attempts})`, now) });
-        // what the owner said while nobody held the task is not lost: the agent that took it hears it now
-        if (context.agentId) {
-          for (const m of context.held) enqueue.sendTo('wire', { type: 'ANSWER', agentId: context.agentId, queryId: null, text: m.text, from: m.from } satisfies WireCommand);
-        }
-      }),
-      holdMessage: assign(({ context, event }) => (event.type === 'MESSAGE' ? { held: [...context.held, { from: event.from, text: event.text }] } : {})),
-      excludeAgent: assign(({ context, event }) => {
-        const reason = event.type === 'AGENT_ACK' ? event.reason : undefined;
-        return {
-          excluded: context.agentId ? [...context.excluded, context.agentId] : context.excluded,
-          history: withLast(context.history, 'rejected', reason ?? undefined),
-          agentId: null,
-          offerId: null,
-          now: at(event) ?? context.now,
-        };
-      }),
-      forwardProgress: enqueueActions(({ context, event, enqueue }) => {
-        if (event.type !== 'AGENT_PROGRESS') return;
-        const pct = event.progress === null ? '' : `${Math.round(event.progress * 100)}% `;
-        enqueue.assign({ now: event.at, seq: context.seq + 1 });
-        enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'status', `${event.agentId}: ${pct}${event.message}`.trim(), event.at) });
-      }),
-      askOwner: enqueueActions(({ context, event, enqueue }) => {
-        if (event.type !== 'AGENT_QUERY') return;
-        const options = event.options.length ? ` (options: ${event.options.join(', ')})` : '';
-        enqueue.assign({ now: event.at, seq: context.seq + 1, queries: [...context.queries, { messageId: event.messageId, question: event.question }] });
-        enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'question', `${event.question}${options}`, event.at) });
-      }),
-      /** The owner's answer goes to the agent, for its oldest open question. */
-      answerAgent: enqueueActions(({ context, event, enqueue }) => {
-        if (event.type !== 'MESSAGE' || !context.agentId) return;
-        const [query, ...rest] = context.queries;
-        enqueue.sendTo('wire', { type: 'ANSWER', agentId: context.agentId, queryId: query?.messageId ?? null, text: event.text, from: event.from } satisfies WireCommand);
-        enqueue.assign({ queries: rest });
-      }),
-      recordResult: assign(({ context, event }) => {
-        if (event.type !== 'AGENT_RESULT') return {};
-        const result = resultFromTaskResult(context.spec.id, event.agentId, event.payload);
-        return {
-          now: event.at,
-          history: withLast(context.history, 'completed'),
-          result: { ...result, metadata: { ...result.metadata, attempts: context.attempts, history: withLast(context.history, 'completed') } },
-        };
-      }),
-      recordAgentFailure: assign(({ context, event }) => {
-        if (event.type !== 'AGENT_ERROR') return {};
-        const history = withLast(context.history, 'error', `${event.code}: ${event.message}`);
-        return { now: event.at, history, result: { ...ended({ ...context, history }, 'failed', `${event.agentId} reported ${event.code}: ${event.message}`) } };
-      }),
-      /** Why the current agent is replaced (read by `reassign`). */
-      markNoAck: assign(({ context }) => ({ reassignReason: 'no acknowledgment', history: withLast(context.history, 'no_ack', `no acknowledgment within ${context.config.ackTimeoutMs} ms`) })),
-      markLost: assign(({ context, event }) => ({ now: at(event) ?? context.now, reassignReason: 'unresponsive', history: withLast(context.history, 'lost', 'missed heartbeats') })),
-      markRecoverable: assign(({ context, event }) => ({
+/** The implementations of the chart (its timings come with each task's context). */
+export const externalTaskSetup = setup({
+  types: {
+    input: {} as ExternalTaskInput,
+    context: {} as ExternalTaskContext,
+    events: {} as ExternalTaskEvent,
+    output: {} as SubTaskResult,
+    children: {} as { wire: 'agentWire' },
+  },
+  actors: { agentWire: unwired },
+  delays: {
+    ackTimeout: ({ context }) => context.config.ackTimeoutMs,
+    agentWait: ({ context }) => context.config.agentWaitMs,
+    /** What is left of the current agent's time (the deadline is in context: it survives a restore). */
+    taskTimeout: ({ context }) => Math.max(0, (context.deadlineAt ?? context.now) - context.now),
+    backoff: ({ context }) => Math.min(context.config.backoffMaxMs, context.config.backoffBaseMs * 2 ** Math.max(0, context.attempts - 1)),
+  },
+  guards: {
+    fromAgent: ({ context, event }) => (event as { agentId?: string }).agentId === context.agentId,
+    acceptedByAgent: ({ context, event }) => event.type === 'AGENT_ACK' && event.agentId === context.agentId && event.accepted,
+    rejectedByAgent: ({ context, event }) => event.type === 'AGENT_ACK' && event.agentId === context.agentId && !event.accepted,
+    recoverableFromAgent: ({ context, event }) => event.type === 'AGENT_ERROR' && event.agentId === context.agentId && event.recoverable,
+    attemptsLeft: ({ context }) => context.attempts < context.config.maxAttempts,
+  },
+  actions: {
+    noteTime: assign({ now: ({ context, event }) => at(event) ?? context.now }),
+    findAgent: sendTo('wire', ({ context }): WireCommand => ({ type: 'FIND_AGENT', exclude: context.excluded, avoid: context.avoid })),
+    /** After a restore the gateway learns again whose messages are this task's. */
+    reattach: enqueueActions(({ context, enqueue }) => {
+      if (context.agentId) enqueue.sendTo('wire', { type: 'ASSIGNED', agentId: context.agentId } satisfies WireCommand);
+    }),
+    assignAgent: assign(({ context, event }) => {
+      const agentId = (event as { agentId: string }).agentId;
+      const attempts = context.attempts + 1;
+      return {
+        agentId,
+        attempts,
+        offerId: `${context.spec.id}:task:${attempts}`,
+        history: [...context.history, { agentId, outcome: 'offered' as const }],
         now: at(event) ?? context.now,
-        reassignReason: 'reported a recoverable error',
-        history: withLast(context.history, 'error', event.type === 'AGENT_ERROR' ? `${event.code}: ${event.message}` : undefined),
-      })),
-      markTaskTimeout: assign(({ context }) => ({
-        now: context.deadlineAt ?? context.now,
-        reassignReason: 'task timeout',
-        history: withLast(context.history, 'task_timeout', `not done within ${context.config.taskTimeoutMs} ms`),
-      })),
-      /** The current agent stops working on it (seed 004 `cancel`); the owner hears why. */
-      reassign: enqueueActions(({ context, enqueue }) => {
-        if (!context.agentId) return;
-        enqueue.sendTo('wire', { type: 'CANCEL_TASK', agentId: context.agentId, reason: `reassigned: ${context.reassignReason}` } satisfies WireCommand);
-        enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'status', `${context.agentId}: ${context.reassignReason}; the task is offered again`, context.now) });
-        enqueue.assign({ avoid: context.avoid.includes(context.agentId) ? context.avoid : [...context.avoid, context.agentId], agentId: null, offerId: null, deadlineAt: null, queries: [], seq: context.seq + 1 });
-      }),
-      cancelAgent: enqueueActions(({ context, event, enqueue }) => {
-        if (!context.agentId) return;
-        const reason = event.type === 'CANCEL' ? event.reason : event.type === 'TIMEOUT' ? 'the task timed out' : 'the task ended';
-        enqueue.sendTo('wire', { type: 'CANCEL_TASK', agentId: context.agentId, reason } satisfies WireCommand);
-      }),
-      recordCancelled: assign(({ context, event }) => ({ result: ended(context, 'cancelled', event.type === 'CANCEL' ? event.reason : 'cancelled') })),
-      recordTimedOut: assign(({ context }) => ({ result: ended(context, 'timeout', `the task's deadline passed${context.agentId ? ` while ${context.agentId} worked on it` : ''}`) })),
-      recordNoAgent: assign(({ context }) => ({
-        result: ended(
-          context,
-          'failed',
-          `no registered agent for @${context.spec.agent.agentName} with free capacity within ${context.config.agentWaitMs} ms${context.history.length ? ` (${describeHistory(context.history)})` : ''}`,
-        ),
-      })),
-      recordGaveUp: assign(({ context }) => ({ result: ended(context, 'failed', `gave up after ${context.attempts} attempt(s): ${describeHistory(context.history)}`) })),
-      recordRejectedLast: assign(({ context, event }) => {
-        const reason = event.type === 'AGENT_ACK' ? (event.reason ?? undefined) : undefined;
-        const history = withLast(context.history, 'rejected', reason);
-        return { history, result: ended({ ...context, history }, 'failed', `gave up after ${context.attempts} attempt(s): ${describeHistory(history)}`) };
-      }),
-      recordWireError: assign(({ context, event }) => ({
-        result: ended(context, 'failed', `the gateway failed: ${event.type === 'xstate.error.actor.wire' ? String((event.error as Error)?.message ?? event.error) : 'unknown'}`),
-      })),
-    },
-  });
-}
+        deadlineAt: null,
+        queries: [],
+      };
+    }),
+    offerTask: sendTo('wire', ({ context }): WireCommand => ({
+      type: 'OFFER',
+      agentId: context.agentId!,
+      messageId: context.offerId!,
+      attempt: context.attempts,
+      deadlineAt: context.now + context.config.ackTimeoutMs + context.config.taskTimeoutMs,
+    })),
+    startWorking: enqueueActions(({ context, event, enqueue }) => {
+      const now = at(event) ?? context.now;
+      enqueue.assign({ now, deadlineAt: now + context.config.taskTimeoutMs, history: withLast(context.history, 'accepted'), seq: context.seq + 1, held: [] });
+      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'status', `accepted by ${context.agentId} (attempt ${context.attempts})`, now) });
+      // what the owner said while nobody held the task is not lost: the agent that took it hears it now
+      if (context.agentId) {
+        for (const m of context.held) enqueue.sendTo('wire', { type: 'ANSWER', agentId: context.agentId, queryId: null, text: m.text, from: m.from } satisfies WireCommand);
+      }
+    }),
+    holdMessage: assign(({ context, event }) => (event.type === 'MESSAGE' ? { held: [...context.held, { from: event.from, text: event.text }] } : {})),
+    excludeAgent: assign(({ context, event }) => {
+      const reason = event.type === 'AGENT_ACK' ? event.reason : undefined;
+      return {
+        excluded: context.agentId ? [...context.excluded, context.agentId] : context.excluded,
+        history: withLast(context.history, 'rejected', reason ?? undefined),
+        agentId: null,
+        offerId: null,
+        now: at(event) ?? context.now,
+      };
+    }),
+    forwardProgress: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'AGENT_PROGRESS') return;
+      const pct = event.progress === null ? '' : `${Math.round(event.progress * 100)}% `;
+      enqueue.assign({ now: event.at, seq: context.seq + 1 });
+      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'status', `${event.agentId}: ${pct}${event.message}`.trim(), event.at) });
+    }),
+    askOwner: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'AGENT_QUERY') return;
+      const options = event.options.length ? ` (options: ${event.options.join(', ')})` : '';
+      enqueue.assign({ now: event.at, seq: context.seq + 1, queries: [...context.queries, { messageId: event.messageId, question: event.question }] });
+      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'question', `${event.question}${options}`, event.at) });
+    }),
+    /** The owner's answer goes to the agent, for its oldest open question. */
+    answerAgent: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'MESSAGE' || !context.agentId) return;
+      const [query, ...rest] = context.queries;
+      enqueue.sendTo('wire', { type: 'ANSWER', agentId: context.agentId, queryId: query?.messageId ?? null, text: event.text, from: event.from } satisfies WireCommand);
+      enqueue.assign({ queries: rest });
+    }),
+    recordResult: assign(({ context, event }) => {
+      if (event.type !== 'AGENT_RESULT') return {};
+      const result = resultFromTaskResult(context.spec.id, event.agentId, event.payload);
+      return {
+        now: event.at,
+        history: withLast(context.history, 'completed'),
+        result: { ...result, metadata: { ...result.metadata, attempts: context.attempts, history: withLast(context.history, 'completed') } },
+      };
+    }),
+    recordAgentFailure: assign(({ context, event }) => {
+      if (event.type !== 'AGENT_ERROR') return {};
+      const history = withLast(context.history, 'error', `${event.code}: ${event.message}`);
+      return { now: event.at, history, result: { ...ended({ ...context, history }, 'failed', `${event.agentId} reported ${event.code}: ${event.message}`) } };
+    }),
+    /** Why the current agent is replaced (read by `reassign`). */
+    markNoAck: assign(({ context }) => ({ reassignReason: 'no acknowledgment', history: withLast(context.history, 'no_ack', `no acknowledgment within ${context.config.ackTimeoutMs} ms`) })),
+    markLost: assign(({ context, event }) => ({ now: at(event) ?? context.now, reassignReason: 'unresponsive', history: withLast(context.history, 'lost', 'missed heartbeats') })),
+    markRecoverable: assign(({ context, event }) => ({
+      now: at(event) ?? context.now,
+      reassignReason: 'reported a recoverable error',
+      history: withLast(context.history, 'error', event.type === 'AGENT_ERROR' ? `${event.code}: ${event.message}` : undefined),
+    })),
+    markTaskTimeout: assign(({ context }) => ({
+      now: context.deadlineAt ?? context.now,
+      reassignReason: 'task timeout',
+      history: withLast(context.history, 'task_timeout', `not done within ${context.config.taskTimeoutMs} ms`),
+    })),
+    /** The current agent stops working on it (seed 004 `cancel`); the owner hears why. */
+    reassign: enqueueActions(({ context, enqueue }) => {
+      if (!context.agentId) return;
+      enqueue.sendTo('wire', { type: 'CANCEL_TASK', agentId: context.agentId, reason: `reassigned: ${context.reassignReason}` } satisfies WireCommand);
+      enqueue.sendParent({ type: 'SUBTASK_UPDATE', update: update(context, 'status', `${context.agentId}: ${context.reassignReason}; the task is offered again`, context.now) });
+      enqueue.assign({ avoid: context.avoid.includes(context.agentId) ? context.avoid : [...context.avoid, context.agentId], agentId: null, offerId: null, deadlineAt: null, queries: [], seq: context.seq + 1 });
+    }),
+    cancelAgent: enqueueActions(({ context, event, enqueue }) => {
+      if (!context.agentId) return;
+      const reason = event.type === 'CANCEL' ? event.reason : event.type === 'TIMEOUT' ? 'the task timed out' : 'the task ended';
+      enqueue.sendTo('wire', { type: 'CANCEL_TASK', agentId: context.agentId, reason } satisfies WireCommand);
+    }),
+    recordCancelled: assign(({ context, event }) => ({ result: ended(context, 'cancelled', event.type === 'CANCEL' ? event.reason : 'cancelled') })),
+    recordTimedOut: assign(({ context }) => ({ result: ended(context, 'timeout', `the task's deadline passed${context.agentId ? ` while ${context.agentId} worked on it` : ''}`) })),
+    recordNoAgent: assign(({ context }) => ({
+      result: ended(
+        context,
+        'failed',
+        `no registered agent for @${context.spec.agent.agentName} with free capacity within ${context.config.agentWaitMs} ms${context.history.length ? ` (${describeHistory(context.history)})` : ''}`,
+      ),
+    })),
+    recordGaveUp: assign(({ context }) => ({ result: ended(context, 'failed', `gave up after ${context.attempts} attempt(s): ${describeHistory(context.history)}`) })),
+    recordRejectedLast: assign(({ context, event }) => {
+      const reason = event.type === 'AGENT_ACK' ? (event.reason ?? undefined) : undefined;
+      const history = withLast(context.history, 'rejected', reason);
+      return { history, result: ended({ ...context, history }, 'failed', `gave up after ${context.attempts} attempt(s): ${describeHistory(history)}`) };
+    }),
+    recordWireError: assign(({ context, event }) => ({
+      result: ended(context, 'failed', `the gateway failed: ${event.type === 'xstate.error.actor.wire' ? String((event.error as Error)?.message ?? event.error) : 'unknown'}`),
+    })),
+  },
+});
+

@@ -242,12 +242,20 @@ describe('sandbox: environment, processes, network', () => {
     // this machine's own address on its network: what egress reaches (the traffic stays on this machine)
     const external = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
     beforeAll(async () => {
-      server = createServer((socket: Socket) => socket.on('data', (d) => received.push(d.toString())));
+      // each line is answered: a command that waits for the answer knows its line arrived (one
+      // that wrote and exited could end its network, and slirp4netns with it, before the line
+      // left: on a loaded machine it did)
+      server = createServer((socket: Socket) =>
+        socket.on('data', (d) => {
+          received.push(d.toString());
+          socket.write('ack\n');
+        }),
+      );
       await new Promise<void>((r) => server.listen(0, '0.0.0.0', () => r()));
       port = (server.address() as { port: number }).port;
     });
     afterAll(() => new Promise<void>((r) => server.close(() => r())));
-    const connect = (word: string, host = '127.0.0.1') => `timeout 5 bash -c 'echo ${word} > /dev/tcp/${host}/${port}' && echo CONNECTED`;
+    const connect = (word: string, host = '127.0.0.1') => `timeout 5 bash -c 'exec 3<>/dev/tcp/${host}/${port} && echo ${word} >&3 && read -r reply <&3 && echo "CONNECTED $reply"'`;
 
     it('should refuse a connection without network: true, asking nothing', async () => {
       const { ctx, asks } = context(wt);

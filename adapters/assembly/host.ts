@@ -10,25 +10,21 @@ import type { RunEvent, SessionSpec } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { artifactEvent, artifactStores } from '../../actors/organiser/artifacts.js';
-import { ToolCatalog } from '../../actors/tools/index.js';
 import { commandRefusal } from '../../actors/distribution/remote.js';
 import { hostBox } from '../../actors/distribution/mailbox.js';
 import { errorText } from '../../machines/errorText.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
 import { EFFECTS_BUCKET, KvEffectJournals } from '../store/effectsKv.js';
 import { realClock } from '../clock.js';
-import { loadConfig, loadRegistry, loadScript } from '../config.js';
+import { loadScript } from '../config.js';
 import { DeferredAcks, Host, snapshotHolders } from '../host.js';
-import { connectNats } from '../transport/nats.js';
 import { transportSink, type SinkSpill } from '../transport/events.js';
 import { followPauses } from '../transport/pause.js';
 import type { Script } from '../model/scripted.js';
 import { describeEvent } from '../terminal.js';
-import { modelsFor, secretsFileOf } from './models.js';
-import { McpTools } from '../mcp/client.js';
-import { commandRunnerFor } from './sandbox.js';
-import { natsCredentials, warnIfUnauthenticated } from './nats.js';
-import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
+import { modelsFor } from './models.js';
+import { configuration, externalTools, transportStage } from './stages.js';
+import type { CodeInputs } from './tools.js';
 import { exportSettings, tracingFor, type ProcessTracing } from './tracing.js';
 
 export interface HostOptions extends CodeInputs {
@@ -69,11 +65,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const notify = options.notify ?? ((line: string) => void process.stderr.write(`${line}\n`));
   const workspace = resolve(options.workspace ?? process.cwd());
   const ns = options.namespace ?? 'default';
-  const loaded = loadConfig({ workspace, ...(options.config ? { explicitFile: options.config } : {}) });
-  const { config } = loaded;
-  const catalog = new ToolCatalog([...builtinTools({ secretsFile: secretsFileOf(config, workspace) }), ...checkedTools(options.tools ?? [])]);
-  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
-  if (options.agents?.length) registry.addDefined(options.agents);
+  const loaded = configuration({ workspace, ...(options.config ? { configFile: options.config } : {}), ...(options.tools ? { tools: options.tools } : {}), ...(options.agents ? { agents: options.agents } : {}) });
+  const { config, catalog, registry } = loaded;
   if (!Array.isArray(options.serve)) throw new A2AError('VALIDATION_ERROR', 'serve: give the agent types the host serves, as a list (["coder", "reviewer"])', { where: 'serve' });
   const agents = options.serve.map((a) => registry.resolve(a).parsed.agentName);
   if (agents.length === 0) throw new A2AError('VALIDATION_ERROR', `--agents names no agent type; available: ${registry.list().map((d) => d.capability.id).join(', ')}`, { where: 'serve' });
@@ -84,10 +77,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
 
   // checked before anything connects
   const otelExport = exportSettings(options);
-  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-host-${hostId}`, ...natsCredentials(), onWarning: (line) => notify(`a2a: warning: NATS: ${line}`) });
+  const transport = await transportStage(options.nats, ns, `a2a-host-${hostId}`, notify);
   let tracing: ProcessTracing | null = null;
   try {
-    warnIfUnauthenticated(transport, options.nats, notify);
     tracing = await tracingFor(options, otelExport, 'a2a-host', notify, hostId);
     if (tracing) notify(`tracing: spans of the sessions of host ${hostId} go to ${tracing.target}`);
     const builder = tracing?.builder;
@@ -97,12 +89,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning'], builder ? (e) => builder.observe(e) : undefined, spill);
     const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace, options.model);
     const deferredAcks = new DeferredAcks();
-    const commands = commandRunnerFor(config.sandbox);
+    const { commands, mcp } = externalTools(config, workspace, bus);
     if (commands.warning) {
       notify(`a2a: warning: ${commands.warning}`);
       bus.emit({ type: 'warning', data: { message: `host ${hostId}: ${commands.warning}`, sandbox: 'none' } });
     }
-    const mcp = new McpTools({ events: bus, secretsFile: secretsFileOf(config, workspace), workspace });
     // the effect journal of the sessions run here, in the namespace's effects bucket: a host that
     // takes a session over answers its restored steps from it (adapters/store/effectsKv.ts)
     let host: Host | null = null;

@@ -23,17 +23,15 @@ import { pendingHumanItems } from '../../actors/observation/runStatus.js';
 import { RunView } from '../../actors/observation/runView.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { mailboxOf, runBox } from '../../actors/distribution/mailbox.js';
-import { ToolCatalog } from '../../actors/tools/index.js';
 import { artifactEvent, artifactStores } from '../../actors/organiser/artifacts.js';
 import { errorText } from '../../machines/errorText.js';
 import { realClock } from '../clock.js';
-import { CODE_SETTINGS, loadConfig, loadRegistry, loadScript } from '../config.js';
+import { CODE_SETTINGS, loadScript } from '../config.js';
 import type { Script } from '../model/scripted.js';
 import { alive, Checkpointer, ControlServer, handleControl, planResume, type ControlReply, type ResumePlan } from '../runHost.js';
 import { createGit, planGit, seedRepository } from '../git.js';
 import { indexRun } from '../store/runIndex.js';
 import { createPullRequest } from '../github.js';
-import { natsCredentials, warnIfUnauthenticated } from './nats.js';
 import { publishRunEvents, relayHostEvents } from '../transport/events.js';
 import { publishPause } from '../transport/pause.js';
 import { ensureQueues } from '../../actors/distribution/remote.js';
@@ -48,13 +46,12 @@ import { codeChannel, type HumanHandler } from '../humanPrompt.js';
 import { targetOf, templateDir, type Target } from './target.js';
 
 export type { HumanHandler };
-import { modelsFor, secretsFileOf } from './models.js';
+import { modelsFor } from './models.js';
 import type { TypedRunEvent } from '../../machines/runEvents.js';
-import { McpTools } from '../mcp/client.js';
-import { commandRunnerFor } from './sandbox.js';
+import { configuration, externalTools, transportStage } from './stages.js';
 import { environmentTrace, exportSettings, tracingFor } from './tracing.js';
 import { contextOfHeaders, otelApi } from '../../actors/observation/tracing.js';
-import { builtinTools, checkedTools, type CodeInputs } from './tools.js';
+import type { CodeInputs } from './tools.js';
 
 export const DEFAULT_INSPECTOR_URL = 'ws://127.0.0.1:8080';
 
@@ -232,11 +229,8 @@ function prepare(target: Target, request: RunRequest, runId: string) {
   const settingsGit = (request.settings as { git?: { worktrees?: unknown } } | undefined)?.git;
   if (request.store === 'memory' && request.worktrees === undefined && settingsGit?.worktrees === undefined) extra.push({ source: 'store: memory', data: { git: { worktrees: 'off' } } });
   extra.push({ source: 'command-line flags', data: flagLayer(request) });
-  const loaded = loadConfig({ workspace, ...(request.config ? { explicitFile: request.config } : {}), extra });
-  const { config, policy } = loaded;
-  const catalog = new ToolCatalog([...builtinTools({ secretsFile: secretsFileOf(config, workspace) }), ...checkedTools(request.tools ?? [])]);
-  const registry = loadRegistry({ workspace, knownTools: catalog.names(), userAgents: config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
-  if (request.agents?.length) registry.addDefined(request.agents);
+  const loaded = configuration({ workspace, ...(request.config ? { configFile: request.config } : {}), extra, ...(request.tools ? { tools: request.tools } : {}), ...(request.agents ? { agents: request.agents } : {}) });
+  const { config, policy, catalog, registry } = loaded;
   const scriptFile = request.script
     ? resolve(request.script)
     : (target.plan?.script ?? target.workflow?.script)
@@ -306,14 +300,19 @@ function invocationOptions(options: RunRequest): Record<string, unknown> {
   return Object.fromEntries(KEPT_OPTIONS.filter((k) => kept[k] !== undefined && (k !== 'model' || typeof kept[k] === 'string')).map((k) => [k, kept[k]]));
 }
 
+/** Where a run's lines go, and its clock. */
+interface RunIO {
+  notify: (line: string) => void;
+  warn: (message: string) => void;
+  clock: Clock;
+}
+
 /**
- * Prepares a run: checks everything, connects what it needs, writes its record (file store), and
- * returns it ready to `start()`. Bad input throws an A2AError before anything is written.
+ * Stage 1, the request: what to run and under which id. A resume takes what the run was started
+ * with from its record; a workflow that names a template workspace gets a fresh git copy of it.
+ * Bad tracing settings are refused here, before anything is connected or written.
  */
-export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
-  const notify = request.notify ?? ((line: string) => void process.stderr.write(`${line}\n`));
-  const warn = (message: string) => notify(`a2a: warning: ${message}`);
-  const clock = request.clock ?? realClock;
+async function requestStage(request: RunRequest, io: RunIO) {
   const memory = request.store === 'memory';
   if (request.store !== undefined && request.store !== 'file' && request.store !== 'memory') {
     throw new A2AError('VALIDATION_ERROR', `store: "${String(request.store)}" is not a store; use "file" (the default: <workspace>/.a2a) or "memory"`, { where: 'store' });
@@ -334,8 +333,6 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     const notOptions = Object.fromEntries(Object.entries(request).filter(([key]) => !(KEPT_OPTIONS as readonly string[]).includes(key)));
     effective = { ...notOptions, ...(inv.options as RunOptions), workspace: inv.workspace, resume: request.resume };
   }
-
-  // bad tracing settings (--otel, OTEL_* variables) are refused before anything is connected or written
   const otelExport = exportSettings(effective);
   const runId = resuming?.record.runId ?? request.runId ?? newRunId();
   const validRunId = RunIdSchema.safeParse(runId);
@@ -347,16 +344,25 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     const seeded = await seedRepository(template, `a2a-${resolvedTarget.workflow.id}-`);
     // a2a pause|resume|status|stop|artifacts find it from anywhere, without --workspace
     indexRun(runId, seeded);
-    notify(`workspace: ${seeded} (a fresh git repository holding a copy of ${template}; a2a status|pause|resume|artifacts ${runId} find it from anywhere)`);
+    io.notify(`workspace: ${seeded} (a fresh git repository holding a copy of ${template}; a2a status|pause|resume|artifacts ${runId} find it from anywhere)`);
     effective = { ...effective, workspace: seeded };
   }
-  const p = prepare(resolvedTarget, effective, runId);
-  const store = memory ? null : new FileRunStore(p.workspace);
-  // a resumed run continues its log (read once): the same sequence, and what the log holds is
-  // not emitted again
-  const resumeAt = resuming ? store0.resumePoint(runId, (problem) => warn(problem)) : undefined;
-  const bus = new RunEventBus(runId, clock, resumeAt?.start);
-  // model clients by profile (the scripted model unless profiles say otherwise), priced per call
+  return { memory, store0, resuming, target, effective, runId, otelExport, resolvedTarget };
+}
+type Requested = Awaited<ReturnType<typeof requestStage>>;
+type Prepared = ReturnType<typeof prepare>;
+
+/** Stage 3, the store and the event bus: a resumed run continues its log (read once: the same sequence, and what the log holds is not emitted again). */
+function storeStage(asked: Requested, p: Prepared, io: RunIO) {
+  const store = asked.memory ? null : new FileRunStore(p.workspace);
+  const resumeAt = asked.resuming ? asked.store0.resumePoint(asked.runId, (problem) => io.warn(problem)) : undefined;
+  const bus = new RunEventBus(asked.runId, io.clock, resumeAt?.start);
+  return { store, resumeAt, bus };
+}
+type Stored = ReturnType<typeof storeStage>;
+
+/** Stage 4, the models: clients by profile (the scripted model unless profiles say otherwise), priced per call; a resumed run's spending counts against its budgets. */
+function modelStage(request: RunRequest, asked: Requested, p: Prepared, stored: Stored, io: RunIO) {
   const given = typeof request.model === 'object' && request.model !== null ? request.model : undefined;
   if (request.model !== undefined && !given && typeof request.model !== 'string') {
     throw new A2AError('VALIDATION_ERROR', 'model: give a Model (scriptedModel, openaiModel, anthropicModel or your own) or a profile name', { where: 'model' });
@@ -364,64 +370,98 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   if (given && (typeof given.call !== 'function' || typeof given.id !== 'string')) {
     throw new A2AError('VALIDATION_ERROR', 'model: a Model has an id (string) and call(request, { signal }) returning a reply', { where: 'model' });
   }
-  const { resolveModel, profiles, ledger, costs, orchestratorModel, organiser } = modelsFor(p.config, p.registry, p.script, clock, p.workspace, given);
+  const models = modelsFor(p.config, p.registry, p.script, io.clock, p.workspace, given);
   // a workflow run's organiser: --model too, unless it has a profile of its own
-  const profileName = typeof effective.model === 'string' ? effective.model : undefined;
-  const organiserModel = p.target.workflow ? organiser(profileName) : undefined;
-  if (resuming) {
+  const profileName = typeof asked.effective.model === 'string' ? asked.effective.model : undefined;
+  const organiserModel = p.target.workflow ? models.organiser(profileName) : undefined;
+  if (asked.resuming) {
     // the spending before the kill counts against the budgets (as far as the event log has it)
-    for (const s of resumeAt?.spend ?? []) {
-      ledger.restore({ sessionId: s.sessionId, workerId: `${runId}.${s.workerId}`, usd: s.usd, usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens } });
+    for (const s of stored.resumeAt?.spend ?? []) {
+      models.ledger.restore({ sessionId: s.sessionId, workerId: `${asked.runId}.${s.workerId}`, usd: s.usd, usage: { inputTokens: s.inputTokens, outputTokens: s.outputTokens } });
     }
   }
+  return { ...models, profileName, organiserModel };
+}
 
-  // the human channel: the CLI's (a prompt or a notice), or the program's handler
-  let root: { send(event: unknown): void } | null = null;
-  const answerItem = (id: string, answer: HumanAnswer) => root?.send({ type: 'HUMAN_ANSWER', id, answer });
-  const humanChannel = request.humanChannel ? request.humanChannel(answerItem, runId) : request.human ? codeChannel(request.human, answerItem, warn) : undefined;
-  const journal = store?.inboxJournal(runId);
-  // over NATS the workers run on hosts; what reaches this process is acknowledged after its next checkpoint
+/**
+ * Stage 5, the transport (with --nats): the workers run on hosts; what reaches this process is
+ * acknowledged after its next checkpoint (`pendingAcks`).
+ */
+async function transportOfRun(asked: Requested, p: Prepared, bus: RunEventBus, io: RunIO) {
+  const { effective, runId } = asked;
   const ns = effective.namespace ?? 'default';
-  // the NATS client is loaded only for a run that uses it
-  const transport = effective.nats ? await (await import('../transport/nats.js')).connectNats({ servers: effective.nats, namespace: ns, name: `a2a-run-${runId}`, ...natsCredentials(), onWarning: (line) => warn(`NATS: ${line}`) }) : null;
+  const transport = effective.nats ? await transportStage(effective.nats, ns, `a2a-run-${runId}`, io.notify) : null;
   const pendingAcks: Array<() => Promise<void>> = [];
-  const remote = transport
-    ? {
-        deps: { transport, ns, process: `run-${runId}`, box: runBox(runId), clock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack), holderOf: await snapshotHolders(transport, ns) },
-        placeRemotely: () => true,
-      }
-    : null;
-  if (transport) {
-    warnIfUnauthenticated(transport, effective.nats!, notify);
-    // a report for no stand-in of this run (one that ended long ago, or never was): said, then dropped
-    mailboxOf(transport, ns, runBox(runId)).onDrop = (parcel, why) => bus.emit({ type: 'warning', data: { message: `dropped a report on ${parcel.message.subject}: ${why}` } });
-  }
-  if (transport) await ensureQueues(transport, ns);
+  if (!transport) return { ns, transport, remote: null, pendingAcks };
+  const remote = {
+    deps: { transport, ns, process: `run-${runId}`, box: runBox(runId), clock: io.clock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack), holderOf: await snapshotHolders(transport, ns) },
+    placeRemotely: () => true,
+  };
+  // a report for no stand-in of this run (one that ended long ago, or never was): said, then dropped
+  mailboxOf(transport, ns, runBox(runId)).onDrop = (parcel, why) => bus.emit({ type: 'warning', data: { message: `dropped a report on ${parcel.message.subject}: ${why}` } });
+  await ensureQueues(transport, ns);
   const budgets = p.config.models.budgets;
-  if (transport && budgets && (budgets.runUsd !== undefined || budgets.workerUsd !== undefined)) {
+  if (budgets && (budgets.runUsd !== undefined || budgets.workerUsd !== undefined)) {
     // said, not silently ignored: spending is counted where the model calls are made
-    warn('budgets (models.budgets) are enforced per process: with --nats the sessions on hosts spend against the budgets of each host\'s own config (the run\'s summary still adds up every call the hosts report)');
+    io.warn('budgets (models.budgets) are enforced per process: with --nats the sessions on hosts spend against the budgets of each host\'s own config (the run\'s summary still adds up every call the hosts report)');
   }
-  const commands = commandRunnerFor(p.config.sandbox);
-  if (commands.warning) warn(commands.warning);
+  return { ns, transport, remote, pendingAcks };
+}
+type Connected = Awaited<ReturnType<typeof transportOfRun>>;
+
+/**
+ * Stage 6, the tools' world: git and pull requests, the artifact store (the run's files, memory,
+ * or with --nats the KV bucket the hosts share), the sandbox's command runner, the agents' MCP
+ * servers, and the effect journal (file store: model replies and tool results on record before
+ * the session acts on them; the event log is written first, through `logFlush`, so that what a
+ * step told is there before the record that says it is over).
+ */
+function toolStage(asked: Requested, p: Prepared, stored: Stored, connected: Connected, io: RunIO) {
+  const { store, bus } = stored;
+  const { transport } = connected;
   const git = createGit();
   const github = p.config.git.github;
   const token = github ? process.env[github.tokenEnv] : undefined;
   if (github) secrets.add(github.tokenEnv, token);
   const pullRequests: PullRequests | undefined =
     github && token ? { open: (o) => createPullRequest({ ...o, token, ...(github.apiUrl ? { apiUrl: github.apiUrl } : {}) }) } : undefined;
-  // the artifact store (seed 003): the run's files, memory, or with --nats the KV bucket the hosts share
   const backend = transport ? new KvArtifactBackend(() => transport.keyValue(ARTIFACT_BUCKET)) : store ? new FileArtifactBackend(store.root) : new MemoryArtifactBackend();
-  const artifacts = artifactStores(backend, clock, { onChange: (meta, change) => bus.emit(artifactEvent(meta, change)) });
-  // the agents' MCP servers: connected per session when first used, all closed when the run ends
-  const mcp = new McpTools({ events: bus, secretsFile: secretsFileOf(p.config, p.workspace), workspace: p.workspace });
-  // the effect journal (file store): model replies and tool results, on record before the session
-  // acts on them; a resumed run reads what its earlier lives recorded. The event log goes to disk
-  // first, so that what a step told is there before the record that says it is over.
-  let flushLog: () => void = () => {};
+  const artifacts = artifactStores(backend, io.clock, { onChange: (meta, change) => bus.emit(artifactEvent(meta, change)) });
+  const { commands, mcp } = externalTools(p.config, p.workspace, bus);
+  if (commands.warning) io.warn(commands.warning);
+  const logFlush = { now: () => {} };
   const effectJournal = store && p.config.effects.journal
-    ? new FileEffectJournal(store, runId, { beforeWrite: () => flushLog(), onInvalid: (problem) => warn(`the effect journal: ${problem}`) })
+    ? new FileEffectJournal(store, asked.runId, { beforeWrite: () => logFlush.now(), onInvalid: (problem) => io.warn(`the effect journal: ${problem}`) })
     : null;
+  return { git, pullRequests, artifacts, commands, mcp, effectJournal, logFlush };
+}
+
+/**
+ * Prepares a run: checks everything, connects what it needs, writes its record (file store), and
+ * returns it ready to `start()`. Bad input throws an A2AError before anything is written. The
+ * stages, in order: the request (what to run), the configuration (settings, tools, agents,
+ * script), the store and bus, the models, the transport, the tools' world, then the actors.
+ */
+export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
+  const notify = request.notify ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const warn = (message: string) => notify(`a2a: warning: ${message}`);
+  const clock = request.clock ?? realClock;
+  const io: RunIO = { notify, warn, clock };
+  const asked = await requestStage(request, io);
+  const { resuming, target, effective, runId, otelExport } = asked;
+  const p = prepare(asked.resolvedTarget, effective, runId);
+  const stored = storeStage(asked, p, io);
+  const { store, resumeAt, bus } = stored;
+  const { resolveModel, profiles, costs, orchestratorModel, profileName, organiserModel } = modelStage(request, asked, p, stored, io);
+  const connected = await transportOfRun(asked, p, bus, io);
+  const { ns, transport, remote, pendingAcks } = connected;
+  const { git, pullRequests, artifacts, commands, mcp, effectJournal, logFlush } = toolStage(asked, p, stored, connected, io);
+
+  // Stage 7, the actors: the human channel (the CLI's prompt or notice, or the program's handler), the inbox's journal, and the runtime they run on
+  let root: { send(event: unknown): void } | null = null;
+  const answerItem = (id: string, answer: HumanAnswer) => root?.send({ type: 'HUMAN_ANSWER', id, answer });
+  const humanChannel = request.humanChannel ? request.humanChannel(answerItem, runId) : request.human ? codeChannel(request.human, answerItem, warn) : undefined;
+  const journal = store?.inboxJournal(runId);
   const runtime = createRuntime({
     ...(effectJournal ? { effects: { journal: (id: string) => (id === runId ? effectJournal : null), inDoubt: p.config.effects.inDoubt } } : {}),
     artifacts,
@@ -527,7 +567,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
       });
     }
     const log = store?.runLog(runId, { audited: isAudited, busState: () => bus.state(), spend: resumeAt?.spend, onError: warn }) ?? null;
-    if (log) flushLog = () => log.flush();
+    if (log) logFlush.now = () => log.flush();
     const usage: RunUsage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
     const view = new RunView();
     bus.subscribe((e) => {

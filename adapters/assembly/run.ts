@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Clock, Model, PullRequests } from '../../machines/ports.js';
-import { ControlRequest as ControlRequestSchema, RunId as RunIdSchema, type ControlRequest, type HumanAnswer, type HumanItem, type Plan, type RunEvent, type SubTaskResult } from '../../machines/protocol/index.js';
+import { ControlRequest as ControlRequestSchema, RunId as RunIdSchema, type ControlRequest, type HumanAnswer, type HumanItem, type Plan, type RunEvent, type SessionSpec, type SubTaskResult } from '../../machines/protocol/index.js';
 import { secrets } from '../../actors/config/secrets.js';
 import { A2AError, describeIssues } from '../../actors/errors.js';
 import { checkWorkflow, layerSource } from '../../actors/organiser/workflowRoles.js';
@@ -436,11 +436,139 @@ function toolStage(asked: Requested, p: Prepared, stored: Stored, connected: Con
   return { git, pullRequests, artifacts, commands, mcp, effectJournal, logFlush };
 }
 
+/** Stage 8, traces (with --otel or OTEL_* variables): the run's spans, parented to a program's active span or the environment's TRACEPARENT. */
+async function traceStage(request: RunRequest, asked: Requested, bus: RunEventBus, io: RunIO) {
+  const { effective, otelExport, runId } = asked;
+  const { notify, warn } = io;
+  const tracing = await tracingFor(effective, otelExport, 'a2a', notify);
+  if (tracing) {
+    // a program's active span (a run started inside its own trace), or the TRACEPARENT of the
+    // environment (a CI job's trace), is the run's parent
+    const inherited = request.trace ?? environmentTrace();
+    const otel = await otelApi();
+    const parent = otel.trace.getSpanContext(otel.context.active()) ?? contextOfHeaders(inherited);
+    if (inherited && !parent) warn(`${request.trace ? 'trace' : 'TRACEPARENT'} "${String(inherited.traceparent).slice(0, 80)}" is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): the run starts a trace of its own`);
+    tracing.builder.parentRun(runId, parent);
+    bus.subscribe((e) => tracing.builder.observe(e));
+    notify(`tracing: spans of run ${runId} go to ${tracing.target}`);
+  }
+  return tracing;
+}
+
+/**
+ * Stage 9, what the run runs, checked before anything is written: the git plan (worktrees,
+ * merges, pull requests), the orchestrator's input (a plan, a workflow, or a task as a plan of
+ * one) or a standalone session's spec; an unknown profile or a missing API key fails here.
+ */
+async function inputStage(asked: Requested, p: Prepared, runtime: ReturnType<typeof createRuntime>, tools: { git: ReturnType<typeof createGit>; pullRequests: PullRequests | undefined; resolveModel: (spec: SessionSpec) => unknown; profileName: string | undefined }) {
+  const { effective, runId, resuming } = asked;
+  const { git, pullRequests, resolveModel, profileName } = tools;
+  const plan: Plan | null = p.target.plan ?? null;
+  const workflowRequest = p.target.workflow ?? null;
+  const orchestratedRun = !!plan || !!workflowRequest || effective.standalone !== true;
+  const gitPlan =
+    orchestratedRun && !resuming?.checkpoint
+      ? await planGit(p.config.git, { workspace: p.workspace, runId, git, reviewer: p.registry.resolve(p.config.git.reviewer).parsed })
+      : null;
+  if (gitPlan?.github && !pullRequests) {
+    throw new A2AError('CONFIGURATION_INVALID', `git.github is set (${p.config.git.github!.repo}) but ${p.config.git.github!.tokenEnv} is not set: export a token, or remove git.github to push without opening a PR`);
+  }
+  if (workflowRequest && gitPlan && gitPlan.action !== 'merge') {
+    // each step builds on what the steps before it merged: a branch left for a PR or a person
+    // would leave the next step's worktree without the code
+    throw new A2AError(
+      'CONFIGURATION_INVALID',
+      `git.onComplete is "${gitPlan.action}", but a workflow run needs "merge": every step starts from the code the steps before it merged. Run it on a branch of its own (git switch -c …) and open the PR from that branch, or set git.worktrees: off`,
+      { where: 'git.onComplete' },
+    );
+  }
+  const runOptions = { runId, config: p.config, policy: p.policy, workspace: p.workspace, git: gitPlan, ...(profileName ? { model: profileName } : {}) };
+  const input = plan
+    ? orchestratorInput(plan, runtime, runOptions, p.target.source)
+    : workflowRequest
+      ? workflowRunInput(workflowRequest, runtime, { ...runOptions, roles: p.roles!, startedAt: Date.now() })
+      : null;
+  const standalone = !plan && !workflowRequest && effective.standalone === true;
+  const single: Plan | null =
+    !plan && !workflowRequest && !standalone ? parsePlan({ id: 'task', tasks: [{ id: 'task', prompt: p.target.task, ...(effective.agent ? { agent: effective.agent } : {}) }] }, 'the task') : null;
+  const orchestrated = input ?? (single ? orchestratorInput(single, runtime, runOptions, 'the task') : null);
+  const planId = orchestrated?.planId ?? 'standalone';
+  // an unknown profile or a missing API key fails here, before anything runs
+  for (const t of orchestrated?.tasks ?? []) resolveModel(t.spec);
+  for (const role of Object.values(orchestrated?.workflow?.roles ?? {})) resolveModel({ ...orchestrated!.workflow!.template, agent: role.agent, ...(role.model ? { model: role.model } : {}) });
+  const spec = orchestrated ? null : standaloneSpec(p.target.task!, runtime, { ...runOptions, agent: effective.agent ?? p.config.defaultAgent });
+  return { orchestrated, planId, spec };
+}
+
+/**
+ * Stage 10, the run's record (file store): a new run's, with what started it (what a resume
+ * needs); a resumed run's updated, its inbox journal read, its replay planned from the
+ * checkpoint, and its pause put back.
+ */
+function recordStage(request: RunRequest, asked: Requested, p: Prepared, store: FileRunStore | null, runtime: ReturnType<typeof createRuntime>, planId: string, io: RunIO): ResumePlan | null {
+  const { resuming, runId, target, effective } = asked;
+  const { warn } = io;
+  let plannedResume: ResumePlan | null = null;
+  if (resuming && store) {
+    const skipped: string[] = [];
+    const journalRecords = store.readJournal(runId, (problem) => skipped.push(problem));
+    for (const problem of skipped) warn(problem);
+    if (resuming.checkpoint) {
+      plannedResume = planResume(resuming.checkpoint, journalRecords);
+      store.appendRecovered(runId, plannedResume.recovered, Date.now());
+    }
+    store.clearControl(runId);
+    store.update(runId, { pid: process.pid, status: 'running', resumes: [...(resuming.record.resumes ?? []), { at: Date.now(), pid: process.pid }] });
+    // paused when it was killed: paused again, until a2a resume
+    if (resuming.record.paused) runtime.pauses.gate(runId).close(resuming.record.paused.by, resuming.record.paused.at);
+  } else {
+    store?.create({
+      runId,
+      pid: process.pid,
+      status: 'running',
+      startedAt: Date.now(),
+      planId,
+      source: p.target.source,
+      // a run started with what only the program has (its agents, tools, model, settings) is
+      // resumed by that program, which gives them again (the CLI refuses it: it would lack them)
+      ...(target !== undefined ? { invocation: { target, options: invocationOptions(effective), workspace: p.workspace, ...(codeOnly(request) ? { code: true as const } : {}) } } : {}),
+    });
+  }
+  return plannedResume;
+}
+
+/** Stage 11, the run's logs (events and audit, file store), its live view and its usage, fed by the bus. */
+function logStage(asked: Requested, stored: Stored, logFlush: { now: () => void }, io: RunIO) {
+  const { runId } = asked;
+  const { store, bus, resumeAt } = stored;
+  const { warn } = io;
+  const log = store?.runLog(runId, { audited: isAudited, busState: () => bus.state(), spend: resumeAt?.spend, onError: warn }) ?? null;
+  if (log) logFlush.now = () => log.flush();
+  const usage: RunUsage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
+  const view = new RunView();
+  bus.subscribe((e) => {
+    log?.append(e);
+    view.apply(e);
+    if (e.type === 'model.called') {
+      // a reply thrown away (discarded) was billed: its tokens and cost count, not as a call made
+      if (e.data.discarded !== true) usage.modelCalls++;
+      usage.inputTokens += Number(e.data.inputTokens ?? 0);
+      usage.outputTokens += Number(e.data.outputTokens ?? 0);
+      usage.cacheReadTokens += Number(e.data.cacheReadTokens ?? 0);
+      usage.cacheWriteTokens += Number(e.data.cacheWriteTokens ?? 0);
+      usage.costUsd += Number(e.data.costUsd ?? 0);
+    }
+  });
+  return { log, usage, view };
+}
+
 /**
  * Prepares a run: checks everything, connects what it needs, writes its record (file store), and
  * returns it ready to `start()`. Bad input throws an A2AError before anything is written. The
  * stages, in order: the request (what to run), the configuration (settings, tools, agents,
- * script), the store and bus, the models, the transport, the tools' world, then the actors.
+ * script), the store and bus, the models, the transport, the tools' world, the actors, traces,
+ * what the run runs, its record, its logs; then its life, below (start, checkpoints, control,
+ * finish), whose parts share the run's handles and stay together.
  */
 export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const notify = request.notify ?? ((line: string) => void process.stderr.write(`${line}\n`));
@@ -448,10 +576,10 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
   const clock = request.clock ?? realClock;
   const io: RunIO = { notify, warn, clock };
   const asked = await requestStage(request, io);
-  const { resuming, target, effective, runId, otelExport } = asked;
+  const { resuming, effective, runId } = asked;
   const p = prepare(asked.resolvedTarget, effective, runId);
   const stored = storeStage(asked, p, io);
-  const { store, resumeAt, bus } = stored;
+  const { store, bus } = stored;
   const { resolveModel, profiles, costs, orchestratorModel, profileName, organiserModel } = modelStage(request, asked, p, stored, io);
   const connected = await transportOfRun(asked, p, bus, io);
   const { ns, transport, remote, pendingAcks } = connected;
@@ -483,23 +611,8 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     ...(remote ? { remote } : {}),
   });
 
-  // validate before anything is written
-  const plan: Plan | null = p.target.plan ?? null;
-  const workflowRequest = p.target.workflow ?? null;
-  const orchestratedRun = !!plan || !!workflowRequest || effective.standalone !== true;
   // traces: the SDK is loaded only when asked for; the spans are built from the run's events
-  const tracing = await tracingFor(effective, otelExport, 'a2a', notify);
-  if (tracing) {
-    // a program's active span (a run started inside its own trace), or the TRACEPARENT of the
-    // environment (a CI job's trace), is the run's parent
-    const inherited = request.trace ?? environmentTrace();
-    const otel = await otelApi();
-    const parent = otel.trace.getSpanContext(otel.context.active()) ?? contextOfHeaders(inherited);
-    if (inherited && !parent) warn(`${request.trace ? 'trace' : 'TRACEPARENT'} "${String(inherited.traceparent).slice(0, 80)}" is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>): the run starts a trace of its own`);
-    tracing.builder.parentRun(runId, parent);
-    bus.subscribe((e) => tracing.builder.observe(e));
-    notify(`tracing: spans of run ${runId} go to ${tracing.target}`);
-  }
+  const tracing = await traceStage(request, asked, bus, io);
   const cleanup = async () => {
     effectJournal?.close();
     await mcp.closeAll();
@@ -508,81 +621,10 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     await tracing?.close();
   };
   try {
-    const gitPlan =
-      orchestratedRun && !resuming?.checkpoint
-        ? await planGit(p.config.git, { workspace: p.workspace, runId, git, reviewer: p.registry.resolve(p.config.git.reviewer).parsed })
-        : null;
-    if (gitPlan?.github && !pullRequests) {
-      throw new A2AError('CONFIGURATION_INVALID', `git.github is set (${p.config.git.github!.repo}) but ${p.config.git.github!.tokenEnv} is not set: export a token, or remove git.github to push without opening a PR`);
-    }
-    if (workflowRequest && gitPlan && gitPlan.action !== 'merge') {
-      // each step builds on what the steps before it merged: a branch left for a PR or a person
-      // would leave the next step's worktree without the code
-      throw new A2AError(
-        'CONFIGURATION_INVALID',
-        `git.onComplete is "${gitPlan.action}", but a workflow run needs "merge": every step starts from the code the steps before it merged. Run it on a branch of its own (git switch -c …) and open the PR from that branch, or set git.worktrees: off`,
-        { where: 'git.onComplete' },
-      );
-    }
-    const runOptions = { runId, config: p.config, policy: p.policy, workspace: p.workspace, git: gitPlan, ...(profileName ? { model: profileName } : {}) };
-    const input = plan
-      ? orchestratorInput(plan, runtime, runOptions, p.target.source)
-      : workflowRequest
-        ? workflowRunInput(workflowRequest, runtime, { ...runOptions, roles: p.roles!, startedAt: Date.now() })
-        : null;
-    const standalone = !plan && !workflowRequest && effective.standalone === true;
-    const single: Plan | null =
-      !plan && !workflowRequest && !standalone ? parsePlan({ id: 'task', tasks: [{ id: 'task', prompt: p.target.task, ...(effective.agent ? { agent: effective.agent } : {}) }] }, 'the task') : null;
-    const orchestrated = input ?? (single ? orchestratorInput(single, runtime, runOptions, 'the task') : null);
-    const planId = orchestrated?.planId ?? 'standalone';
-    // an unknown profile or a missing API key fails here, before anything runs
-    for (const t of orchestrated?.tasks ?? []) resolveModel(t.spec);
-    for (const role of Object.values(orchestrated?.workflow?.roles ?? {})) resolveModel({ ...orchestrated!.workflow!.template, agent: role.agent, ...(role.model ? { model: role.model } : {}) });
-    const spec = orchestrated ? null : standaloneSpec(p.target.task!, runtime, { ...runOptions, agent: effective.agent ?? p.config.defaultAgent });
+    const { orchestrated, planId, spec } = await inputStage(asked, p, runtime, { git, pullRequests, resolveModel, profileName });
 
-    let plannedResume: ResumePlan | null = null;
-    if (resuming && store) {
-      const skipped: string[] = [];
-      const journalRecords = store.readJournal(runId, (problem) => skipped.push(problem));
-      for (const problem of skipped) warn(problem);
-      if (resuming.checkpoint) {
-        plannedResume = planResume(resuming.checkpoint, journalRecords);
-        store.appendRecovered(runId, plannedResume.recovered, Date.now());
-      }
-      store.clearControl(runId);
-      store.update(runId, { pid: process.pid, status: 'running', resumes: [...(resuming.record.resumes ?? []), { at: Date.now(), pid: process.pid }] });
-      // paused when it was killed: paused again, until a2a resume
-      if (resuming.record.paused) runtime.pauses.gate(runId).close(resuming.record.paused.by, resuming.record.paused.at);
-    } else {
-      store?.create({
-        runId,
-        pid: process.pid,
-        status: 'running',
-        startedAt: Date.now(),
-        planId,
-        source: p.target.source,
-        // a run started with what only the program has (its agents, tools, model, settings) is
-        // resumed by that program, which gives them again (the CLI refuses it: it would lack them)
-        ...(target !== undefined ? { invocation: { target, options: invocationOptions(effective), workspace: p.workspace, ...(codeOnly(request) ? { code: true as const } : {}) } } : {}),
-      });
-    }
-    const log = store?.runLog(runId, { audited: isAudited, busState: () => bus.state(), spend: resumeAt?.spend, onError: warn }) ?? null;
-    if (log) logFlush.now = () => log.flush();
-    const usage: RunUsage = { modelCalls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0 };
-    const view = new RunView();
-    bus.subscribe((e) => {
-      log?.append(e);
-      view.apply(e);
-      if (e.type === 'model.called') {
-        // a reply thrown away (discarded) was billed: its tokens and cost count, not as a call made
-        if (e.data.discarded !== true) usage.modelCalls++;
-        usage.inputTokens += Number(e.data.inputTokens ?? 0);
-        usage.outputTokens += Number(e.data.outputTokens ?? 0);
-        usage.cacheReadTokens += Number(e.data.cacheReadTokens ?? 0);
-        usage.cacheWriteTokens += Number(e.data.cacheWriteTokens ?? 0);
-        usage.costUsd += Number(e.data.costUsd ?? 0);
-      }
-    });
+    const plannedResume = recordStage(request, asked, p, store, runtime, planId, io);
+    const { log, usage, view } = logStage(asked, stored, logFlush, io);
     let relay: { stop(): Promise<void>; remove(): Promise<void>; pending(): Promise<number> } | null = null;
     if (transport) {
       publishRunEvents(bus, transport, ns, `run-${runId}`);

@@ -10,7 +10,7 @@ import { assertKey, assertName, assertPrefix } from './names.js';
 import { decode, encode } from './natsCodec.js';
 import { isApiError, isRefused, reason } from './natsErrors.js';
 import type { NatsLink } from './natsLink.js';
-import { replicasRefused } from './natsQueues.js';
+import { peersJoining, replicasRefused } from './natsQueues.js';
 
 /** The JetStream KV bucket of bucket `bucket`. */
 export function bucketNameFor(bucket: string, namespace = 'default'): string {
@@ -64,12 +64,16 @@ export async function openKeyValue(link: NatsLink, bucket: string): Promise<KeyV
   let kv: KV;
   await link.ready(`open the KV bucket ${bucket}`, bucket);
   const replicas = link.replicas(bucket);
-  try {
-    // several processes of a cluster creating the same bucket at once wait past the API's timeout (see ensureQueue)
-    kv = await link.retrying(`open the KV bucket ${bucket}`, bucket, () => kvm.create(name, { history: 1, storage: StorageType.File, replicas }));
-  } catch (error) {
-    if (isApiError(error, 10005) || isApiError(error, 10074)) throw replicasRefused(link, `the KV bucket ${bucket} (${name})`, bucket, error);
-    throw link.fail('AGENT_ERROR', `could not open or create the KV bucket ${bucket} (${name})`, bucket, error);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // several processes of a cluster creating the same bucket at once wait past the API's timeout (see ensureQueue)
+      kv = await link.retrying(`open the KV bucket ${bucket}`, bucket, () => kvm.create(name, { history: 1, storage: StorageType.File, replicas }));
+      break;
+    } catch (error) {
+      if (await peersJoining(link, error, replicas, attempt)) continue;
+      if (isApiError(error, 10005) || isApiError(error, 10074)) throw replicasRefused(link, `the KV bucket ${bucket} (${name})`, bucket, error);
+      throw link.fail('AGENT_ERROR', `could not open or create the KV bucket ${bucket} (${name})`, bucket, error);
+    }
   }
   // an existing bucket keeps its replicas (see ensureQueue): told, not changed
   try {

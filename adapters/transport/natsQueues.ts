@@ -30,6 +30,8 @@ import { attemptTimeout, backoff, pause, RECONNECT_WAIT_MS, type NatsLink } from
 const DEFAULT_DUPLICATE_WINDOW_MS = 120_000;
 /** Tries at creating or updating a queue's stream when the cluster is slow to answer (see ensureQueue). */
 const CREATE_ATTEMPTS = 6;
+/** Tries while a cluster with enough servers has too few JetStream peers yet (about 10 s). */
+const PLACEMENT_ATTEMPTS = 12;
 /** How long one pull request waits on the server; shorter means faster recovery, more requests. */
 const FETCH_EXPIRES_MS = 5_000;
 /**
@@ -116,10 +118,23 @@ export async function ensureQueue(link: NatsLink, name: string, options: QueueOp
         await pause(backoff(attempt + 2));
         continue;
       }
+      if (await peersJoining(link, error, link.replicas(name), attempt)) continue;
       if (isApiError(error, 10005) || isApiError(error, 10074)) throw replicasRefused(link, where, name, error);
       throw link.fail(isRefused(error) ? 'VALIDATION_ERROR' : 'AGENT_ERROR', `could not create or update ${where} on subjects ${options.subjects.join(', ')}`, name, error);
     }
   }
+}
+
+/**
+ * No peers for the replicas (10005), in a cluster with enough servers: servers that have just
+ * started are routed (so counted) before the JetStream meta group has them as peers (seen on a
+ * cluster started beside a loaded test suite); it passes within seconds. True after a pause, for
+ * the caller to try again (PLACEMENT_ATTEMPTS times, about 10 s); false when it is not that.
+ */
+export async function peersJoining(link: NatsLink, error: unknown, replicas: number, attempt: number): Promise<boolean> {
+  if (attempt >= PLACEMENT_ATTEMPTS || !isApiError(error, 10005) || link.clusterSize < replicas) return false;
+  await pause(backoff(attempt + 2));
+  return true;
 }
 
 /** The cluster could not place the replicas asked for (10005: no suitable peers; 10074: not clustered). */

@@ -2,6 +2,11 @@
  * The orchestrator chart's implementations (machines/orchestrator.machine.ts draws the chart): its
  * context and events, and the guards, actions and actors its states name, under those names.
  * What the chart does is read there; how each named step does it, here.
+ *
+ * Over 600 lines, for a reason: its actions are written inside the one setup() call, because
+ * XState types each action (its context, event and the actors it may spawn or send to) from the
+ * setup() it is written in; an action written in another module needs those five type parameters
+ * spelled out on every assign(), which is longer and drifts from the chart.
  */
 import { assign, enqueueActions, fromPromise, sendTo, setup } from 'xstate';
 // ActorSystem named here so that the machine's declaration can name it (xstate does not export AnyActorSystem)

@@ -3,6 +3,11 @@
  * events, the guards and actions its states name (under those names), the supervisor's and the
  * agent loop's contracts, and the name shown for a state. What the chart does is read there; how
  * each named step does it, here.
+ *
+ * Over 600 lines, for a reason: its actions are written inside the one setup() call, because
+ * XState types each action (its context, event and the actors it may spawn or send to) from the
+ * setup() it is written in; an action written in another module needs those five type parameters
+ * spelled out on every assign(), which is longer and drifts from the chart.
  */
 import { assign, enqueueActions, sendTo, setup, type ActorLogic, type ActorSystem, type Snapshot } from 'xstate';
 import { errorText } from './errorText.js';

@@ -185,10 +185,14 @@ export function terminateLastLine(file: string): void {
 /** The last line of a file that is whole JSON (a torn last line, from a kill mid-write, is skipped), or null. */
 function lastCompleteLine(file: string): string | null {
   if (!existsSync(file)) return null;
-  const size = statSync(file).size;
-  if (size === 0) return null;
   // the last 256 KB hold the last lines (an audit line is a few KB at most)
-  const length = Math.min(size, 256 * 1024);
+  return lastJsonLine(readTail(file, 256 * 1024).text);
+}
+
+/** The last `bytes` of a file (all of it when it is smaller), and whether that is the whole file. */
+function readTail(file: string, bytes: number): { text: string; whole: boolean } {
+  const size = statSync(file).size;
+  const length = Math.min(size, bytes);
   const fd = openSync(file, 'r');
   const tail = Buffer.alloc(length);
   try {
@@ -196,7 +200,20 @@ function lastCompleteLine(file: string): string | null {
   } finally {
     closeSync(fd);
   }
-  return lastJsonLine(tail.toString('utf8'));
+  return { text: tail.toString('utf8'), whole: length === size };
+}
+
+/**
+ * What follows line `last` in `text` (a file's tail, or all of it): null when the tail does not
+ * reach back to it; the whole text when the whole file does not hold it (it all came after).
+ */
+function linesAfter(tail: { text: string; whole: boolean }, last: string | null): string | null {
+  if (last !== null) {
+    const at = tail.text.lastIndexOf(`\n${last}\n`);
+    if (at !== -1) return tail.text.slice(at + last.length + 2);
+    if (tail.whole && tail.text.startsWith(`${last}\n`)) return tail.text.slice(last.length + 1);
+  }
+  return tail.whole ? tail.text : null;
 }
 
 function lastJsonLine(text: string): string | null {
@@ -293,10 +310,9 @@ export class RunLog {
     const events = this.#file('events');
     if (!existsSync(events) || this.#size.events === 0) return;
     const last = lastCompleteLine(this.#file('audit')) ?? lastSegmentLine(this.dir, 'audit', this.#last.audit);
-    const text = readFileSync(events, 'utf8');
-    const at = last === null ? -1 : text.lastIndexOf(`${last}\n`);
-    const after = at === -1 ? text : text.slice(at + last!.length + 1);
-    if (at === -1 && last === null && this.#size.audit === 0 && this.#last.audit === 0 && this.#last.events > 0) return; // no audit at all beside closed event segments: nothing to compare with
+    // the audit's last line is near the end of the events (one flush writes both): the file's
+    // tail is read first, the whole file only when the line is not in it
+    const after = linesAfter(readTail(events, 1024 * 1024), last) ?? linesAfter({ text: readFileSync(events, 'utf8'), whole: true }, last)!;
     const missing: string[] = [];
     for (const line of after.split('\n')) {
       if (!line) continue;
@@ -312,6 +328,7 @@ export class RunLog {
     this.#write('audit', missing);
     this.options.onError?.(`audit.jsonl lacked the last ${missing.length} audited event(s) of events.jsonl (a process killed between the two writes): written now`);
   }
+
 
   #file(base: LogBase): string {
     return join(this.dir, `${base}.jsonl`);

@@ -151,4 +151,24 @@ describe('the run log in segments', () => {
     store.runLog('r', { audited: (e) => e.type === 'subtask.result', flushMs: 60_000 }).close();
     expect(audited(store.logLines('r', 'audit'))).toEqual([...complete, 'late-1', 'late-2']);
   });
+
+  it('finds the audit\'s last line in the events\' tail, or further back in a log of more than a megabyte', () => {
+    const { store, bus, log, dir } = setup(64 * 1024 * 1024);
+    emitSome(bus, log, 0, 10);
+    log.close();
+    const audited = (lines: unknown[]) => (lines as RunEvent[]).filter((e) => e.type === 'subtask.result').map((e) => e.id);
+    const before = audited(store.logLines('r', 'audit'));
+    const line = (type: string, id: string, n: number) => JSON.stringify({ type, runId: 'r', subTaskId: `k.${n}`, parentId: 's', data: { status: 'success', how: 'done', output: 'x'.repeat(200) }, id, seq: 2_000 + n, ts: 1 });
+    // 1.5 MB of events that are not audited, then one result the audit lacks: its last line is
+    // more than a megabyte back
+    const filler = Array.from({ length: 6_000 }, (_, i) => line('model.called', `m-${i}`, i)).join('\n');
+    writeFileSync(join(dir, 'events.jsonl'), `${readFileSync(join(dir, 'events.jsonl'), 'utf8')}${filler}\n${line('subtask.result', 'far-1', 1)}\n`);
+    store.runLog('r', { audited: (e) => e.type === 'subtask.result', flushMs: 60_000 }).close();
+    expect(audited(store.logLines('r', 'audit'))).toEqual([...before, 'far-1']);
+    // and one more near the end: found in the tail
+    writeFileSync(join(dir, 'events.jsonl'), `${readFileSync(join(dir, 'events.jsonl'), 'utf8')}${line('model.called', 'm-x', 7)}\n${line('subtask.result', 'near-1', 2)}\n`);
+    store.runLog('r', { audited: (e) => e.type === 'subtask.result', flushMs: 60_000 }).close();
+    expect(audited(store.logLines('r', 'audit'))).toEqual([...before, 'far-1', 'near-1']);
+  });
 });
+

@@ -42,18 +42,13 @@ import { hostname, networkInterfaces } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { A2AServedEvent, A2AServedTask, RunEvent } from '../../machines/protocol/index.js';
-import { loadConfig } from '../config.js';
-import { loadRegistry } from '../config.js';
-import { ToolCatalog } from '../../actors/tools/index.js';
-import { builtinTools } from '../assembly/tools.js';
 import { errorText } from '../../machines/errorText.js';
 import { redactText } from '../../actors/config/secrets.js';
 import { startRun, type Run, type RunRequest } from '../assembly/library.js';
 import { traceHeadersOf } from '../../actors/observation/tracing.js';
 import { partsText, textPart } from './client.js';
 import { applyEvent, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
-import { connectNats } from '../transport/nats.js';
-import { natsCredentials } from '../assembly/nats.js';
+import { configuration, transportStage } from '../assembly/stages.js';
 
 export const JSONRPC_PATH = '/a2a/jsonrpc';
 export const REST_PATH = '/a2a/rest';
@@ -796,16 +791,14 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   if (!options.token && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
     throw new Error(`listening on ${host} needs a token (set A2A_SERVE_TOKEN): without one, anyone who reaches the port could run agents in ${workspace}`);
   }
-  const loaded = loadConfig({ workspace, ...(options.run?.config ? { explicitFile: options.run.config } : {}) });
-  const registry = loadRegistry({ workspace, knownTools: new ToolCatalog(builtinTools()).names(), userAgents: loaded.config.agents, userAgentsSource: 'config "agents"', layers: loaded.layers });
-  if (options.run?.agents?.length) registry.addDefined(options.run.agents);
+  // the agents the runs will have: the same configuration stage as a run's
+  const loaded = configuration({ workspace, ...(options.run?.config ? { configFile: options.run.config } : {}), ...(options.run?.tools ? { tools: options.run.tools } : {}), ...(options.run?.agents ? { agents: options.run.agents } : {}) });
+  const registry = loaded.registry;
   const served = registry.list().filter((a) => !a.remote);
   const defaultAgent = (options.agent ?? loaded.config.defaultAgent ?? 'agent').replace(/^@/, '');
   if (!registry.has(defaultAgent)) throw new Error(`--agent ${defaultAgent} is not an agent type here; known: ${registry.names().join(', ')}`);
   // with --nats the tasks live in the namespace's KV bucket, where every server of it reads them
-  const nats = options.run?.nats
-    ? await connectNats({ servers: options.run.nats, namespace: options.run.namespace ?? 'default', name: 'a2a-serve', ...natsCredentials(), onWarning: (line) => (options.notify ?? console.error)(`a2a serve: NATS: ${line}`) })
-    : null;
+  const nats = options.run?.nats ? await transportStage(options.run.nats, options.run.namespace ?? 'default', 'a2a-serve', options.notify ?? console.error) : null;
   const records = options.records ?? (nats ? new KvServedTasks(await nats.keyValue(SERVED_TASKS_BUCKET), options.notify ?? ((line) => void process.stderr.write(`${line}\n`))) : undefined);
   const skills = [...served.map((a) => a.capability.id), WORKFLOW_SKILL];
   const executor = new RuntimeExecutor({ ...options, workspace, ...(records ? { records } : {}) }, () => skills, defaultAgent);

@@ -3,8 +3,10 @@
  * typed result: configuration (settings in layers, the tool catalog, the agent registry), models
  * (adapters/assembly/models.ts), transport (NATS, when asked for), sandbox and external tools (the
  * command runner, the MCP servers). A run (run.ts: `a2a run`, the library, `a2a serve`, `a2a mcp`)
- * and a host (host.ts: `a2a host`, `startHost`) compose the same stages; what each adds (a run's
- * store, log and orchestrator, a host's queues and heartbeats) is in its own file.
+ * and a host (host.ts: `a2a host`, `startHost`) compose the same stages, as do `a2a gateway`
+ * (transport) and `a2a serve` (configuration, to list the agents its runs will have, and
+ * transport); what each adds (a run's store, log and orchestrator, a host's queues and
+ * heartbeats) is in its own file.
  */
 import { resolve } from 'node:path';
 import type { EventSink } from '../../machines/ports.js';

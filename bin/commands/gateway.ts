@@ -16,9 +16,8 @@ import { realClock } from '../../adapters/clock.js';
 import { commandRefusal } from '../../actors/distribution/remote.js';
 import { Host } from '../../adapters/host.js';
 import { Seed004Gateway } from '../../adapters/seed004/gateway.js';
-import { connectNats } from '../../adapters/transport/nats.js';
 import { drainOnSignal, publishingSink, type HostIo } from './host.js';
-import { natsCredentials, warnIfUnauthenticated } from '../../adapters/assembly/nats.js';
+import { transportStage } from '../../adapters/assembly/stages.js';
 
 export interface GatewayCommandOptions {
   nats: string;
@@ -67,8 +66,7 @@ export async function gatewayCommand(options: GatewayCommandOptions, io: Gateway
     throw new A2AError('VALIDATION_ERROR', `--prefix "${options.prefix}" must be dot-separated tokens of letters, digits, "_" and "-" (e.g. a2a.default.swarm)`);
   }
   const hostId = options.id ?? `gateway-${hostname().replace(/[^A-Za-z0-9_-]/g, '-')}-${process.pid}`;
-  const transport = await connectNats({ servers: options.nats, namespace: ns, name: `a2a-gateway-${hostId}`, ...natsCredentials(), onWarning: (line) => io.stderr.write(`a2a: warning: NATS: ${line}\n`) });
-  warnIfUnauthenticated(transport, options.nats, (line) => io.stderr.write(`${line}\n`));
+  const transport = await transportStage(options.nats, ns, `a2a-gateway-${hostId}`, (line) => io.stderr.write(`${line}\n`));
   const bus = publishingSink(transport, ns, hostId, { log: (line) => io.stdout.write(`${line}\n`), notify: (line) => io.stderr.write(`${line}\n`) }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'warning']);
   const gateway = new Seed004Gateway({
     transport,

@@ -20,6 +20,7 @@
 import { z } from 'zod';
 import { HostHeartbeat, RunEvent } from '../machines/protocol/index.js';
 import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/observation/runView.js';
+import { factKey } from '../actors/observation/events.js';
 import { palette, renderTree } from './terminal.js';
 
 /** A heartbeat as received: the protocol's, plus an interval if the host says it. */
@@ -156,6 +157,12 @@ interface RunRecord {
   view: RunView;
   sessions: Map<string, SessionRecord>;
   processes: Set<string>;
+  /**
+   * The tool calls counted, by call id (factKey: session, epoch, turn, call id): the same call told
+   * twice (a host that took a session over tells what the session's journal gave back; a relay
+   * sends an event again after a lost acknowledgement) is one call, and a failed one one failure.
+   */
+  toolCalls: Set<string>;
 }
 
 const FINAL = new Set(['success', 'partial', 'failed', 'timeout', 'cancelled']);
@@ -239,10 +246,14 @@ export class MonitorState {
           if (!OK.has(session.status)) this.#count(`result.${session.status}`);
         }
         break;
-      case 'tool.called':
+      case 'tool.called': {
+        const key = factKey(event);
+        if (key !== undefined && run.toolCalls.has(key)) break;
+        if (key !== undefined) run.toolCalls.add(key);
         this.#toolCalls++;
         if (d.isError) this.#count('tool.failed');
         break;
+      }
       case 'limit.hit':
         this.#count(`limit.${String(d.code ?? 'unknown')}`);
         break;
@@ -332,7 +343,7 @@ export class MonitorState {
   #run(runId: string): RunRecord {
     let run = this.#runs.get(runId);
     if (!run) {
-      run = { view: new RunView(), sessions: new Map(), processes: new Set() };
+      run = { view: new RunView(), sessions: new Map(), processes: new Set(), toolCalls: new Set() };
       this.#runs.set(runId, run);
     }
     return run;

@@ -82,6 +82,21 @@ describe('MonitorState', () => {
     expect(after.metrics.sessions.running).toBe(0);
   });
 
+  it('matches tool calls by call id: one told again (by a host that took the session over, or a relay) counts once', () => {
+    const state = new MonitorState();
+    run(state);
+    const call = (origin: string, callId: string, isError: boolean) =>
+      state.apply(ev('tool.called', 1_300, { ...part(1), origin }, { name: 'run_command', isError, callId, turn: 2 }));
+    call('host-b', 'call_7', true);
+    call('host-c', 'call_7', true); // the same call, told by the host that restored st-1
+    call('host-b', 'call_8', false);
+    // the same call id in another turn is another call (providers reuse "call_0" from one reply to the next)
+    state.apply(ev('tool.called', 1_310, { ...part(1), origin: 'host-b' }, { name: 'run_command', isError: false, callId: 'call_8', turn: 3 }));
+    const m = state.metrics(3_000);
+    // run(): 2 calls without ids (1 failed); here 3 distinct calls (1 failed)
+    expect(m.errorRates.byType['tool.failed']).toEqual({ count: 2, rate: 0.4, per: 'tool calls' });
+  });
+
   it('counts a restored session once in the queue latency and moves it to its new host', () => {
     const state = new MonitorState();
     run(state);

@@ -21,6 +21,7 @@ import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCom
 import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/durability/checkpoint.js';
 import { createParentLinkLogic, enqueueSurely, ensureQueues, ownerBox, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/distribution/remote.js';
 import { hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/distribution/mailbox.js';
+import { runBoxOf, type KnownRunBoxes } from '../actors/distribution/runBoxes.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/observation/events.js';
 import { A2AError, inlineIssues } from '../actors/errors.js';
@@ -92,6 +93,8 @@ export interface HostOptions {
   refuse?: (session: AnyActorRef, command: SessionCommand) => string | null;
   clock: Clock;
   events: EventSink;
+  /** The runs' boxes this host learns from the sessions it runs (its event sink sends their events there). */
+  runBoxes?: KnownRunBoxes;
   heartbeatMs?: number;
   /** A host silent this long is dead (default: 3 heartbeats). */
   deadAfterMs?: number;
@@ -427,7 +430,9 @@ export class Host {
       } else {
         // the tree its owner runs in: the nearest ancestor with a record; none: the run's process
         const parts = wire.slice(runId.length + 1).split('.');
-        target = runBox(runId);
+        // (the run's box: its sessions' specs name it; the record of this session, when this host ran none of that run)
+        const own = this.#o.runBoxes?.has(runId) ? null : await this.#head(wire);
+        target = own ? runBoxOf(own.spec.correlation) : (this.#o.runBoxes?.of(runId) ?? runBox(runId));
         for (let n = parts.length - 1; n >= 1; n--) {
           const root = `${runId}.${parts.slice(0, n).join('.')}`;
           const record = await this.#head(root);
@@ -489,6 +494,8 @@ export class Host {
   #run(spec: SessionSpec, checkpoint: Checkpoint | null, revision: number, trace?: Record<string, string>, owner?: OwnerAddress): void {
     // its model and tool calls hang from its span in its owner's process
     adopt(spec.correlation.runId, spec.id, trace);
+    // where its run hears its events and what has no other owner
+    this.#o.runBoxes?.learn(spec.correlation);
     const linkDeps: LinkDeps = {
       transport: this.#o.transport,
       ns: this.#o.ns,
@@ -558,7 +565,7 @@ export class Host {
     const why = `host ${this.#o.hostId} could not restore ${spec.id}: ${errorText(error)}`;
     this.#o.events.emit({ type: 'warning', ...correlationOf(spec), data: { message: why } });
     const report: UpMessage = { kind: 'error', error: why };
-    const address = owner ?? { box: runBox(spec.correlation.runId) };
+    const address = owner ?? { box: runBoxOf(spec.correlation) };
     const box = await ownerBox(address, spec.correlation.runId, (wire) => this.#holderOf(wire)).catch(() => address.box);
     await enqueueSurely(this.#o.transport, this.#s.up(box, this.#o.hostId, key), report, `${key}:unrestorable:${revision}`, () => undefined, () => this.#stopped).catch(() => undefined);
     const record: SessionRecord = { spec, host: this.#o.hostId, state: 'finished', checkpoint: null, at: this.#o.clock.now(), ...(owner ? { owner } : {}) };

@@ -7,8 +7,8 @@
  *   a2a.<ns>.up.<box>.<host>.<runId>.<sessionId>     a report to the owner in mailbox <box>
  *   a2a.<ns>.down.<box>.<runId>.<sessionId>          a command to the session in mailbox <box>
  *
- * A box is `r-<runId>` (a run's process: it owns the workers) or `h-<hostId>` (a host: it runs
- * sessions and owns their remote children). Inside the process each message goes to the actor
+ * A box is a run's `rs<n>` (a run's process: it owns the workers; a slot reused from run to run,
+ * runBoxes.ts) or `h-<hostId>` (a host: it runs sessions and owns their remote children). Inside the process each message goes to the actor
  * registered for its session (its wire id); one for no actor here is a stray, handed to the
  * process's stray policy: a host forwards it to the box of the host that holds the session now
  * (a session moved after a failover), waits for a session being restored, or drops what is about
@@ -33,7 +33,7 @@ export interface Parcel {
 /** What is done with a message for no actor of this process (see the header). */
 export type StrayPolicy = (parcel: Parcel) => Promise<void>;
 
-/** The box of a run's process and of a host. */
+/** The box of a run's process before run boxes were slots (runBoxes.ts: a spec that names none), and of a host. */
 export const runBox = (runId: string) => `r-${runId}`;
 export const hostBox = (hostId: string) => `h-${hostId}`;
 
@@ -69,6 +69,11 @@ export class Mailbox {
   #stopped = false;
   /** Set by the process (a host's forwards and waits); the default waits, then drops with `onDrop`. */
   stray: StrayPolicy;
+  /**
+   * A run's box: the run that reads it now. What comes for another run (the box's run before this
+   * one, which ended: a late report) is acknowledged and dropped unsaid (runBoxes.ts).
+   */
+  occupant: string | null = null;
   onDrop: (parcel: Parcel, why: string) => void = () => {};
 
   constructor(transport: Transport, ns: string, box: string) {
@@ -218,6 +223,7 @@ export class Mailbox {
     }
     const handler = this.#handlers[where.kind].get(where.wire);
     if (handler) return handler(message);
+    if (this.occupant !== null && !where.wire.startsWith(`${this.occupant}.`)) return message.ack();
     if (this.#ended[where.kind].has(where.wire)) return message.ack();
     await this.stray({ ...where, message });
   }

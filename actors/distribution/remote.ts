@@ -69,9 +69,13 @@ export function subjects(ns: string) {
     /** Run events for watchers (core: at most once); the orchestrator's own and hosts' events outside any run. */
     events: (runId: string, type: string) => `${root}.events.${runId}.${type}`,
     allEvents: `${root}.events.>`,
-    /** A host's events of a run (durable: the run writes them to its log, then acknowledges them). */
-    hostEvents: (runId: string, type: string) => `${root}.hostevents.${runId}.${type}`,
-    hostEventsOf: (runId: string) => `${root}.hostevents.${runId}.>`,
+    /**
+     * A host's events of a run, to the run's box (durable: the run writes them to its log, then
+     * acknowledges them); `hostEventsOf` a run's wherever its box, `hostEventsIn` a box's, whichever run.
+     */
+    hostEvents: (box: string, runId: string, type: string) => `${root}.hostevents.${box}.${runId}.${type}`,
+    hostEventsOf: (runId: string) => `${root}.hostevents.*.${runId}.>`,
+    hostEventsIn: (box: string) => `${root}.hostevents.${box}.>`,
     allHostEvents: `${root}.hostevents.>`,
     /** Durable queues (the NATS transport scopes their streams by namespace: `a2a_<ns>_spawn` …). */
     queues: {
@@ -84,7 +88,7 @@ export function subjects(ns: string) {
     runPause: (runId: string) => `${root}.runs.${runId}.pause`,
     runPauses: `${root}.runs.*.pause`,
     /** Key-value buckets (`a2a_<ns>_snapshots` …); `pauses`: each paused run's pause, for hosts that start later. */
-    buckets: { snapshots: 'snapshots', hosts: 'hosts', pauses: 'pauses' },
+    buckets: { snapshots: 'snapshots', hosts: 'hosts', pauses: 'pauses', boxes: 'boxes' },
   };
 }
 
@@ -94,16 +98,24 @@ export type Subjects = ReturnType<typeof subjects>;
 export async function ensureQueues(transport: Transport, ns: string): Promise<void> {
   const s = subjects(ns);
   // together: on a cluster each replicated stream takes a round of its meta group
+  // The dedup windows: a spawn sent again by a resumed owner is dropped by the queue for 10 minutes
+  // (host.ts, FINISHED_KEPT_MS); the mail and the host events need only cover a send retried after
+  // a lost confirmation (seconds; later copies are dropped by their readers, by message id), and a
+  // server holds every id of its window on each node (with 10-minute windows, 15 of the 39 MB of a
+  // node's live heap 6 minutes into the soak): JetStream's default, 2 minutes.
   await Promise.all([
     transport.ensureQueue(s.queues.spawn.name, { subjects: s.queues.spawn.subjects, workQueue: true, duplicateWindowMs: 600_000 }),
     // up and down: each process reads its own box (actors/distribution/mailbox.ts), removed once acknowledged;
     // kept a week at most (a run never resumed, a host gone for good)
-    transport.ensureQueue(s.queues.up.name, { subjects: s.queues.up.subjects, workQueue: true, maxAgeMs: MAIL_KEPT_MS, duplicateWindowMs: 600_000 }),
-    transport.ensureQueue(s.queues.down.name, { subjects: s.queues.down.subjects, workQueue: true, maxAgeMs: MAIL_KEPT_MS, duplicateWindowMs: 600_000 }),
+    transport.ensureQueue(s.queues.up.name, { subjects: s.queues.up.subjects, workQueue: true, maxAgeMs: MAIL_KEPT_MS, duplicateWindowMs: MAIL_WINDOW_MS }),
+    transport.ensureQueue(s.queues.down.name, { subjects: s.queues.down.subjects, workQueue: true, maxAgeMs: MAIL_KEPT_MS, duplicateWindowMs: MAIL_WINDOW_MS }),
     // hosts' run events: kept until the run has them in its log (a day at most: a run never resumed)
-    transport.ensureQueue(s.queues.hostEvents.name, { subjects: s.queues.hostEvents.subjects, workQueue: true, maxAgeMs: 86_400_000, duplicateWindowMs: 600_000 }),
+    transport.ensureQueue(s.queues.hostEvents.name, { subjects: s.queues.hostEvents.subjects, workQueue: true, maxAgeMs: 86_400_000, duplicateWindowMs: MAIL_WINDOW_MS }),
   ]);
 }
+
+/** The dedup window of the mail and host-event queues (see ensureQueues). */
+const MAIL_WINDOW_MS = 120_000;
 
 /** How long a report or a command waits in its queue for a reader (a week: a run never resumed). */
 const MAIL_KEPT_MS = 7 * 86_400_000;
@@ -113,8 +125,13 @@ export interface RemoteDeps {
   ns: string;
   /** This process (an orchestrator run, or a host): recorded with the spawns it makes. */
   process: string;
-  /** This process's box (`r-<runId>`, `h-<hostId>`): where its stand-ins' reports come. Default `h-<process>`. */
+  /** This process's box (a run's `rs<n>`, `h-<hostId>`): where its stand-ins' reports come. Default `h-<process>`. */
   box?: string;
+  /**
+   * A run's process: its box, written into the correlation of each spawn it makes (hosts send the
+   * run's events there, and sub-tasks inherit it). Hosts leave it out: their spawns' specs have it.
+   */
+  runBox?: string;
   /**
    * The session id of the tree running here that a new remote child's owner runs in (a host): the
    * child's reports go to whichever host holds that tree then. Absent: the owner stays in this
@@ -447,7 +464,8 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
       if (!state.spawned) {
         state.spawned = true;
         const root = deps.ownerRoot?.(state.spec);
-        const spawn: RemoteSpawn = { spec: state.spec, ownerProcess: deps.process, owner: { box, ...(root !== undefined ? { root } : {}) }, requestedAt: deps.clock.now() };
+        const spec = deps.runBox && !state.spec.correlation.runBox ? { ...state.spec, correlation: { ...state.spec.correlation, runBox: deps.runBox } } : state.spec;
+        const spawn: RemoteSpawn = { spec, ownerProcess: deps.process, owner: { box, ...(root !== undefined ? { root } : {}) }, requestedAt: deps.clock.now() };
         enqueueSurely(
           deps.transport,
           s.spawn(state.spec.agent.agentName),

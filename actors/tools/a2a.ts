@@ -42,7 +42,7 @@ function shared(spec: SessionSpec): Pick<SessionSpec, 'owner' | 'lineage' | 'per
  * bytes each, and a fan-out makes one per child.
  */
 function childCorrelation(c: SessionSpec['correlation'], subTaskId: string, parentId: string, depth: number): SessionSpec['correlation'] {
-  return { runId: c.runId, planId: c.planId, taskId: c.taskId, workerId: c.workerId, worktreePath: c.worktreePath, subTaskId, parentId, depth };
+  return { runId: c.runId, planId: c.planId, taskId: c.taskId, workerId: c.workerId, worktreePath: c.worktreePath, subTaskId, parentId, depth, ...(c.runBox ? { runBox: c.runBox } : {}) };
 }
 
 /** Builds the child's session spec; the agent type is parsed and validated here, once. */

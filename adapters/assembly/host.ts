@@ -12,6 +12,7 @@ import { createRuntime } from '../../actors/runtime.js';
 import { artifactEvent, artifactStores } from '../../actors/organiser/artifacts.js';
 import { commandRefusal } from '../../actors/distribution/remote.js';
 import { hostBox } from '../../actors/distribution/mailbox.js';
+import { KnownRunBoxes } from '../../actors/distribution/runBoxes.js';
 import { errorText } from '../../machines/errorText.js';
 import { ARTIFACT_BUCKET, KvArtifactBackend } from '../store/artifactKv.js';
 import { EFFECTS_BUCKET, KvEffectJournals } from '../store/effectsKv.js';
@@ -86,7 +87,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     // events are published under their own run (for its orchestrator and monitors) and logged here
     // events made while the server is away wait in a file past the first 2,000 (never in memory without bound)
     const spill = { file: join(workspace, '.a2a', 'hosts', hostId, 'events-waiting.jsonl') };
-    const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning'], builder ? (e) => builder.observe(e) : undefined, spill);
+    // the runs' boxes, learnt from the sessions this host runs: their events go there
+    const runBoxes = new KnownRunBoxes();
+    const bus = publishingSink(transport, ns, hostId, { log: options.log ?? (() => {}), notify }, ['subtask.placed', 'session.restored', 'host.joined', 'host.lost', 'subtask.result', 'warning'], builder ? (e) => builder.observe(e) : undefined, spill, (runId) => runBoxes.of(runId));
     const { resolveModel, costs, orchestratorModel } = modelsFor(config, registry, script, realClock, workspace, options.model);
     const deferredAcks = new DeferredAcks();
     const { commands, mcp } = externalTools(config, workspace, bus);
@@ -142,6 +145,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       concurrency,
       sessionLogic: (role) => (role === 'worker' ? runtime.worker : runtime.subtask),
       flushEvents: () => bus.flush(),
+      runBoxes,
       ...(journals
         ? {
             restoring: async (spec: SessionSpec) => void (await journals.load(spec.correlation.runId, spec.id)),
@@ -203,9 +207,10 @@ export function publishingSink(
   logged: RunEvent['type'][],
   observe?: (event: RunEvent) => void,
   spill?: SinkSpill,
+  boxOf?: (runId: string) => string,
 ): EventSink & { flush(): Promise<void> } {
   // an event that cannot be stored is said where a person sees it, never dropped without a word
-  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => lines.notify(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${errorText(error)}`), spill);
+  const sink = transportSink(transport, ns, hostId, realClock, (event, error) => lines.notify(`a2a: could not send the ${event.type} event ${event.id} of run ${event.runId}: ${errorText(error)}`), spill, boxOf);
   const shown = new Set<string>(logged);
   let seq = 0;
   return {

@@ -16,7 +16,7 @@ import type { HumanChannel } from '../../actors/people/humanGate.js';
 import { pendingHumanItems } from '../../actors/observation/runStatus.js';
 import { RunView } from '../../actors/observation/runView.js';
 import { createRuntime } from '../../actors/runtime.js';
-import { mailboxOf, runBox } from '../../actors/distribution/mailbox.js';
+import { mailboxOf } from '../../actors/distribution/mailbox.js';
 import { errorText } from '../../machines/errorText.js';
 import { realClock } from '../clock.js';
 import { Checkpointer, ControlServer, handleControl, type ControlReply } from '../runHost.js';
@@ -222,7 +222,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     if (transport) {
       publishRunEvents(bus, transport, ns, `run-${runId}`);
       // hosts' events are acknowledged once the log holds them
-      relay = await relayHostEvents(bus, transport, ns, runId, (ack) => (log ? log.whenWritten(() => void ack().catch(() => undefined)) : void ack().catch(() => undefined)));
+      relay = await relayHostEvents(bus, transport, ns, runId, connected.box!.box, (ack) => (log ? log.whenWritten(() => void ack().catch(() => undefined)) : void ack().catch(() => undefined)));
     }
     if (request.onEvent) {
       const listener = request.onEvent;
@@ -288,18 +288,19 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
         ended = { error };
       }
       finished = true;
-      // a run that ended takes its consumers off the server (one stopped by a failure keeps them
-      // for its resume; the server removes them after an hour unread)
+      // a run that ended frees its box for the next run, whose consumers read on (one stopped by
+      // a failure keeps it for its resume); the server removes a box's consumers after an hour unread
       const over = 'outcome' in ended;
       const closing: Array<() => Promise<unknown> | unknown> = [
         () => inspector?.close(),
-        () => (over ? relay?.remove() : relay?.stop()),
+        () => relay?.stop(),
         async () => {
-          if (!transport) return;
+          if (!transport || !connected.box) return;
           // what reached the run after its last checkpoint (late reports of sessions that ended):
-          // acknowledged before its box goes, or it would stay queued with nobody to read it
+          // acknowledged before the box is freed (its next run would drop them unread anyway)
           if (over) await Promise.all(pendingAcks.splice(0).map((ack) => ack().catch(() => undefined)));
-          await mailboxOf(transport, ns, runBox(runId)).stop({ remove: over });
+          await mailboxOf(transport, ns, connected.box.box).stop();
+          if (over) await connected.box.release();
         },
         () => log?.close(),
         cleanup,

@@ -21,7 +21,8 @@ import { workflowRunInput } from '../../actors/run.js';
 import { isAudited } from '../../actors/durability/audit.js';
 import { RunView } from '../../actors/observation/runView.js';
 import { createRuntime } from '../../actors/runtime.js';
-import { mailboxOf, runBox } from '../../actors/distribution/mailbox.js';
+import { mailboxOf } from '../../actors/distribution/mailbox.js';
+import { claimRunBox } from '../../actors/distribution/runBoxes.js';
 import { artifactEvent, artifactStores } from '../../actors/organiser/artifacts.js';
 import { CODE_SETTINGS, loadScript } from '../config.js';
 import type { Script } from '../model/scripted.js';
@@ -257,20 +258,25 @@ export async function transportOfRun(asked: Requested, p: Prepared, bus: RunEven
   const ns = effective.namespace ?? 'default';
   const transport = effective.nats ? await transportStage(effective.nats, ns, `a2a-run-${runId}`, io.notify) : null;
   const pendingAcks: Array<() => Promise<void>> = [];
-  if (!transport) return { ns, transport, remote: null, pendingAcks };
+  if (!transport) return { ns, transport, remote: null, pendingAcks, box: null };
+  await ensureQueues(transport, ns);
+  // the run's box: a slot reused from run to run (its consumers are not made again), the one it
+  // held when this is a resume
+  const box = await claimRunBox(transport, runId, (message) => io.warn(message));
   const remote = {
-    deps: { transport, ns, process: `run-${runId}`, box: runBox(runId), clock: io.clock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack), holderOf: await snapshotHolders(transport, ns) },
+    deps: { transport, ns, process: `run-${runId}`, box: box.box, runBox: box.box, clock: io.clock, events: bus, deferAck: (_owner: string, ack: () => Promise<void>) => void pendingAcks.push(ack), holderOf: await snapshotHolders(transport, ns) },
     placeRemotely: () => true,
   };
+  const mailbox = mailboxOf(transport, ns, box.box);
+  mailbox.occupant = runId;
   // a report for no stand-in of this run (one that ended long ago, or never was): said, then dropped
-  mailboxOf(transport, ns, runBox(runId)).onDrop = (parcel, why) => bus.emit({ type: 'warning', data: { message: `dropped a report on ${parcel.message.subject}: ${why}` } });
-  await ensureQueues(transport, ns);
+  mailbox.onDrop = (parcel, why) => bus.emit({ type: 'warning', data: { message: `dropped a report on ${parcel.message.subject}: ${why}` } });
   const budgets = p.config.models.budgets;
   if (budgets && (budgets.runUsd !== undefined || budgets.workerUsd !== undefined)) {
     // said, not silently ignored: spending is counted where the model calls are made
     io.warn('budgets (models.budgets) are enforced per process: with --nats the sessions on hosts spend against the budgets of each host\'s own config (the run\'s summary still adds up every call the hosts report)');
   }
-  return { ns, transport, remote, pendingAcks };
+  return { ns, transport, remote, pendingAcks, box };
 }
 export type Connected = Awaited<ReturnType<typeof transportOfRun>>;
 

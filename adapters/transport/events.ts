@@ -4,10 +4,12 @@
  *
  * - a host stamps the events of the sessions it runs (each carries its run id and an id: the key
  *   of the fact it states, or one of its own) and enqueues them on the durable
- *   `a2a.<ns>.hostevents.<runId>.<type>`; its events outside any run (host.joined, its own
+ *   `a2a.<ns>.hostevents.<box>.<runId>.<type>`, `<box>` the run's box (its sessions' specs name
+ *   it: actors/distribution/runBoxes.ts); its events outside any run (host.joined, its own
  *   warnings) are core messages on `a2a.<ns>.events.host.<type>`;
  * - an orchestrator publishes its own events on `a2a.<ns>.events.<runId>.<type>` (core: they are
- *   in its own log already), and consumes its hosts' ones into its bus, acknowledging each once
+ *   in its own log already), and consumes its hosts' ones from its box into its bus (through the
+ *   box's consumer, which outlives the run: the box's next run reads on), acknowledging each once
  *   the run's log holds it: a restart of the server, of a host or of the run loses none, and a
  *   redelivered one is dropped by its id;
  * - a monitor subscribes to both (core subscribers also get what a stream stores).
@@ -17,6 +19,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Clock, DurableConsumer, EventSink, Transport } from '../../machines/ports.js';
 import { RunEvent } from '../../machines/protocol/index.js';
 import { enqueueSurely, subjects } from '../../actors/distribution/remote.js';
+import { runBox } from '../../actors/distribution/mailbox.js';
 import { factKey, type RunEventBus } from '../../actors/observation/events.js';
 import { inlineIssues } from '../../actors/errors.js';
 import { secrets } from '../../actors/config/secrets.js';
@@ -24,6 +27,12 @@ import { headersFor } from '../../actors/observation/tracing.js';
 
 /** A published event: a run event plus the process it came from. */
 export type WireEvent = RunEvent & { origin: string };
+
+/** An event waiting in a host's spill file, with the box it goes to. */
+interface Parked {
+  box: string;
+  event: WireEvent;
+}
 
 /** Events of a host being sent at once (each retried until the queue has it); past it they wait in a file. */
 export const EVENTS_IN_FLIGHT = 2_000;
@@ -48,6 +57,8 @@ export function transportSink(
   clock: Clock,
   onLost: (event: WireEvent, error: unknown) => void = () => {},
   spill?: SinkSpill,
+  /** The box of a run (where its process reads its hosts' events): a host knows it from its sessions' specs. */
+  boxOf: (runId: string) => string = runBox,
 ): EventSink & { flush(): Promise<void>; readonly waiting: { inFlight: number; spilled: number } } {
   const s = subjects(ns);
   let seq = 0;
@@ -56,11 +67,11 @@ export function transportSink(
   const max = spill?.inFlight ?? EVENTS_IN_FLIGHT;
   let spilled = 0;
   let draining: Promise<void> | null = null;
-  const send = (stamped: WireEvent) => {
+  const send = (stamped: WireEvent, box: string) => {
     // the queue's dedup window spans runs: the message id is the event's id within its run
     // with the trace context of the session it is about (when tracing is on): a consumer can hang it on its span
     const trace = stamped.subTaskId ? headersFor(stamped.runId, stamped.subTaskId) : undefined;
-    const sent = enqueueSurely(transport, s.hostEvents(stamped.runId, stamped.type), stamped, `${stamped.runId}.${stamped.id}`, () => undefined, undefined, trace).catch((error: unknown) =>
+    const sent = enqueueSurely(transport, s.hostEvents(box, stamped.runId, stamped.type), stamped, `${stamped.runId}.${stamped.id}`, () => undefined, undefined, trace).catch((error: unknown) =>
       onLost(stamped, error),
     );
     sending.add(sent);
@@ -111,22 +122,25 @@ export function transportSink(
     spilled = 0;
     const sent: Array<Promise<void>> = [];
     for (const line of lines) {
-      let event: WireEvent;
+      let parked: Parked;
       try {
-        event = JSON.parse(line) as WireEvent;
+        parked = JSON.parse(line) as Parked;
       } catch {
         continue; // a line cut by a kill of this process: the events after it go on
       }
-      if (sending.size < max) sent.push(send(event));
-      else park(event);
+      // a line parked before events went to the run's box is the event itself
+      const { event, box } = parked.event ? parked : { event: parked as unknown as WireEvent, box: boxOf((parked as unknown as WireEvent).runId) };
+      if (sending.size < max) sent.push(send(event, box));
+      else park(event, box);
     }
     // the batch's file goes once its events are stored (or back in the file): a host killed
     // before finds it when it starts again, and sends it again (the queue drops what it has)
     void Promise.all(sent).finally(() => rmSync(taken, { force: true }));
   };
-  const park = (stamped: WireEvent) => {
+  // with its box: a host started again has not learnt the run's box yet
+  const park = (event: WireEvent, box: string) => {
     mkdirSync(dirname(spill!.file), { recursive: true });
-    appendFileSync(spill!.file, `${JSON.stringify(stamped)}\n`);
+    appendFileSync(spill!.file, `${JSON.stringify({ box, event } satisfies Parked)}\n`);
     spilled++;
   };
   return {
@@ -145,8 +159,9 @@ export function transportSink(
       }
       // retried (same id: the queue drops a duplicate) until stored, so that a server restart loses
       // none; past `max` in flight, it waits in the file (in order behind those already there)
-      if (spill && (sending.size >= max || spilled > 0)) park(stamped);
-      else send(stamped);
+      const box = boxOf(runId);
+      if (spill && (sending.size >= max || spilled > 0)) park(stamped, box);
+      else send(stamped, box);
     },
     /** Resolves once every event emitted so far is stored (or given up on), those in the file too. */
     async flush() {
@@ -173,26 +188,30 @@ export function publishRunEvents(bus: RunEventBus, transport: Transport, ns: str
 export const RELAY_ACK_WAIT_MS = 2_000;
 
 /**
- * Consumes the events the run's hosts enqueue into the run's bus. Each is acknowledged through
- * `afterWrite` once the run's log holds it; an invalid one is reported (a warning naming the
- * field) and dropped; one seen before (its id) is dropped by the bus.
+ * Consumes the events the run's hosts enqueue into the run's box, into the run's bus. Each is
+ * acknowledged through `afterWrite` once the run's log holds it; an invalid one is reported (a
+ * warning naming the field) and dropped; one seen before (its id) is dropped by the bus; one of
+ * another run (the box's run before this one, ended: an event sent again late) is dropped unsaid.
  */
 export async function relayHostEvents(
   bus: RunEventBus,
   transport: Transport,
   ns: string,
   runId: string,
+  box: string,
   afterWrite: (ack: () => Promise<void>) => void,
 ): Promise<DurableConsumer> {
   const s = subjects(ns);
   return transport.consume(
     s.queues.hostEvents.name,
-    // removed by the server after a minute without a reader (a run stopped, or ended): a run
-    // resumed later attaches a new one, and its events stay queued until their max age.
-    // Acknowledged within a log flush (200 ms): a short ackWait brings back soon what a server
-    // restart lost in flight (delivered, never received), well within the drain at the run's end.
-    { consumer: `events-${runId}`, filter: s.hostEventsOf(runId), ackWaitMs: RELAY_ACK_WAIT_MS, maxInFlight: 1024, inactiveMs: 60_000 },
+    // the box's consumer: made by its first run, read on by the next ones (no consumer made per
+    // run: runBoxes.ts); removed by the server after an hour without a reader, and its events stay
+    // queued until their max age. Acknowledged within a log flush (200 ms): a short ackWait brings
+    // back soon what a server restart lost in flight (delivered, never received), well within the
+    // drain at the run's end.
+    { consumer: `events-${box}`, filter: s.hostEventsIn(box), ackWaitMs: RELAY_ACK_WAIT_MS, maxInFlight: 1024, inactiveMs: 3_600_000 },
     async (message) => {
+      if (message.subject.split('.')[4] !== runId) return message.ack();
       const parsed = RunEvent.safeParse(message.data);
       const origin = (message.data as { origin?: unknown } | null)?.origin;
       if (!parsed.success || parsed.data.runId !== runId || typeof origin !== 'string') {

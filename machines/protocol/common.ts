@@ -136,5 +136,11 @@ export const Correlation = z.object({
   subTaskId: z.string().optional(),
   parentId: z.string().optional(),
   depth: z.number().int().min(0),
+  /**
+   * With --nats: the box the run's process reads (actors/distribution/runBoxes.ts), where its
+   * sessions' hosts send the run's events and what has no other owner. Set on the spawns the run
+   * makes, and copied to every sub-task's.
+   */
+  runBox: z.string().regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, "_" and "-"').optional(),
 });
 export type Correlation = z.infer<typeof Correlation>;

@@ -30,7 +30,7 @@ export const RemoteSpawn = z.object({
   /** The process that owns it (its supervisor), for the record. */
   ownerProcess: z.string(),
   /**
-   * Where its reports go: the owner's box (`r-<runId>`, `h-<hostId>`; see actors/distribution/mailbox.ts), and,
+   * Where its reports go: the owner's box (a run's `rs<n>`, `h-<hostId>`; see actors/distribution/mailbox.ts), and,
    * when its owner runs on a host, the id of the tree the owner runs in there (its reports go to
    * whichever host holds that tree then).
    */
@@ -103,6 +103,16 @@ export const RunPause = z.strictObject({
   at: z.number(),
 });
 export type RunPause = z.infer<typeof RunPause>;
+
+/**
+ * A slot of the `boxes` bucket (`slot.<n>`): the run that reads box `rs<n>` now, or null when the
+ * box is free for the next run (actors/distribution/runBoxes.ts).
+ */
+export const RunBoxSlot = z.strictObject({
+  runId: RunId.nullable(),
+  at: z.number(),
+});
+export type RunBoxSlot = z.infer<typeof RunBoxSlot>;
 
 /** What the snapshots bucket holds for a session that runs (or ran) on a host, under its wire key. */
 export const SessionRecord = z.object({

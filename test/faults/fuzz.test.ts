@@ -45,6 +45,12 @@ const heard: Array<{ subject: string; origin: string; about: string; message: st
 const memory = new Map<string, Array<{ at: number; heapUsed: number }>>();
 const rows: Array<{ target: string; sent: number; answered: number; ms?: number }> = [];
 let spec: SessionSpec;
+/** The run's box (a slot of the boxes bucket), as its sessions' specs name it. */
+const runBox = () => {
+  const box = spec.correlation.runBox;
+  if (!box || !/^rs\d+$/.test(box)) throw new Error(`the run's sessions name no run box slot (correlation.runBox: ${String(box)})`);
+  return box;
+};
 
 const enc = new TextEncoder();
 function send(subject: string, payload: Payload): void {
@@ -200,9 +206,9 @@ describe('fault: hostile messages to a run in progress', () => {
     const random = seeded(SEED + 3);
     const variants: Array<{ subject: string; payload: Payload }> = [];
     for (const p of invalidVariants({ kind: 'done', output: { taskId: 'w-design', status: 'success', output: 'x' } }, (v) => UpMessage.safeParse(v).success, random, 500)) {
-      variants.push({ subject: `a2a.${NS}.up.r-${RUN}.arch.${RUN}.w-design`, payload: p });
+      variants.push({ subject: `a2a.${NS}.up.${runBox()}.arch.${RUN}.w-design`, payload: p });
     }
-    for (let i = 0; i < 100; i++) variants.push({ subject: `a2a.${NS}.up.r-${RUN}.mallory.${RUN}.w-design`, payload: { data: { kind: 'started', host: 'mallory', restored: true } } });
+    for (let i = 0; i < 100; i++) variants.push({ subject: `a2a.${NS}.up.${runBox()}.mallory.${RUN}.w-design`, payload: { data: { kind: 'started', host: 'mallory', restored: true } } });
     const about = (h: (typeof heard)[number]) => h.origin === `run-${RUN}` && h.about === 'w-design' && /^refused a report/.test(h.message);
     const before = count(about);
     for (const v of variants) send(v.subject, v.payload);
@@ -217,7 +223,7 @@ describe('fault: hostile messages to a run in progress', () => {
     for (let i = 0; i < 50; i++) variants.push({ data: { ...valid, id: `other-${i}`, runId: 'another-run' } });
     const about = (h: (typeof heard)[number]) => h.origin === `run-${RUN}` && /^dropped an invalid event from a host/.test(h.message);
     const before = count(about);
-    for (const v of variants) send(`a2a.${NS}.hostevents.${RUN}.session.state`, v);
+    for (const v of variants) send(`a2a.${NS}.hostevents.${runBox()}.${RUN}.session.state`, v);
     await answeredAll('host events', variants.length, about, before);
     expect(alive()).toEqual([]);
   }, STORM_MS);

@@ -31,6 +31,12 @@ describe('soak (short): runs back to back on a 3-node cluster', () => {
     expect(report.leftInQueues).toEqual({ spawn: 0, up: 0, down: 0, hostevents: 0 });
   });
 
+  it('reads every run\'s mail through one box reused from run to run: no consumer made per run, the slot free after the last', () => {
+    // the hosts' own boxes, the agent types' spawn queues, and one run box: up-rs0 and events-rs0
+    expect(report.consumerNames.filter((n) => /^(up|hostevents)\/(up|events)-r/.test(n))).toEqual(['hostevents/events-rs0', 'up/up-rs0']);
+    expect(report.boxSlots).toEqual({ 'slot.0': null });
+  });
+
   it("samples every host's memory from its heartbeats, and says how many sessions it ran at once", () => {
     expect(report.hosts.map((h) => h.host)).toEqual(['soak-h1', 'soak-h2', 'soak-h3']);
     for (const h of report.hosts) {

@@ -7,29 +7,12 @@
 import { parseArgs } from 'node:util';
 import { freePort, startNatsCluster } from '../nats/server.js';
 import { soak } from './soak.js';
+import { heap } from './serverHeap.js';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string' } } });
 const minutes = Number(values.minutes ?? 8);
 const ports = await Promise.all([0, 1, 2].map(() => freePort()));
 const cluster = await startNatsCluster(3, { extraConfig: (i) => `prof_port: ${ports[i]}` });
-
-/** In-use bytes by the innermost function of the server's own code (github.com/nats-io) in each stack. */
-async function heap(port: number): Promise<Map<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/debug/pprof/heap?debug=1`)).text();
-  const out = new Map<string, number>();
-  const blocks = text.split('\n\n');
-  for (const block of blocks) {
-    const m = /^(\d+): (\d+) \[(\d+): (\d+)\] @/m.exec(block);
-    if (!m) continue;
-    const bytes = Number(m[2]);
-    if (bytes === 0) continue;
-    const frames = [...block.matchAll(/#\s+0x[0-9a-f]+\s+(\S+)\+0x[0-9a-f]+\s+(\S+)/g)].map((f) => f[1]!);
-    const own = frames.filter((f) => f.includes('nats-server'));
-    const key = own.slice(0, 2).join(' < ') || frames[0] || '?';
-    out.set(key, (out.get(key) ?? 0) + bytes);
-  }
-  return out;
-}
 
 /** The Go runtime's memory figures (MB) from the profile's MemStats footer. */
 async function memStats(port: number): Promise<string> {
@@ -58,7 +41,7 @@ try {
     const now = await heap(ports[i]!);
     const before = first[i] ?? new Map();
     const total = [...now.values()].reduce((a, b) => a + b, 0);
-    console.log(`\nnode n${i + 1}: in-use heap ${(total / 1048576).toFixed(1)} MB (sampled); growth since the first profile by function:`);
+    console.log(`\nnode n${i + 1}: live heap ${(total / 1048576).toFixed(1)} MB (estimated from the samples); growth since the first profile by function:`);
     const rows = [...now.entries()].map(([k, v]) => [k, v, v - (before.get(k) ?? 0)] as const).sort((a, b) => b[2] - a[2]).slice(0, 15);
     for (const [k, v, d] of rows) console.log(`  ${(d / 1048576).toFixed(1).padStart(7)} MB grown  ${(v / 1048576).toFixed(1).padStart(7)} MB now  ${k}`);
   }

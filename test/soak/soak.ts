@@ -13,10 +13,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
-import { HostHeartbeat } from '../../machines/protocol/index.js';
+import { HostHeartbeat, RunBoxSlot } from '../../machines/protocol/index.js';
 import { faultWorkspace, sessionIds, tally } from '../faults/harness.js';
 import { a2aProcess, capture, killAll, served, type Proc } from '../nats/cluster.js';
 import { startNatsCluster, type NatsCluster } from '../nats/server.js';
@@ -71,6 +72,10 @@ export interface SoakReport {
   leftInQueues: Record<string, number>;
   /** Consumers on the cluster's streams 1.2 s after the last run. */
   consumers: number;
+  /** Their names (`<queue>/<consumer>`), right after the last run. */
+  consumerNames: string[];
+  /** The runs' box slots (the boxes bucket: `slot.<n>` → the run that holds it, null when free), after the last run. */
+  boxSlots: Record<string, string | null>;
   /** Remote spawn -> placed under this load (ms, from the runs' logs: subtask.spawned to subtask.placed). */
   placement: { p50: number; p99: number; n: number };
   /** Records left in the snapshots bucket after the last run (finished ones are removed 2 min after). */
@@ -208,7 +213,18 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     // session), and each node's memory
     await new Promise((r) => setTimeout(r, 1_200));
     let consumers = 0;
-    for await (const si of jsm.streams.list()) consumers += si.state.consumer_count;
+    const consumerNames: string[] = [];
+    for await (const si of jsm.streams.list()) {
+      consumers += si.state.consumer_count;
+      for await (const ci of jsm.consumers.list(si.config.name)) consumerNames.push(`${si.config.name.replace(/^a2a_default_/, '')}/${ci.name}`);
+    }
+    consumerNames.sort();
+    const boxSlots: Record<string, string | null> = {};
+    const boxes = await new Kvm(jetstream(nc)).open('a2a_default_boxes');
+    for await (const key of await boxes.keys()) {
+      const entry = await boxes.get(key);
+      if (entry && entry.operation === 'PUT') boxSlots[key] = RunBoxSlot.parse(entry.json()).runId;
+    }
     const serverRssMB = cluster.nodes.map((n) => rssOf(n.pid));
     const recordsLeft = (await jsm.streams.info('KV_a2a_default_snapshots')).state.messages;
     let settled: SoakReport['settled'];
@@ -244,7 +260,7 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
         };
       });
     const sessions = runs * ids.length;
-    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, serverRssMB, serverRssStartMB, serverRssSeries, placement: placementTimes(ws, runs), recordsLeft, ...(settled ? { settled } : {}) };
+    return { runs, failedRuns, sessions, subtasks: done, lost, duplicated, ms, sessionsPerSec: sessions / (ms / 1000), hosts: figures, leftInQueues: left, consumers, consumerNames, boxSlots, serverRssMB, serverRssStartMB, serverRssSeries, placement: placementTimes(ws, runs), recordsLeft, ...(settled ? { settled } : {}) };
   } finally {
     for (const h of hosts) h.child.kill('SIGTERM');
     await Promise.all(hosts.map((h) => Promise.race([h.exited, new Promise((r) => setTimeout(r, 5_000))])));
@@ -319,7 +335,7 @@ export function formatSoak(r: SoakReport): string {
     ...(r.settled
       ? [`after ${Math.round(r.settled.ms / 1000)} s idle: records ${r.settled.records} (snapshots), ${r.settled.effects} (effects) · consumers ${r.settled.consumers} (${r.settled.consumerNames.join(', ')}) · nats-server RSS MB: ${r.settled.serverRssMB.map((x) => x.toFixed(0)).join(', ')}`]
       : []),
-    `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')} · consumers left: ${r.consumers} · nats-server RSS MB: ${r.serverRssStartMB.map((a, i) => `${a.toFixed(0)} → ${r.serverRssMB[i]!.toFixed(0)}`).join(', ')}`,
+    `left unacknowledged in the queues: ${Object.entries(r.leftInQueues).map(([q, n]) => `${q} ${n}`).join(', ')} · consumers left: ${r.consumers} (${r.consumerNames.join(', ')}) · run box slots: ${Object.entries(r.boxSlots).map(([k, v]) => `${k} ${v ?? 'free'}`).join(', ')} · nats-server RSS MB: ${r.serverRssStartMB.map((a, i) => `${a.toFixed(0)} → ${r.serverRssMB[i]!.toFixed(0)}`).join(', ')}`,
     '',
     'host      beats  RSS MB first→last  heap MB first→last  RSS MB/1k sub-tasks  heap MB/1k sub-tasks  most sessions (RSS MB)',
   ];

@@ -14,6 +14,11 @@
  *   type claims them first.
  * - **Drain** (SIGTERM): it stops taking work, lets running sessions finish for `drainMs`, then
  *   releases the rest (last snapshot, marked released) for other hosts to take over.
+ *
+ * Over 600 lines, for a reason: one class, `Host`, whose private state (the sessions running here,
+ * the claims announced, the hosts heard, its mailbox, its records' heads) is read by every part of
+ * it: claiming, snapshots, failover, strays and drain. Split into modules, that state would have to
+ * be made public or passed to each.
  */
 import type { AnyActorLogic, AnyActorRef } from 'xstate';
 import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportSubscription } from '../machines/ports.js';

@@ -26,6 +26,10 @@
  * ones), so that a resumed run continues the same trace and links its new spans to the ones
  * before the restart, and a process that knows no better hangs a session's spans from the id its
  * first span had.
+ *
+ * Over 600 lines, for a reason: one module state (the spans open, by run and session, and whether
+ * tracing is on) that every function here reads first; split, that state would have to be exported
+ * to the core path, which must load nothing of tracing while it is off.
  */
 import { createHash } from 'node:crypto';
 import type { Attributes, Link, Span, SpanContext, SpanKind, Tracer } from '@opentelemetry/api';

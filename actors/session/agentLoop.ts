@@ -18,6 +18,10 @@
  * abort (a scripted reply, a coordination tool) never makes one. A session restored from a
  * snapshot has lost the step it was in; whatever restored it sends `RESTORED` and the chart asks
  * again.
+ *
+ * Over 600 lines, for a reason: the two steps share the bookkeeping of a step in flight (`Step`,
+ * by session: its abort, its permit, its journal key) and the loop's dependencies; the model step
+ * (callModel, callUncut) comes first, the tool step (runTool, runStep, execute) second.
  */
 import type { AnyActorRef } from 'xstate';
 import type {

@@ -16,6 +16,10 @@
  * SubscribeToTask replays a task's events from the record (all of them, or those after the
  * `Last-Event-ID` header: the `seq` in each event's metadata), then follows it live. A server
  * that restarts resumes the runs of the tasks it had not finished.
+ *
+ * Over 600 lines, for a reason: the SDK's three extension points for one server (the executor that
+ * runs a task as a run, the request handler that keeps tasks durable, and the Express wiring)
+ * share this file's task records and limits; the executor alone is half of it.
  */
 import { AgentCard, StreamResponse, Task, TaskState, type Artifact, type CancelTaskRequest, type Message, type SendMessageRequest, type SubscribeToTaskRequest, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';

@@ -72,7 +72,7 @@ const STORM_MS = 60_000;
 
 async function answeredAll(target: string, sent: number, filter: (h: (typeof heard)[number]) => boolean, before: number): Promise<void> {
   const started = Date.now();
-  await waitFor(`${sent} warnings or errors for ${target}`, () => count(filter) - before >= sent, ANSWERS_MS, () => `heard ${count(filter) - before} of ${sent}`);
+  await waitFor(`${sent} warnings or errors for ${target}`, () => count(filter) - before >= sent, ANSWERS_MS, () => `heard ${count(filter) - before} of ${sent}${diagnosis()}`);
   rows.push({ target, sent, answered: count(filter) - before, ms: Date.now() - started });
 }
 
@@ -146,6 +146,11 @@ afterAll(async () => {
   ]);
 });
 
+/** What a storm that went unanswered finds: a process that exited, else the run's last output. */
+const diagnosis = () => {
+  const exited = alive();
+  return exited.length ? `; exited: ${exited.join('\n')}` : `; the run's last output:\n${procs.run?.out().slice(-1_500) ?? '(none)'}`;
+};
 const alive = () => Object.entries(procs).filter(([, p]) => p.child.exitCode !== null).map(([name, p]) => `${name} exited ${p.child.exitCode}:\n${p.out().slice(-2000)}`);
 
 describe('fault: hostile messages to a run in progress', () => {
@@ -277,7 +282,7 @@ describe('fault: hostile messages to a run in progress', () => {
     variants.forEach((v, i) => writeFileSync(join(dir, `req-fuzz-${String(i).padStart(4, '0')}.json`), 'raw' in v ? v.raw : JSON.stringify(v.data)));
     // a reply being written is `res-….json.tmp` until its rename: only finished replies count
     const replies = () => readdirSync(dir).filter((n) => n.startsWith('res-fuzz-') && n.endsWith('.json'));
-    await waitFor('a reply to every request', () => replies().length >= variants.length, ANSWERS_MS, () => `${replies().length} of ${variants.length}`);
+    await waitFor('a reply to every request', () => replies().length >= variants.length, ANSWERS_MS, () => `${replies().length} of ${variants.length}${diagnosis()}`);
     const refused = replies().filter((n) => (JSON.parse(readFileSync(join(dir, n), 'utf8')) as { ok: boolean }).ok === false).length;
     rows.push({ target: 'control', sent: variants.length, answered: refused });
     expect(refused).toBe(variants.length);

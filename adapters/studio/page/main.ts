@@ -7,6 +7,11 @@
  * reconnect the stream resumes after the last index received, so nothing is lost or repeated.
  * Every change goes through the server's control endpoint (the run's control directory, as
  * `a2a inbox` uses): the page never holds state of its own that the CLI could contradict.
+ *
+ * Over 600 lines, for a reason: the page is one bundle with no framework, and every view renders
+ * from the one open run (`RunPage`) and is redrawn by one `render`, which morphs the DOM in place;
+ * the views follow the routes' order (runs, run: tree, session, chart, inbox, audit, cost,
+ * workflow; NATS), then the actions.
  */
 import type { HumanItem, RunEvent } from '../../../machines/protocol/index.js';
 import type { GraphJson } from '../../../actors/graph/render.js';

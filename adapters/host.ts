@@ -287,6 +287,8 @@ export class Host {
       await message.ack();
       return;
     }
+    // where its run hears what this host says about it, from the first word (a claim refused, a restore that fails)
+    this.#o.runBoxes?.learn(parsed.data.spec.correlation);
     if (this.#draining) {
       await message.nak(1_000);
       return;

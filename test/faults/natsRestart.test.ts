@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
-import { a2aHost, capture, killAll, served } from '../nats/cluster.js';
+import { a2aHost, capture, killAll, served, waitFor } from '../nats/cluster.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';
 import { faultSeed, faultWorkspace, printTable, seeded, sessionIds, tally, type Row } from './harness.js';
 
@@ -43,6 +43,9 @@ describe('fault: the NATS server restarts mid-run', () => {
       const runId = `restart-${trial + 1}`;
       const c = capture();
       const running = main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--run-id', runId, '--no-tree'], c.io);
+      // mid-run: the run connected and started (on a loaded machine its start can take longer than
+      // the delay below: a server down before it connected is another case, refused at once)
+      await waitFor('the run to start', () => new FileRunStore(ws).events(runId).some((e) => e.type === 'run.started'), 10_000, () => c.out() + c.err());
       await new Promise((r) => setTimeout(r, 100 + Math.floor(random() * 700)));
       const down = Date.now();
       await server.restart();

@@ -435,6 +435,9 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
       },
     };
   } catch (error) {
+    // a run refused before it started sent nothing: its box goes back to the pool (a resume keeps
+    // the one it held, with what waits in it)
+    if (!resuming) await connected.box?.release().catch(() => undefined);
     await cleanup();
     throw error;
   }

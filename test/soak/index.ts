@@ -2,7 +2,7 @@
  * `npm run soak [-- --minutes N]`: the soak of test/soak/soak.ts on a 3-node cluster (default 10
  * minutes; SOAK_MINUTES also sets it), after the NATS figures of one server beside the cluster's:
  * one hop p50/p99, a remote spawn's p50/p99, and remote spawns per second in a burst of 200.
- * Not part of `npm test` (test/nats/soak.test.ts is its short version). Exits 1 when a run failed
+ * `--figures-only`: those figures and no soak. Not part of `npm test` (test/nats/soak.test.ts is its short version). Exits 1 when a run failed
  * or a session lost or duplicated its result.
  */
 import { parseArgs } from 'node:util';
@@ -10,7 +10,7 @@ import { startNatsCluster } from '../nats/server.js';
 import { formatSoak, natsFigures, soak } from './soak.js';
 
 const { values } = parseArgs({
-  options: { minutes: { type: 'string' }, workers: { type: 'string' }, parts: { type: 'string' }, 'no-latency': { type: 'boolean' }, gomemlimit: { type: 'string' } },
+  options: { minutes: { type: 'string' }, workers: { type: 'string' }, parts: { type: 'string' }, 'no-latency': { type: 'boolean' }, 'figures-only': { type: 'boolean' }, gomemlimit: { type: 'string' } },
   strict: true,
 });
 const number = (name: string, given: string | undefined, fallback: number) => {
@@ -40,11 +40,13 @@ try {
     for (const line of await natsFigures(cluster)) console.log(line);
     console.log('');
   }
-  console.log(`soak: ${minutes} min of runs (${workers} workers × ${parts} parts each) on 3 hosts, one per node`);
-  // then 2 min 10 s idle: finished sessions' records are removed 2 min after their result
-const report = await soak({ durationMs: minutes * 60_000, workers, parts, partMs: 100, warmup: 0.2, cluster, settleMs: 130_000, progress: (line) => console.log(line) });
-  console.log(`\n${formatSoak(report)}`);
-  process.exitCode = report.failedRuns.length || report.lost.length || report.duplicated.length ? 1 : 0;
+  if (!values['figures-only']) {
+    console.log(`soak: ${minutes} min of runs (${workers} workers × ${parts} parts each) on 3 hosts, one per node`);
+    // then 2 min 10 s idle: finished sessions' records are removed 2 min after their result
+    const report = await soak({ durationMs: minutes * 60_000, workers, parts, partMs: 100, warmup: 0.2, cluster, settleMs: 130_000, progress: (line) => console.log(line) });
+    console.log(`\n${formatSoak(report)}`);
+    process.exitCode = report.failedRuns.length || report.lost.length || report.duplicated.length ? 1 : 0;
+  }
 } finally {
   await cluster.stop();
 }

@@ -220,8 +220,11 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     }
     consumerNames.sort();
     const boxSlots: Record<string, string | null> = {};
+    // listed from the stream's subjects (a KV key listing would leave an ordered consumer behind)
     const boxes = await new Kvm(jetstream(nc)).open('a2a_default_boxes');
-    for await (const key of await boxes.keys()) {
+    const subjectsOf = (await jsm.streams.info('KV_a2a_default_boxes', { subjects_filter: '>' })).state.subjects ?? {};
+    for (const subject of Object.keys(subjectsOf)) {
+      const key = subject.replace(/^\$KV\.a2a_default_boxes\./, '');
       const entry = await boxes.get(key);
       if (entry && entry.operation === 'PUT') boxSlots[key] = RunBoxSlot.parse(entry.json()).runId;
     }

@@ -27,7 +27,7 @@ const workers = number('workers', values.workers, 4);
 const parts = number('parts', values.parts, 5);
 
 // the servers' Go runtime: GOMEMLIMIT (e.g. 128MiB) makes its collector return memory to the
-// system before the heap grows past it (README, "Running a cluster for weeks")
+// system before the heap grows past it (README, "The servers' memory")
 const gomemlimit = values.gomemlimit ?? process.env.SOAK_GOMEMLIMIT;
 if (gomemlimit !== undefined && !/^\d+(B|KiB|MiB|GiB)$/.test(gomemlimit)) {
   console.error(`npm run soak: --gomemlimit must be a size such as 128MiB (B, KiB, MiB or GiB), got "${gomemlimit}"`);

@@ -157,6 +157,8 @@ describe('a2a studio in a browser', () => {
     writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ permissions: { ask_user: ['command_execution'] } }));
     const proc = run(ws, 'perm-1');
     await started(ws, 'perm-1');
+    // the run asks first (on a loaded machine its process can take seconds to get there: not the page's doing)
+    await waitFor('the permission request', () => events(ws, 'perm-1').some((e) => e.type === 'permission.requested'), 15_000, proc.out);
     const p = await open(ws, '#/run/perm-1/inbox');
     const approve = p.getByRole('button', { name: 'Approve: command_execution: echo built > out.txt && echo ok' });
     await approve.waitFor({ timeout: 8_000 });

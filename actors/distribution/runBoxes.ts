@@ -4,7 +4,7 @@
  *
  * A run's process reads two queues through its own durable consumers: its box of `up` (its
  * workers' reports) and its hosts' run events. Named after the run, those were two consumers made
- * and removed per run; and nats-server 2.9 keeps about 16 KB on every node of each replicated
+ * and removed per run; and nats-server 2.9 keeps 16-23 KB on every node of each replicated
  * consumer it ever made, for good (its RAFT group's clients and queues: measured by
  * `npx tsx test/soak/consumerLeak.ts`), so a cluster grew with the number of runs ever run. Now a
  * run takes a free slot `n` of the namespace's `boxes` bucket (`slot.<n>`: RunBoxSlot) and reads

@@ -4,7 +4,7 @@
  * after another on a work-queue stream, in 3 rounds, each node's live heap and the part its RAFT
  * groups hold read after each round (after a forced collection). `npx tsx test/soak/consumerLeak.ts
  * [--consumers 300] [--replicas 3]`. On nats-server 2.9.10 each consumer of 3 replicas made and
- * removed leaves about 16 KB on every node for good (its RAFT group's clients and queues): this is
+ * removed leaves 16-23 KB on every node for good (its RAFT group's clients and queues): this is
  * why a2a makes no consumer per session, and why runs share boxes (actors/distribution/runBoxes.ts;
  * README, "The servers' memory").
  */

@@ -438,8 +438,9 @@ export class Host {
         // the tree its owner runs in: the nearest ancestor with a record; none: the run's process
         const parts = wire.slice(runId.length + 1).split('.');
         // (the run's box: its sessions' specs name it; the record of this session, when this host ran none of that run)
-        const own = this.#o.runBoxes?.has(runId) ? null : await this.#head(wire);
-        target = own ? runBoxOf(own.spec.correlation) : (this.#o.runBoxes?.of(runId) ?? runBox(runId));
+        const boxes = this.#o.runBoxes;
+        if (boxes && !boxes.has(runId)) boxes.learn((await this.#head(wire))?.spec.correlation ?? { runId });
+        target = boxes ? boxes.of(runId) : runBoxOf((await this.#head(wire))?.spec.correlation ?? { runId });
         for (let n = parts.length - 1; n >= 1; n--) {
           const root = `${runId}.${parts.slice(0, n).join('.')}`;
           const record = await this.#head(root);

@@ -55,6 +55,11 @@ export function subjects(ns: string) {
     hostEvents: (box: string, runId: string, type: string) => `${root}.hostevents.${box}.${runId}.${type}`,
     hostEventsOf: (runId: string) => `${root}.hostevents.*.${runId}.>`,
     hostEventsIn: (box: string) => `${root}.hostevents.${box}.>`,
+    /** The run a host event's subject names (null when it is not one). */
+    hostEventRun: (subject: string): string | null => {
+      const tokens = subject.split('.');
+      return tokens.length >= 6 && `${tokens[0]}.${tokens[1]}` === root && tokens[2] === 'hostevents' ? tokens[4]! : null;
+    },
     allHostEvents: `${root}.hostevents.>`,
     /** Durable queues (the NATS transport scopes their streams by namespace: `a2a_<ns>_spawn` …). */
     queues: {

@@ -122,14 +122,15 @@ export function transportSink(
     spilled = 0;
     const sent: Array<Promise<void>> = [];
     for (const line of lines) {
-      let parked: Parked;
+      let parked: Partial<Parked>;
       try {
-        parked = JSON.parse(line) as Parked;
+        parked = JSON.parse(line) as Partial<Parked>;
       } catch {
         continue; // a line cut by a kill of this process: the events after it go on
       }
       // a line parked before events went to the run's box is the event itself
-      const { event, box } = parked.event ? parked : { event: parked as unknown as WireEvent, box: boxOf((parked as unknown as WireEvent).runId) };
+      const event = parked.event ?? (parked as unknown as WireEvent);
+      const box = parked.box ?? boxOf(event.runId);
       if (sending.size < max) sent.push(send(event, box));
       else park(event, box);
     }
@@ -211,7 +212,7 @@ export async function relayHostEvents(
     // drain at the run's end.
     { consumer: `events-${box}`, filter: s.hostEventsIn(box), ackWaitMs: RELAY_ACK_WAIT_MS, maxInFlight: 1024, inactiveMs: 3_600_000 },
     async (message) => {
-      if (message.subject.split('.')[4] !== runId) return message.ack();
+      if (s.hostEventRun(message.subject) !== runId) return message.ack();
       const parsed = RunEvent.safeParse(message.data);
       const origin = (message.data as { origin?: unknown } | null)?.origin;
       if (!parsed.success || parsed.data.runId !== runId || typeof origin !== 'string') {

@@ -12,6 +12,7 @@ import { mailboxOf } from '../../actors/distribution/mailbox.js';
 import { enqueueSurely, ensureQueues, subjects } from '../../actors/distribution/remote.js';
 import { connectNats, type NatsConnectedTransport } from '../../adapters/transport/nats.js';
 import { startNatsServer, type NatsServer } from './server.js';
+import { waitFor } from './cluster.js';
 
 let server: NatsServer;
 let transport: NatsConnectedTransport;
@@ -74,7 +75,9 @@ describe('run boxes', () => {
     const nc = await connect({ servers: server.url });
     try {
       const jsm = await jetstreamManager(nc);
-      for (let i = 0; i < 100 && (got.length < 1 || (await jsm.streams.info('a2a_rb_up')).state.messages > 0); i++) await new Promise((r) => setTimeout(r, 50));
+      let left = -1;
+      const count = () => void jsm.streams.info('a2a_rb_up').then((i) => (left = i.state.messages));
+      await waitFor('both messages taken off the queue', () => (count(), got.length >= 1 && left === 0), 10_000, () => `handed over ${got.length}, left ${left}`);
       expect(got).toEqual(['a2a.rb.up.rs7.h1.now.w-a']);
       expect((await jsm.streams.info('a2a_rb_up')).state.messages).toBe(0);
       expect(dropped).toEqual([]);

@@ -13,8 +13,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connectNats } from '../../adapters/transport/nats.js';
+import { BOXES_BUCKET } from '../../actors/distribution/runBoxes.js';
 import { main } from '../../bin/cli.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import { HostHeartbeat, RunBoxSlot } from '../../machines/protocol/index.js';
@@ -220,13 +221,16 @@ export async function soak(o: SoakOptions): Promise<SoakReport> {
     }
     consumerNames.sort();
     const boxSlots: Record<string, string | null> = {};
-    // listed from the stream's subjects (a KV key listing would leave an ordered consumer behind)
-    const boxes = await new Kvm(jetstream(nc)).open('a2a_default_boxes');
-    const subjectsOf = (await jsm.streams.info('KV_a2a_default_boxes', { subjects_filter: '>' })).state.subjects ?? {};
-    for (const subject of Object.keys(subjectsOf)) {
-      const key = subject.replace(/^\$KV\.a2a_default_boxes\./, '');
-      const entry = await boxes.get(key);
-      if (entry && entry.operation === 'PUT') boxSlots[key] = RunBoxSlot.parse(entry.json()).runId;
+    // read as a2a reads it (no consumer left behind: a KV key listing would leave an ordered one)
+    const reader = await connectNats({ servers: cluster.urls, namespace: 'default', name: 'soak-boxes' });
+    try {
+      const boxes = await reader.readKeyValue(BOXES_BUCKET);
+      for (const key of await boxes.keys()) {
+        const entry = await boxes.get(key);
+        if (entry) boxSlots[key] = RunBoxSlot.parse(entry.value).runId;
+      }
+    } finally {
+      await reader.close();
     }
     const serverRssMB = cluster.nodes.map((n) => rssOf(n.pid));
     const recordsLeft = (await jsm.streams.info('KV_a2a_default_snapshots')).state.messages;

@@ -25,7 +25,7 @@ import type { Clock, DurableConsumer, EventSink, KeyValue, Transport, TransportS
 import { HostHeartbeat, RemoteSpawn, SessionRecord, SessionSpec, type SessionCommand, type UpMessage } from '../machines/protocol/index.js';
 import { restoreTimers, takeCheckpoint, type Checkpoint } from '../actors/durability/checkpoint.js';
 import { createParentLinkLogic, enqueueSurely, ensureQueues, ownerBox, subjects, wireId, type LinkDeps, type OwnerAddress } from '../actors/distribution/remote.js';
-import { hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/distribution/mailbox.js';
+import { FORWARDED_FROM, hostBox, mailboxOf, runBox, type Mailbox, type Parcel } from '../actors/distribution/mailbox.js';
 import { runBoxOf, type KnownRunBoxes } from '../actors/distribution/runBoxes.js';
 import { createRootActor } from '../actors/scheduler.js';
 import { correlationOf } from '../actors/observation/events.js';
@@ -467,8 +467,11 @@ export class Host {
       this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: dropped a message on ${message.subject} forwarded ${hops} times (last towards ${target})` } });
       return message.ack();
     }
-    const subject = kind === 'down' ? this.#s.down(target, wire) : this.#s.up(target, parcel.host ?? this.#o.hostId, wire);
-    await enqueueSurely(this.#o.transport, subject, message.data, `${message.msgId || `${wire}:${message.subject}`}>${target}`, () => undefined, () => this.#stopped, { ...message.headers, 'a2a-hops': String(hops + 1) });
+    // a report goes on in this host's name (a host may publish only its own: per-host users), the
+    // host that sent it first in a header, which the owner checks against the session's record
+    const from: Record<string, string> = kind === 'up' ? { [FORWARDED_FROM]: message.headers[FORWARDED_FROM] ?? parcel.host ?? this.#o.hostId } : {};
+    const subject = kind === 'down' ? this.#s.down(target, wire) : this.#s.up(target, this.#o.hostId, wire);
+    await enqueueSurely(this.#o.transport, subject, message.data, `${message.msgId || `${wire}:${message.subject}`}>${target}`, () => undefined, () => this.#stopped, { ...message.headers, ...from, 'a2a-hops': String(hops + 1) });
     await message.ack();
   }
 

@@ -53,6 +53,7 @@ const commands = {
   graph: () => import('./commands/graph.js'),
   inspect: () => import('./commands/inspect.js'),
   stop: () => import('./commands/stop.js'),
+  nats: () => import('./commands/nats.js'),
 };
 
 /** Each command's examples, shown at the end of its help. */
@@ -80,7 +81,11 @@ const EXAMPLES: Record<string, string[]> = {
   serve: ['a2a serve --a2a', 'a2a serve --a2a --port 7430 --agent coder', 'A2A_SERVE_TOKEN=… a2a serve --a2a --host 0.0.0.0'],
   mcp: ['a2a mcp', 'a2a mcp --http --port 7410', 'claude mcp add a2a -- npx a2a mcp   (Claude Code: a2a as its MCP server)'],
   stop: ['a2a stop', 'a2a stop <runId>'],
+  nats: ['a2a nats users --out /etc/nats/a2a --host alpha=coder,reviewer --host beta=coder', 'a2a nats users --out ./nats --host alpha --gateway gw --agent ext1 --passwords'],
 };
+
+/** A repeatable option's values. */
+const collect = (value: string, list: string[]) => [...list, value];
 
 const int = (name: string, min = 0) => (value: string) => {
   const n = Number(value);
@@ -432,6 +437,24 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
       code = (await commands.stop()).stopCommand(runOf(runId, options.run), { ...options, note }, io.stdout);
     });
 
+  const nats = program.command('nats').description('NATS deployment helpers');
+  nats
+    .command('users')
+    .description('Write a nats-server configuration with one user per process (orchestrator, each host and gateway, the monitor, external agents) and the least rights each needs, and each process\'s credentials')
+    .requiredOption('--out <dir>', 'directory for server.conf (and, with nkeys, a <user>.nk seed file and <user>.env per process, mode 0600)')
+    .option('--namespace <ns>', 'namespace', 'default')
+    .option('--host <id[=agents]>', 'a host (a2a host --id <id>); =coder,reviewer pins the agent types whose spawns it may take (repeatable)', collect, [])
+    .option('--gateway <id[=agents]>', 'a gateway (a2a gateway --id <id>), as --host (repeatable)', collect, [])
+    .option('--agent <id>', 'an external agent (seed 004) (repeatable)', collect, [])
+    .addOption(new Option('--runs <n>', 'runs of the namespace at once: the run box slots the orchestrator may read').argParser(int('--runs')).default(16))
+    .option('--passwords', 'users with passwords read from the server\'s environment ($A2A_<USER>_PASSWORD) instead of nkeys')
+    .option('--listen <addr>', 'the server\'s listen address', '127.0.0.1:4222')
+    .option('--store <dir>', 'JetStream store directory', '/var/lib/nats/a2a')
+    .option('--force', 'replace files already there')
+    .action(async (options) => {
+      code = (await commands.nats()).natsUsersCommand(options, io.stdout);
+    });
+
   // every command that connects to NATS may be told to connect off loopback without credentials or TLS
   for (const command of program.commands) {
     if (command.options.some((o) => o.long === '--nats')) command.option('--insecure', 'connect to a NATS server that is not loopback without credentials or TLS (refused otherwise; A2A_NATS_INSECURE=1 does the same)');
@@ -443,7 +466,8 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
 
   for (const command of program.commands) {
     const examples = EXAMPLES[command.name()];
-    if (examples) command.addHelpText('after', `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}\n`);
+    // a command's sub-commands (a2a nats users) show their group's
+    if (examples) for (const c of [command, ...command.commands]) c.addHelpText('after', `\nExamples:\n${examples.map((e) => `  $ ${e}`).join('\n')}\n`);
   }
   program.addHelpText('after', `\nExamples:\n  $ a2a run examples/oauth\n  $ a2a run "fix the failing test in src/" --agent @debugger\n  $ a2a status\n\nEach command has its own help: a2a help <command>.\n`);
 

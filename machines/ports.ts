@@ -197,6 +197,11 @@ export interface Transport {
       maxInFlight: number;
       /** Removes the consumer (not its messages) after this long without anyone consuming (per-session consumers). */
       inactiveMs?: number;
+      /**
+       * Reads the consumer without making or changing it (another process's box: a user may have
+       * the right to read it and not to make it); NOT_FOUND when it does not exist.
+       */
+      join?: boolean;
     },
     handler: (message: DurableMessage) => void | Promise<void>,
   ): Promise<DurableConsumer>;
@@ -266,8 +271,10 @@ export interface CommandResult {
   timedOut: boolean;
   aborted: boolean;
   durationMs: number;
-  /** A limit of the sandbox the command hit (memory, processes, file size, /tmp), said with the setting that raises it. */
+  /** A limit of the sandbox the command hit (memory, processes, file size, /tmp, disk), said with the setting that raises it. */
   limit?: string;
+  /** What the sandbox changed for this command that it should know (files it masked). */
+  note?: string;
 }
 
 export type CommandRunnerStatus = { ready: true } | { ready: false; reason: string };

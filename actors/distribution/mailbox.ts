@@ -17,6 +17,7 @@
  * empty; nothing addressed to a dead process is left unread.
  */
 import type { DurableConsumer, DurableMessage, Transport } from '../../machines/ports.js';
+import { isA2AError } from '../errors.js';
 
 export type MailKind = 'up' | 'down';
 
@@ -32,6 +33,12 @@ export interface Parcel {
 
 /** What is done with a message for no actor of this process (see the header). */
 export type StrayPolicy = (parcel: Parcel) => Promise<void>;
+
+/**
+ * The header naming the host that sent a report first, on a report forwarded by another host (to
+ * where its owner is now): the subject names the forwarding host, the only one it may publish as.
+ */
+export const FORWARDED_FROM = 'a2a-from';
 
 /** The box of a run's process before run boxes were slots (runBoxes.ts: a spec that names none), and of a host. */
 export const runBox = (runId: string) => `r-${runId}`;
@@ -145,7 +152,10 @@ export class Mailbox {
    */
   readOther(box: string): void {
     if (box === this.box || this.#others.has(box) || this.#stopped) return;
-    const reading = Promise.all((['up', 'down'] as const).map((kind) => this.#consume(kind, box)));
+    // joined, never made: a box is its process's to make (with per-host users, only its host may);
+    // one that is not there (never made, or removed after an hour idle) holds nothing to read
+    const join = (kind: MailKind) => this.#consume(kind, box, true).catch((error: unknown) => (isA2AError(error, 'NOT_FOUND') ? null : Promise.reject(error)));
+    const reading = Promise.all((['up', 'down'] as const).map(join)).then((list) => list.filter((c): c is DurableConsumer => c !== null));
     reading.catch(() => this.#others.delete(box));
     this.#others.set(box, reading);
   }
@@ -204,11 +214,11 @@ export class Mailbox {
     return reading;
   }
 
-  #consume(kind: MailKind, box: string): Promise<DurableConsumer> {
+  #consume(kind: MailKind, box: string, join = false): Promise<DurableConsumer> {
     const filter = kind === 'up' ? `a2a.${this.#ns}.up.${box}.>` : `a2a.${this.#ns}.down.${box}.>`;
     return this.#transport.consume(
       kind,
-      { consumer: `${kind}-${box}`, filter, ackWaitMs: ACK_WAIT_MS[kind], maxInFlight: MAX_IN_FLIGHT, inactiveMs: BOX_IDLE_MS },
+      { consumer: `${kind}-${box}`, filter, ackWaitMs: ACK_WAIT_MS[kind], maxInFlight: MAX_IN_FLIGHT, inactiveMs: BOX_IDLE_MS, ...(join ? { join } : {}) },
       (message) => this.#dispatch(message),
     );
   }

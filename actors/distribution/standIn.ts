@@ -6,13 +6,13 @@
  */
 import { type ActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
 import type { DurableMessage } from '../../machines/ports.js';
-import { DownMessage, UpMessage, type RemoteSpawn, type SessionSpec, type SubTaskResult, type TaskUpdate, type PermissionRequest } from '../../machines/protocol/index.js';
+import { DownMessage, HostId, UpMessage, type RemoteSpawn, type SessionSpec, type SubTaskResult, type TaskUpdate, type PermissionRequest } from '../../machines/protocol/index.js';
 import { correlationOf } from '../observation/events.js';
 import { walkActors } from '../durability/checkpoint.js';
 import { inlineIssues } from '../errors.js';
 import { parentOf, relay, stopped } from '../xstateInternals.js';
 import { errorText } from '../../machines/errorText.js';
-import { hostBox, mailboxOf } from './mailbox.js';
+import { FORWARDED_FROM, hostBox, mailboxOf } from './mailbox.js';
 import { enqueueSurely, persist, Seen, subjects, traceOf, wireId, downId, REFUSED_RESULT_DELIVERIES, type RemoteDeps } from './wire.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -166,7 +166,10 @@ export function createRemoteSessionLogic(deps: RemoteDeps): ActorLogic<RemoteSna
     const parsed = UpMessage.safeParse(message.data);
     if (!parsed.success) return refuse(`invalid message: ${inlineIssues(parsed.error.issues)}`);
     const up = parsed.data;
-    const sender = s.hostOf(message.subject);
+    // a report forwarded by another host (its owner moved) names the host that sent it first
+    const forwarded = message.headers[FORWARDED_FROM];
+    if (forwarded !== undefined && !HostId.safeParse(forwarded).success) return refuse(`its ${FORWARDED_FROM} header "${forwarded.slice(0, 64)}" is not a host id`);
+    const sender = forwarded ?? s.hostOf(message.subject);
     if (!sender) return refuse(`it came on ${message.subject}, which names no host`);
     if (up.kind === 'started' && up.host !== sender) return refuse(`it says host "${up.host}" started it, but host "${sender}" sent it`);
     if (state.stopped) return done();

@@ -22,6 +22,8 @@ export function natsCredentials(env: NodeJS.ProcessEnv = process.env) {
     ...(env.A2A_NATS_PASSWORD ? { pass: env.A2A_NATS_PASSWORD } : {}),
     ...(env.A2A_NATS_TOKEN ? { token: env.A2A_NATS_TOKEN } : {}),
     ...(env.A2A_NATS_CREDS ? { credsFile: env.A2A_NATS_CREDS } : {}),
+    // an nkey user's seed, in a file (`a2a nats users` writes <user>.nk)
+    ...(env.A2A_NATS_NKEY ? { nkeyFile: env.A2A_NATS_NKEY } : {}),
     // TLS beyond the tls:// scheme: the CA that signed the server's certificate, and a client certificate (mutual TLS)
     ...(env.A2A_NATS_TLS_CA || env.A2A_NATS_TLS_CERT || env.A2A_NATS_TLS_KEY
       ? { tls: { ...(env.A2A_NATS_TLS_CA ? { caFile: env.A2A_NATS_TLS_CA } : {}), ...(env.A2A_NATS_TLS_CERT ? { certFile: env.A2A_NATS_TLS_CERT } : {}), ...(env.A2A_NATS_TLS_KEY ? { keyFile: env.A2A_NATS_TLS_KEY } : {}) } }

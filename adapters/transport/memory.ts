@@ -301,7 +301,7 @@ class MemoryTransport implements Transport {
 
   async consume(
     queueName: string,
-    options: { consumer: string; filter?: string; ackWaitMs: number; maxInFlight: number },
+    options: { consumer: string; filter?: string; ackWaitMs: number; maxInFlight: number; join?: boolean },
     handler: (message: DurableMessage) => void | Promise<void>,
   ): Promise<DurableConsumer> {
     this.#open();
@@ -335,12 +335,13 @@ class MemoryTransport implements Transport {
       }
     }
     let state = queue.consumers.get(options.consumer);
+    if (!state && options.join) throw new A2AError('NOT_FOUND', `no consumer ${options.consumer} on queue ${queueName} to join`, { where });
     if (!state) {
       state = { name: options.consumer, filter, ackWaitMs: 0, maxInFlight: 0, nextSeq: 1, pending: new Map(), redeliver: [], members: [], turn: 0 };
       queue.consumers.set(options.consumer, state);
     }
     // Like a durable consumer updated on the server: the latest settings win for every member.
-    Object.assign(state, { filter, ackWaitMs: options.ackWaitMs, maxInFlight: options.maxInFlight });
+    if (!options.join) Object.assign(state, { filter, ackWaitMs: options.ackWaitMs, maxInFlight: options.maxInFlight });
     const member: Member = { handler, active: true };
     state.members.push(member);
     const consumer = state;

@@ -16,12 +16,13 @@ import {
   AuthorizationError,
   connect,
   credsAuthenticator,
+  nkeyAuthenticator,
   PermissionViolationError,
   UserAuthenticationExpiredError,
   type Msg,
   type NatsConnection,
 } from '@nats-io/transport-node';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { DurableConsumer, DurableMessage, KeyValue, KeyValueReader, Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
@@ -109,6 +110,20 @@ function readCreds(file: string): Uint8Array {
   }
 }
 
+/** An nkey seed file's seed, or an error naming the file and what was wrong (never the seed). */
+function readNkeySeed(file: string): Uint8Array {
+  try {
+    const info = statSync(file);
+    // a seed readable by others is a credential anyone on the machine can use
+    if ((info.mode & 0o077) !== 0 && process.platform !== 'win32') throw new Error(`it is readable by other users (mode ${(info.mode & 0o777).toString(8)}): chmod 600 ${file}`);
+    const seed = readFileSync(file, 'utf8').trim();
+    if (!/^SU[A-Z2-7]{56}$/.test(seed)) throw new Error('it holds no nkey user seed (one line starting with "SU", as `a2a nats users` writes it)');
+    return new TextEncoder().encode(seed);
+  } catch (error) {
+    throw new A2AError('CONFIGURATION_INVALID', `the NATS nkey seed file ${file} (A2A_NATS_NKEY) cannot be used: ${(error as Error).message}`, { where: 'nkeyFile' });
+  }
+}
+
 /** Connects (failing fast if no server answers now), then reconnects by itself unless told not to. */
 export async function connectNats(options: NatsTransportOptions): Promise<NatsConnectedTransport> {
   // a cluster as one string (`--nats nats://a:4222,nats://b:4222`) or as a list
@@ -123,7 +138,8 @@ export async function connectNats(options: NatsTransportOptions): Promise<NatsCo
   if (options.inboxPrefix !== undefined) assertInboxPrefix(options.inboxPrefix);
   if (options.jsApiPrefix !== undefined) assertJsApiPrefix(options.jsApiPrefix);
   assertSafeOffLoopback(options.servers, options);
-  const authenticator = options.credsFile !== undefined ? credsAuthenticator(readCreds(options.credsFile)) : undefined;
+  if (options.credsFile !== undefined && options.nkeyFile !== undefined) throw new A2AError('CONFIGURATION_INVALID', 'give one of A2A_NATS_CREDS (a creds file) and A2A_NATS_NKEY (an nkey seed file), not both', { where: 'nkeyFile' });
+  const authenticator = options.credsFile !== undefined ? credsAuthenticator(readCreds(options.credsFile)) : options.nkeyFile !== undefined ? nkeyAuthenticator(readNkeySeed(options.nkeyFile)) : undefined;
   const tls = options.tls ?? (list.some((s) => /^tls:\/\//i.test(s)) ? {} : undefined);
   let nc: NatsConnection;
   try {

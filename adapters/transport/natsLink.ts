@@ -214,7 +214,9 @@ export class NatsLink {
     // another prefix (server.conf gives each its own) cannot make requests until it uses that one.
     const hint = detail.includes(`Permissions Violation for Subscription to "${this.#inboxPrefix}.`)
       ? ` (replies come back on "${this.#inboxPrefix}.…", which this user may not subscribe to: set A2A_NATS_INBOX_PREFIX to the inbox prefix its permissions allow, if any)`
-      : '';
+      : /Permissions Violation for Publish to "[^"]*\b(h-[A-Za-z0-9_-]+|hosts\.[A-Za-z0-9_-]+)\b/.test(detail)
+        ? ' (the server gives this NATS user no right to act as this host: with `a2a nats users` each host has its own user, allowed only its own --id; check that A2A_NATS_NKEY or A2A_NATS_USER is this host\'s)'
+        : '';
     return new A2AError(code, redact(`${what} (NATS ${this.#server})${detail}${hint}`, this.#secrets), { cause: error, where });
   }
 

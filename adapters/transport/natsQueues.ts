@@ -53,6 +53,8 @@ export interface ConsumerOptions {
   ackWaitMs: number;
   maxInFlight: number;
   inactiveMs?: number;
+  /** Read it without making or changing it (Transport.consume). */
+  join?: boolean;
 }
 
 /** The JetStream stream of queue `queue`. */
@@ -205,10 +207,12 @@ export async function consume(link: NatsLink, queue: string, options: ConsumerOp
   const config = consumerConfig(queue, options);
   const where = `${queue}/${options.consumer}`;
   const open = (): Promise<Consumer> =>
-    link.retrying(`create consumer ${options.consumer} on queue ${queue}`, where, async () => {
-      await link.jsm.consumers.add(stream, config);
-      return link.js.consumers.get(stream, options.consumer);
-    });
+    options.join
+      ? link.retrying(`join consumer ${options.consumer} on queue ${queue}`, where, () => link.js.consumers.get(stream, options.consumer))
+      : link.retrying(`create consumer ${options.consumer} on queue ${queue}`, where, async () => {
+          await link.jsm.consumers.add(stream, config);
+          return link.js.consumers.get(stream, options.consumer);
+        });
   let consumer: Consumer;
   try {
     consumer = await open();
@@ -216,6 +220,7 @@ export async function consume(link: NatsLink, queue: string, options: ConsumerOp
     if (isApiError(error, JetStreamApiCodes.StreamNotFound)) {
       throw link.fail('NOT_FOUND', `no durable queue "${queue}" (stream ${stream}): create it with ensureQueue`, queue);
     }
+    if (options.join && isApiError(error, JetStreamApiCodes.ConsumerNotFound)) throw link.fail('NOT_FOUND', `no consumer ${options.consumer} on queue ${queue} to join`, where);
     throw link.fail(isRefused(error) ? 'VALIDATION_ERROR' : 'AGENT_ERROR', `could not create consumer ${options.consumer} on queue ${queue}`, where, error);
   }
   return new PullConsumer(link, { queue, name: options.consumer, maxInFlight: options.maxInFlight }, consumer, open, handler);
@@ -298,8 +303,14 @@ class PullConsumer implements DurableConsumer {
   }
 
   async pending(): Promise<number> {
-    const info = await this.#link.retrying(`read the state of consumer ${this.#name} on queue ${this.#queue}`, this.#where, () => this.#consumer.info());
-    return info.num_pending + info.num_ack_pending;
+    try {
+      const info = await this.#link.retrying(`read the state of consumer ${this.#name} on queue ${this.#queue}`, this.#where, () => this.#consumer.info());
+      return info.num_pending + info.num_ack_pending;
+    } catch (error) {
+      // gone (removed by the server after its idle time): nothing can be read through it
+      if (isApiError(error, JetStreamApiCodes.ConsumerNotFound) || /consumer not found/i.test(reason(error))) return 0;
+      throw error;
+    }
   }
 
   /** Stops it, then removes it from the server (a consumer already gone is no error). */

@@ -27,8 +27,10 @@ export interface NatsSecurity {
   user?: string;
   pass?: string;
   token?: string;
-  /** A creds file (a user JWT and its nkey seed, `nsc` or `a2a nats users` writes one). */
+  /** A creds file (a user JWT and its nkey seed, as `nsc` writes one). */
   credsFile?: string;
+  /** A file holding an nkey user's seed (`a2a nats users` writes one per process). */
+  nkeyFile?: string;
   /** TLS: the CA that signed the server's certificate, and this client's certificate and key (mutual TLS). */
   tls?: { caFile?: string; certFile?: string; keyFile?: string };
   /** Connect to a server off loopback without credentials or TLS anyway (`--insecure`, A2A_NATS_INSECURE=1). */
@@ -58,10 +60,10 @@ export function assertSafeOffLoopback(servers: string | string[], security: Nats
   const remote = list.filter((s) => !isLoopbackUrl(s));
   if (remote.length === 0) return;
   const inUrl = remote.every((s) => /\/\/[^@/]+@/.test(s));
-  const credentials = inUrl || security.token !== undefined || (security.user !== undefined && security.pass !== undefined) || security.credsFile !== undefined;
+  const credentials = inUrl || security.token !== undefined || (security.user !== undefined && security.pass !== undefined) || security.credsFile !== undefined || security.nkeyFile !== undefined;
   const tls = security.tls !== undefined || remote.every((s) => /^tls:\/\//i.test(s));
   const missing = [
-    credentials ? '' : 'credentials (A2A_NATS_USER and A2A_NATS_PASSWORD, A2A_NATS_TOKEN, or A2A_NATS_CREDS naming a creds file)',
+    credentials ? '' : 'credentials (A2A_NATS_USER and A2A_NATS_PASSWORD, A2A_NATS_TOKEN, A2A_NATS_NKEY naming an nkey seed file, or A2A_NATS_CREDS naming a creds file)',
     tls ? '' : "TLS (a tls:// URL, and A2A_NATS_TLS_CA naming the CA file that signed the server's certificate unless the system trusts it)",
   ].filter(Boolean);
   if (missing.length === 0) return;

@@ -16,7 +16,7 @@ const root = resolve(import.meta.dirname, '../..');
 const passwords = examplePasswords();
 let nats: NatsServer;
 const env = () => ({ ...process.env, A2A_NATS_USER: 'orchestrator', A2A_NATS_PASSWORD: passwords.A2A_ORCHESTRATOR_PASSWORD, A2A_NATS_INBOX_PREFIX: '_INBOX_orchestrator' });
-const hostEnv = () => ({ ...process.env, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD, A2A_NATS_INBOX_PREFIX: '_INBOX_host' });
+const hostEnv = () => ({ ...process.env, A2A_NATS_USER: 'host-alpha', A2A_NATS_PASSWORD: passwords.A2A_HOST_ALPHA_PASSWORD, A2A_NATS_INBOX_PREFIX: '_INBOX_host-alpha' });
 
 async function serve(ws: string, port: number): Promise<Proc> {
   writeFileSync(join(ws, 'script.json'), JSON.stringify(SERVE_SCRIPT));
@@ -39,7 +39,7 @@ beforeAll(async () => {
   // with --nats the runs' workers are placed on hosts: one serves the coder
   const hostWs = tempDir('a2a-serve-nats-host-');
   writeFileSync(join(hostWs, 'script.json'), JSON.stringify(SERVE_SCRIPT));
-  const host = a2aHost(nats.url, hostWs, 'coder-host', 'coder', { heartbeatMs: 1_000, env: hostEnv() });
+  const host = a2aHost(nats.url, hostWs, 'alpha', 'coder', { heartbeatMs: 1_000, env: hostEnv() });
   await Promise.all([served(host), serve(tempDir('a2a-serve-nats-a-'), pa), serve(tempDir('a2a-serve-nats-b-'), pb)]);
   events = await drain(send(await clientOf(a), message('hello over nats', { skill: 'coder', contextId: 'ctx-nats' })));
   taskId = taskIdOf(events);

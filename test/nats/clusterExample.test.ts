@@ -62,8 +62,8 @@ describe('examples/nats/cluster', () => {
       await Promise.all(nodes.map((n) => n.stop()));
     });
 
-    const as = async (user: 'orchestrator' | 'host' | 'monitor', node: number) => {
-      const pass = { orchestrator: passwords.A2A_ORCHESTRATOR_PASSWORD, host: passwords.A2A_HOST_PASSWORD, monitor: passwords.A2A_MONITOR_PASSWORD }[user];
+    const as = async (user: 'orchestrator' | 'host-alpha' | 'monitor', node: number) => {
+      const pass = { orchestrator: passwords.A2A_ORCHESTRATOR_PASSWORD, 'host-alpha': passwords.A2A_HOST_ALPHA_PASSWORD, monitor: passwords.A2A_MONITOR_PASSWORD }[user];
       const t = await connectNats({ servers: nodes[node]!.url, user, pass, inboxPrefix: `_INBOX_${user}`, ...(user === 'monitor' ? { jsApiPrefix: 'JS.A2A.API' } : {}) });
       open.push(t);
       return t;
@@ -83,7 +83,7 @@ describe('examples/nats/cluster', () => {
         const info = await jsm.streams.info(`a2a_default_${queue}`);
         expect([queue, info.config.num_replicas, (info.cluster?.replicas ?? []).length + 1]).toEqual([queue, 3, 3]);
       }
-      const host = await as('host', 2);
+      const host = await as('host-alpha', 2);
       const snapshots = await host.keyValue('snapshots');
       expect(await snapshots.put('probe', { ok: true })).toBeGreaterThan(0);
       // a replicated bucket's reads may be served by a replica that has not applied the write yet

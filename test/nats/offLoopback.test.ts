@@ -33,7 +33,7 @@ describe('which servers are loopback, from the URL alone', () => {
     };
     expect(refused('nats://127.0.0.1:4222')).toBe('');
     const both = refused('nats://127.0.0.1:4222,nats://10.0.0.5:4222');
-    expect(both).toContain('refusing to connect to NATS at nats://10.0.0.5:4222, which is not loopback, without credentials (A2A_NATS_USER and A2A_NATS_PASSWORD, A2A_NATS_TOKEN, or A2A_NATS_CREDS');
+    expect(both).toContain('refusing to connect to NATS at nats://10.0.0.5:4222, which is not loopback, without credentials (A2A_NATS_USER and A2A_NATS_PASSWORD, A2A_NATS_TOKEN, A2A_NATS_NKEY naming an nkey seed file, or A2A_NATS_CREDS');
     expect(both).toContain('and TLS (a tls:// URL');
     expect(both).toContain('pass --insecure (A2A_NATS_INSECURE=1)');
     expect(refused('nats://10.0.0.5:4222', { token: 't0ken-t0ken' })).toMatch(/without TLS \(a tls:\/\/ URL.*Add it,/);
@@ -43,11 +43,13 @@ describe('which servers are loopback, from the URL alone', () => {
     expect(refused('tls://ann:hunter2@10.0.0.5:4222')).toBe('');
     expect(refused('tls://10.0.0.5:4222', { user: 'ann', pass: 'x' })).toBe('');
     expect(refused('nats://10.0.0.5:4222', { credsFile: '/x.creds', tls: { caFile: '/ca.pem' } })).toBe('');
+    expect(refused('nats://10.0.0.5:4222', { nkeyFile: '/host-alpha.nk', tls: { caFile: '/ca.pem' } })).toBe('');
     expect(refused('nats://10.0.0.5:4222', { insecure: true })).toBe('');
   });
 
   it('reads the TLS files, the creds file and --insecure from the environment, and refuses a bad flag', () => {
     expect(natsCredentials({ A2A_NATS_TLS_CA: '/ca.pem', A2A_NATS_CREDS: '/h.creds', A2A_NATS_INSECURE: '1' })).toMatchObject({ tls: { caFile: '/ca.pem' }, credsFile: '/h.creds', insecure: true });
+    expect(natsCredentials({ A2A_NATS_NKEY: '/h.nk' })).toMatchObject({ nkeyFile: '/h.nk' });
     expect(() => natsCredentials({ A2A_NATS_INSECURE: 'yes please' })).toThrow('A2A_NATS_INSECURE must be 1 or true (or 0, false, unset), got "yes please"');
   });
 

@@ -33,16 +33,16 @@ const allSecrets = Object.values(passwords);
 /** Each user's inbox prefix, as the example's permissions allow (A2A_NATS_INBOX_PREFIX). */
 const inboxPrefix = {
   orchestrator: '_INBOX_orchestrator',
-  host: '_INBOX_host',
-  gateway: '_INBOX_gateway',
+  host: '_INBOX_host-alpha',
+  gateway: '_INBOX_gateway-gw',
   monitor: '_INBOX_monitor',
 } as const;
 /** The monitor's account imports the hosts bucket's reads from A2A under this prefix (A2A_NATS_JS_API_PREFIX). */
 const monitorApi = 'JS.A2A.API';
 /** The environment of an a2a process run as `user` (credentials as the example documents them). */
 const envOf = (user: 'orchestrator' | 'host' | 'gateway' | 'monitor') => ({
-  A2A_NATS_USER: user,
-  A2A_NATS_PASSWORD: { orchestrator: passwords.A2A_ORCHESTRATOR_PASSWORD, host: passwords.A2A_HOST_PASSWORD, gateway: passwords.A2A_GATEWAY_PASSWORD, monitor: passwords.A2A_MONITOR_PASSWORD }[user],
+  A2A_NATS_USER: natsUser(user),
+  A2A_NATS_PASSWORD: passwordOf(user),
   A2A_NATS_INBOX_PREFIX: inboxPrefix[user],
   ...(user === 'monitor' ? { A2A_NATS_JS_API_PREFIX: monitorApi } : {}),
 });
@@ -63,35 +63,38 @@ afterEach(async () => {
 afterAll(() => server?.stop());
 
 type User = 'orchestrator' | 'host' | 'gateway' | 'monitor' | 'agent-alpha' | 'agent-beta';
-const passwordOf = (user: User) =>
-  ({
+/** The example's users: one per host (`host` here is host alpha's), one per gateway (`gateway`: gw's). */
+const natsUser = (user: User) => (user === 'host' ? 'host-alpha' : user === 'gateway' ? 'gateway-gw' : user);
+function passwordOf(user: User): string {
+  return ({
     orchestrator: passwords.A2A_ORCHESTRATOR_PASSWORD,
-    host: passwords.A2A_HOST_PASSWORD,
-    gateway: passwords.A2A_GATEWAY_PASSWORD,
+    host: passwords.A2A_HOST_ALPHA_PASSWORD,
+    gateway: passwords.A2A_GATEWAY_GW_PASSWORD,
     monitor: passwords.A2A_MONITOR_PASSWORD,
     'agent-alpha': passwords.A2A_AGENT_ALPHA_PASSWORD,
     'agent-beta': passwords.A2A_AGENT_BETA_PASSWORD,
   })[user];
+}
 
 async function as(user: User): Promise<Transport> {
   // an external agent makes no requests: it has no inbox
   const prefix = user === 'agent-alpha' || user === 'agent-beta' ? {} : { inboxPrefix: inboxPrefix[user] };
   const api = user === 'monitor' ? { jsApiPrefix: monitorApi } : {};
-  const t = await connectNats({ servers: server.url, user, pass: passwordOf(user), name: `test-${user}`, ...prefix, ...api });
+  const t = await connectNats({ servers: server.url, user: natsUser(user), pass: passwordOf(user), name: `test-${user}`, ...prefix, ...api });
   open.push(t);
   return t;
 }
 
 /** Message counts of the three queues' streams, read by the host user (it may look at them). */
 async function counts(): Promise<Record<'spawn' | 'up' | 'down', number>> {
-  const nc = await connect({ servers: server.url, user: 'host', pass: passwords.A2A_HOST_PASSWORD, inboxPrefix: inboxPrefix.host });
+  const nc = await connect({ servers: server.url, user: 'host-alpha', pass: passwords.A2A_HOST_ALPHA_PASSWORD, inboxPrefix: inboxPrefix.host });
   raw.push(nc);
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const of = async (q: string) => (await jsm.streams.info(`a2a_default_${q}`)).state.messages;
   return { spawn: await of('spawn'), up: await of('up'), down: await of('down') };
 }
 
-const violations = (user: string) => server.log().split('\n').filter((l) => /(Publish|Subscription) Violation/.test(l) && l.includes(`User "${user}"`));
+const violations = (user: string) => server.log().split('\n').filter((l) => /(Publish|Subscription) Violation/.test(l) && l.includes(`User "${natsUser(user as User)}"`));
 
 
 /** Runs `fn` with `env` in this process's environment (what an a2a command reads its credentials from). */
@@ -132,7 +135,7 @@ describe('examples/nats/server.conf', () => {
     expect(refused.status).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain('A2A_MONITOR_PASSWORD');
     // the roles it documents are all there, and nobody gets in without credentials
-    for (const user of ['orchestrator', 'host', 'gateway', 'monitor', 'agent-alpha', 'agent-beta']) expect(exampleConfig).toMatch(new RegExp(`user: ${user}\\b`));
+    for (const user of ['orchestrator', 'host-alpha', 'host-beta', 'gateway-gw', 'monitor', 'agent-alpha', 'agent-beta']) expect(exampleConfig).toMatch(new RegExp(`user: ${user}\\b`));
     // no anonymous access: no `no_auth_user` outside comments
     expect(exampleConfig.split('\n').filter((l) => !l.trim().startsWith('#') && l.includes('no_auth_user'))).toEqual([]);
   });
@@ -143,9 +146,9 @@ describe('examples/nats/server.conf', () => {
     expect((none as Error).message).toContain(`127.0.0.1:${server.port}`);
     expect((none as Error).message).toMatch(/requires credentials and none were given/);
 
-    const wrong = await connectNats({ servers: server.url, user: 'host', pass: passwords.A2A_MONITOR_PASSWORD, reconnect: false }).catch((e: unknown) => e);
+    const wrong = await connectNats({ servers: server.url, user: 'host-alpha', pass: passwords.A2A_MONITOR_PASSWORD, reconnect: false }).catch((e: unknown) => e);
     expect(isA2AError(wrong, 'CONFIGURATION_INVALID')).toBe(true);
-    expect((wrong as Error).message).toMatch(/refused the credentials \(user "host" with a password\)/);
+    expect((wrong as Error).message).toMatch(/refused the credentials \(user "host-alpha" with a password\)/);
     expectNoSecret((wrong as Error).message);
 
     const unknown = await connectNats({ servers: server.url, user: 'admin', pass: 'admin-guess', reconnect: false }).catch((e: unknown) => e);
@@ -193,7 +196,7 @@ describe('examples/nats/server.conf', () => {
     const host = await as('host');
     await ensureQueues(host, 'default');
     const hostsBucket = await host.keyValue('hosts');
-    await hostsBucket.put('host-a', { hostId: 'host-a' });
+    await hostsBucket.put('alpha', { hostId: 'alpha' });
     await (await host.keyValue('snapshots')).put('st-secret', { prompt: 'the secret prompt' });
     await orchestrator.enqueue(s.spawn('nobody'), { spec: 'for a host' }, { msgId: 'monitor-test-spawn' });
     const before = await counts();
@@ -203,18 +206,18 @@ describe('examples/nats/server.conf', () => {
     await monitor.subscribe(s.allEvents, (m) => heard.push(m));
     await monitor.subscribe(s.heartbeats, (m) => heard.push(m));
     await orchestrator.publish(s.events('run-1', 'run.started'), { type: 'run.started' });
-    await host.publish(s.heartbeat('host-a'), { hostId: 'host-a' });
+    await host.publish(s.heartbeat('alpha'), { hostId: 'alpha' });
     await waitFor('the event and the heartbeat', () => heard.length >= 2);
-    expect(heard.map((m) => m.subject).sort()).toEqual([s.events('run-1', 'run.started'), s.heartbeat('host-a')].sort());
+    expect(heard.map((m) => m.subject).sort()).toEqual([s.events('run-1', 'run.started'), s.heartbeat('alpha')].sort());
 
     // it reads the hosts bucket, read-only: no handle it could write with
     const hosts = await monitor.readKeyValue('hosts');
-    expect((await hosts.get('host-a'))?.value).toEqual({ hostId: 'host-a' });
-    expect(await hosts.keys()).toContain('host-a');
+    expect((await hosts.get('alpha'))?.value).toEqual({ hostId: 'alpha' });
+    expect(await hosts.keys()).toContain('alpha');
     await expect(monitor.keyValue('hosts')).rejects.toThrow(/Permissions Violation/);
-    await expect(monitor.publish('$KV.a2a_default_hosts.host-a', { hostId: 'forged' })).resolves.toBeUndefined(); // dropped by the server
+    await expect(monitor.publish('$KV.a2a_default_hosts.alpha', { hostId: 'forged' })).resolves.toBeUndefined(); // dropped by the server
     await (await monitor.readKeyValue('hosts')).keys(); // a round trip: the forged write has reached the server
-    expect((await hostsBucket.get('host-a'))?.value).toEqual({ hostId: 'host-a' });
+    expect((await hostsBucket.get('alpha'))?.value).toEqual({ hostId: 'alpha' });
 
     // not the snapshots (prompts, results), not the queues: neither consume nor listen in
     await expect(monitor.keyValue('snapshots')).rejects.toThrow(/Permissions Violation/);
@@ -232,7 +235,7 @@ describe('examples/nats/server.conf', () => {
 
   it('gives each user its own inbox: the monitor cannot listen to the shared or the orchestrator\'s replies, its own requests work', async () => {
     const host = await as('host');
-    await (await host.keyValue('hosts')).put('host-inbox', { hostId: 'host-inbox' });
+    await (await host.keyValue('hosts')).put('alpha', { hostId: 'alpha' });
     const monitor = await as('monitor');
     const overheard: unknown[] = [];
     for (const subject of ['_INBOX.>', `${inboxPrefix.orchestrator}.>`, `${inboxPrefix.host}.>`, '>']) {
@@ -243,8 +246,8 @@ describe('examples/nats/server.conf', () => {
     }
     // its own requests still work: they come back on its own prefix (a direct get, a stream info)
     const hosts = await monitor.readKeyValue('hosts');
-    expect((await hosts.get('host-inbox'))?.value).toEqual({ hostId: 'host-inbox' });
-    expect(await hosts.keys()).toContain('host-inbox');
+    expect((await hosts.get('alpha'))?.value).toEqual({ hostId: 'alpha' });
+    expect(await hosts.keys()).toContain('alpha');
     expect(overheard).toEqual([]);
     expect(violations('monitor').filter((l) => l.includes('Subscription Violation') && l.includes(inboxPrefix.monitor))).toEqual([]);
 
@@ -305,10 +308,11 @@ describe('examples/nats/server.conf', () => {
       return exampleConfig.slice(start, exampleConfig.indexOf('\n      }\n', start));
     };
     const subjectsIn = (text: string) => [...text.matchAll(/"([^"]+)"/g)].map((m) => m[1]!);
-    const gatewaySubjects = new Set(subjectsIn(block('gateway')));
+    const gatewaySubjects = new Set(subjectsIn(block('gateway-gw')));
     expect(gatewaySubjects.size).toBeGreaterThan(40);
     // each its own inbox: the host's is the gateway's own
-    expect(subjectsIn(block('host')).map((x) => x.replace(`${inboxPrefix.host}.`, `${inboxPrefix.gateway}.`)).filter((x) => !gatewaySubjects.has(x))).toEqual([]);
+    // (the host's own id, alpha, is the gateway's own, gw: boxes, heartbeat, key)
+    expect(subjectsIn(block('host-alpha')).map((x) => x.replace(`${inboxPrefix.host}.`, `${inboxPrefix.gateway}.`).replace(/\balpha\b/g, 'gw')).filter((x) => !gatewaySubjects.has(x))).toEqual([]);
     // and it works as one: queues, buckets, consumers, heartbeat
     const gateway = await as('gateway');
     const { Host } = await import('../../adapters/host.js');
@@ -317,7 +321,7 @@ describe('examples/nats/server.conf', () => {
     const host = new Host({
       transport: gateway,
       ns: 'default',
-      hostId: 'gateway-sec',
+      hostId: 'gw',
       agents: ['coder'],
       concurrency: 1,
       sessionLogic: () => {
@@ -379,8 +383,8 @@ describe('examples/nats/server.conf', () => {
     const host = await as('host');
     await ensureQueues(host, 'default');
     const hostsBucket = await host.keyValue('hosts');
-    const beat = { hostId: 'host-kv', agents: ['coder'], concurrency: 2, running: 0, sessions: [], startedAt: Date.now(), at: Date.now(), intervalMs: 60_000, status: 'ready' };
-    await hostsBucket.put('host-kv', beat);
+    const beat = { hostId: 'alpha', agents: ['coder'], concurrency: 2, running: 0, sessions: [], startedAt: Date.now(), at: Date.now(), intervalMs: 60_000, status: 'ready' };
+    await hostsBucket.put('alpha', beat);
     const before = await counts();
     const beta = await as('agent-beta');
     const toBeta: unknown[] = [];
@@ -404,19 +408,20 @@ describe('examples/nats/server.conf', () => {
         // and the reads it may make, with their reply subject pointed at the target: the answer
         // goes back to the monitor's account, never into A2A
         nc.publish(`${monitorApi}.STREAM.INFO.KV_a2a_default_hosts`, '', { reply: deliver });
-        nc.publish(`${monitorApi}.DIRECT.GET.KV_a2a_default_hosts.$KV.a2a_default_hosts.host-kv`, '', { reply: deliver });
-        nc.publish(`${monitorApi}.STREAM.MSG.GET.KV_a2a_default_hosts`, JSON.stringify({ last_by_subj: '$KV.a2a_default_hosts.host-kv' }), { reply: deliver });
+        nc.publish(`${monitorApi}.DIRECT.GET.KV_a2a_default_hosts.$KV.a2a_default_hosts.alpha`, '', { reply: deliver });
+        nc.publish(`${monitorApi}.STREAM.MSG.GET.KV_a2a_default_hosts`, JSON.stringify({ last_by_subj: '$KV.a2a_default_hosts.alpha' }), { reply: deliver });
       }
     }
     // a round trip after them on the same connection: the server has handled them all
     await nc.flush();
-    expect(await (await as('monitor')).readKeyValue('hosts').then((kv) => kv.keys())).toContain('host-kv');
+    expect(await (await as('monitor')).readKeyValue('hosts').then((kv) => kv.keys())).toContain('alpha');
     await waitFor('the refused consumer requests to be logged', () => violations('monitor').filter((l) => l.includes('CONSUMER')).length >= 6 * targets.length);
     // the durable one was not made either, so nothing will be pushed from it later
-    const hostNc = await connect({ servers: server.url, user: 'host', pass: passwords.A2A_HOST_PASSWORD, inboxPrefix: inboxPrefix.host });
+    const hostNc = await connect({ servers: server.url, user: 'host-alpha', pass: passwords.A2A_HOST_ALPHA_PASSWORD, inboxPrefix: inboxPrefix.host });
     raw.push(hostNc);
     const hjsm = await jetstreamManager(hostNc, { checkAPI: false });
-    for (const name of ['evil', ...targets.map((_, i) => `evil-${i}`)]) await expect(hjsm.consumers.info('KV_a2a_default_hosts', name)).rejects.toThrow(/consumer not found/i);
+    // (a host may read the stream's state, not its consumers: none at all)
+    expect((await hjsm.streams.info('KV_a2a_default_hosts')).state.consumer_count).toBe(0);
     // and nothing was delivered: the spawn and down queues hold what they held, beta heard nothing
     // (an answer delivered here would have arrived before the round trip's own)
     await beta.publish('a2a.default.swarm.agent.beta', 'marker').catch(() => undefined); // refused: agents do not write there
@@ -431,7 +436,7 @@ describe('examples/nats/server.conf', () => {
     const code = await withEnv({ ...NO_CREDENTIALS, ...envOf('monitor') }, () => main(['monitor', '--nats', server.url, '--json', '--for', '300'], c.io));
     expect(code, c.out() + c.err()).toBe(0);
     const first = c.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { kind: string; hosts?: Array<{ id: string; agents: string[]; alive: boolean }> }).find((l) => l.kind === 'snapshot');
-    expect(first?.hosts).toEqual([expect.objectContaining({ id: 'host-kv', agents: ['coder'], alive: true })]);
+    expect(first?.hosts).toEqual([expect.objectContaining({ id: 'alpha', agents: ['coder'], alive: true })]);
     expect(c.err()).toEqual('');
     expect(violations('monitor').filter((l) => l.includes(':nats.js:a2a-monitor'))).toEqual([]);
   });
@@ -440,7 +445,7 @@ describe('examples/nats/server.conf', () => {
     const cleanups: Array<() => Promise<unknown>> = [];
     const track: Track = (c) => void cleanups.push(c);
     try {
-      const { gateway, out, err, prefix } = await startGateway({ url: server.url, ns: 'default', track, env: { ...NO_CREDENTIALS, ...envOf('gateway') }, options: { ackTimeout: 5_000, heartbeat: 1_000 } });
+      const { gateway, out, err, prefix } = await startGateway({ url: server.url, ns: 'default', track, env: { ...NO_CREDENTIALS, ...envOf('gateway') }, options: { id: 'gw', ackTimeout: 5_000, heartbeat: 1_000 } });
       expect(prefix).toBe('a2a.default.swarm');
       let task: Wire | null = null;
       const beta = await new SeedAgent('beta', prefix, { max: 1, onMessage: (m, self) => m.message_type === 'task' && ((task = m), self.ack(m, 'accepted')) }, track).start(server.url, {
@@ -450,7 +455,8 @@ describe('examples/nats/server.conf', () => {
       beta.register();
       beta.startHeartbeats();
       await registered(gateway, 'beta');
-      const owner = await ownerOf({ transport: await as('orchestrator'), ns: 'default', spec: specFor('default', 'st-sec'), track });
+      // the orchestrator reads its reports through a run box (a slot it may read), as a run does
+      const owner = await ownerOf({ transport: await as('orchestrator'), ns: 'default', spec: specFor('default', 'st-sec'), track, box: 'rs15' });
       const taskId = (await waitUntil('beta to accept its task', () => task && gateway.agents().find((a) => a.id === 'beta')!.assigned.length === 1 && task)).payload.task_id as string;
       const alpha = await new SeedAgent('alpha', prefix, { max: 2 }, track).start(server.url, { user: 'agent-alpha', pass: passwords.A2A_AGENT_ALPHA_PASSWORD });
       alpha.register();
@@ -488,12 +494,13 @@ describe('examples/nats/server.conf', () => {
     const plan = join(ws, 'plan.json');
     const script = join(ws, 'script.json');
     const { A2A_NATS_USER: _u, A2A_NATS_PASSWORD: _p, A2A_NATS_TOKEN: _t, A2A_NATS_INBOX_PREFIX: _i, ...inherited } = process.env;
-    const env = { ...inherited, A2A_NATS_USER: 'host', A2A_NATS_PASSWORD: passwords.A2A_HOST_PASSWORD, A2A_NATS_INBOX_PREFIX: inboxPrefix.host };
-    const startHost = (id: string, agents: string) => a2aHost(server.url, ws, id, agents, { env });
-    const hosts = [startHost('host-a', 'architect'), startHost('host-b', 'coder')];
+    // each host with its own user
+    const env = (id: 'alpha' | 'beta') => ({ ...inherited, A2A_NATS_USER: `host-${id}`, A2A_NATS_PASSWORD: id === 'alpha' ? passwords.A2A_HOST_ALPHA_PASSWORD : passwords.A2A_HOST_BETA_PASSWORD, A2A_NATS_INBOX_PREFIX: `_INBOX_host-${id}` });
+    const startHost = (id: 'alpha' | 'beta', agents: string) => a2aHost(server.url, ws, id, agents, { env: env(id) });
+    const hosts = [startHost('alpha', 'architect'), startHost('beta', 'coder')];
     await waitFor('the hosts to serve', () => hosts.every((h) => h.out().includes(' serves ') || h.child.exitCode !== null), 60_000);
-    expect(hosts[0]!.out()).toContain('host host-a serves architect');
-    expect(hosts[1]!.out()).toContain('host host-b serves coder');
+    expect(hosts[0]!.out()).toContain('host alpha serves architect');
+    expect(hosts[1]!.out()).toContain('host beta serves coder');
 
     const saved = { user: process.env.A2A_NATS_USER, pass: process.env.A2A_NATS_PASSWORD, token: process.env.A2A_NATS_TOKEN, inbox: process.env.A2A_NATS_INBOX_PREFIX };
     let out = '';
@@ -505,7 +512,7 @@ describe('examples/nats/server.conf', () => {
       process.env.A2A_NATS_INBOX_PREFIX = inboxPrefix.orchestrator;
       // a wrong password first: refused, clearly, and nothing printed of it
       process.env.A2A_NATS_USER = 'orchestrator';
-      process.env.A2A_NATS_PASSWORD = passwords.A2A_HOST_PASSWORD;
+      process.env.A2A_NATS_PASSWORD = passwords.A2A_HOST_ALPHA_PASSWORD;
       expect(await run(['--run-id', 'sec-0'])).not.toBe(0);
       expect(out + err).toMatch(/refused the credentials \(user "orchestrator" with a password\)/);
       expectNoSecret(out + err);
@@ -523,13 +530,13 @@ describe('examples/nats/server.conf', () => {
     expect((store.read('sec-1').summary as RunSummary).tasks[0]!.result!.output).toBe('all parts built');
     const events = store.events('sec-1');
     const placed = events.filter((e) => e.type === 'subtask.placed').map((e) => `${e.subTaskId}@${String(e.data.host)}`).sort();
-    expect(placed).toEqual(['w-design.1@host-b', 'w-design.2@host-b', 'w-design@host-a']);
+    expect(placed).toEqual(['w-design.1@beta', 'w-design.2@beta', 'w-design@alpha']);
     // the sub-tasks' updates crossed back (up queue, host to host), the hosts' events reached the run
     expect(events.filter((e) => e.type === 'update.queued' && e.data.message === 'started' && e.workerId === 'w-design')).toHaveLength(2);
 
     for (const h of hosts) h.child.kill('SIGTERM');
     for (const h of hosts) expect(await h.exited, h.out()).toBe(0);
-    expect(hosts[0]!.out()).toContain('host host-a drained');
+    expect(hosts[0]!.out()).toContain('host alpha drained');
     expectNoSecret(out + err + hosts.map((h) => h.out()).join(''));
     // the server requires authentication: no warning that it does not
     expect(err).not.toContain(UNAUTHENTICATED);
@@ -541,6 +548,7 @@ describe('examples/nats/server.conf', () => {
     const notATestConnection = (l: string) => !l.includes(':nats.js:test-');
     expect(violations('orchestrator').filter(notATestConnection)).toEqual([]);
     expect(violations('host').filter(notATestConnection)).toEqual([]);
+    expect(server.log().split('\n').filter((l) => /Violation/.test(l) && l.includes('User "host-beta"'))).toEqual([]);
   }, 120_000);
 });
 

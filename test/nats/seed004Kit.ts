@@ -278,13 +278,13 @@ export function specFor(ns: string, id: string, prompt = 'Add a GET /data endpoi
 }
 
 /** The owner's side of a remote session on `transport` (what a parent's supervisor runs): its updates and result. */
-export async function ownerOf(o: { transport: Transport; ns: string; spec: SessionSpec; track: Track }) {
+export async function ownerOf(o: { transport: Transport; ns: string; spec: SessionSpec; track: Track; box?: string }) {
   const { transport, ns, spec } = o;
   await ensureQueues(transport, ns);
   const received: AnyEventObject[] = [];
   const parent = createActor(recordingParent(received) as never, { input: undefined }) as unknown as AnyActorRef;
   parent.start();
-  const logic = createRemoteSessionLogic({ transport, ns, process: `owner-${ns}`, clock: realClock, events: { emit: () => undefined } });
+  const logic = createRemoteSessionLogic({ transport, ns, process: `owner-${ns}`, ...(o.box ? { box: o.box } : {}), clock: realClock, events: { emit: () => undefined } });
   const session = createActor(logic, { parent, input: { spec } }) as unknown as AnyActorRef;
   session.start();
   o.track(async () => session.stop());

@@ -338,8 +338,9 @@ export const secret = (role: string) => `${role}-${randomBytes(18).toString('hex
 export function examplePasswords() {
   return {
     A2A_ORCHESTRATOR_PASSWORD: secret('orch'),
-    A2A_HOST_PASSWORD: secret('host'),
-    A2A_GATEWAY_PASSWORD: secret('gateway'),
+    A2A_HOST_ALPHA_PASSWORD: secret('host-alpha'),
+    A2A_HOST_BETA_PASSWORD: secret('host-beta'),
+    A2A_GATEWAY_GW_PASSWORD: secret('gateway'),
     A2A_MONITOR_PASSWORD: secret('mon'),
     A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
     A2A_AGENT_BETA_PASSWORD: secret('beta'),

@@ -495,8 +495,8 @@ export class Host {
       const next = empty ? quiet + 1 : 0;
       if (back || next >= 3) {
         this.#readingDead.delete(hostId);
-        // empty and gone: its boxes leave the server (made again if anything is sent there)
-        await mailbox.stopReading(hostBox(hostId), !back);
+        // back, or empty and gone: read no more here (its consumers are its own to remove)
+        await mailbox.stopReading(hostBox(hostId));
       } else this.#readingDead.set(hostId, next);
     }
   }
@@ -1099,9 +1099,10 @@ export class Host {
     for (const c of this.#consumers.splice(0)) await c.stop();
     this.#quiet();
     for (const id of [...this.#running.keys()]) this.#drop(id);
-    // its boxes leave the server: what they still hold (for sessions it handed back) stays queued,
-    // and the hosts that take those over read it
-    await this.#mailbox?.stop({ remove: true });
+    // its boxes leave the server, unless it handed sessions back: then the hosts that take those
+    // over read what the boxes still hold (or is sent there meanwhile) by joining their consumers,
+    // which only their host may make (per-host users); the server removes them an hour after
+    await this.#mailbox?.stop({ remove: this.#released.length === 0 });
     // a host that handed sessions back leaves its last heartbeat (status draining, listing them)
     // for the others, which remove it once they are taken
     if (this.#released.length === 0) await this.#hosts?.delete(this.#o.hostId).catch(() => undefined);

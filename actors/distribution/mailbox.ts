@@ -161,13 +161,14 @@ export class Mailbox {
   }
 
   /**
-   * Stops reading box `box` (its process is back; or its boxes are empty and nothing more is sent
-   * there: `remove` takes its consumers off the server).
+   * Stops reading box `box` (its process is back, or its boxes are empty). Its consumers stay on
+   * the server: they are its process's, which alone may remove them (per-host users); the server
+   * removes them after an hour unread.
    */
-  async stopReading(box: string, remove = false): Promise<void> {
+  async stopReading(box: string): Promise<void> {
     const reading = this.#others.get(box);
     this.#others.delete(box);
-    for (const consumer of (await reading?.catch(() => [])) ?? []) await (remove ? consumer.remove() : consumer.stop()).catch(() => undefined);
+    for (const consumer of (await reading?.catch(() => [])) ?? []) await consumer.stop().catch(() => undefined);
   }
 
   /** The boxes read here for others, and what is still in them (not delivered, or not acknowledged). */

@@ -88,8 +88,21 @@ export const SandboxConfig = z.strictObject({
   /** Host paths commands may read besides the system (a toolchain outside /usr, e.g. ~/.nvm). */
   readOnlyPaths: z.array(z.string().refine((p) => p.startsWith('/'), 'expected an absolute path')).default([]),
   /**
+   * A checkout's `.git` directory (agents working in the checkout itself, worktrees off) writable
+   * by commands, but for its config and hooks; absent or false: all of it read-only (git status,
+   * diff and log work; commits do not). Linked worktrees are not concerned.
+   */
+  gitWritable: z.boolean().optional(),
+  /**
+   * Files of the worktree that share their inode with a file outside it (hard links): `mask`
+   * (the default when absent: they read as empty in the sandbox) or `allow` (no scan: commands
+   * read and write them, e.g. a pnpm node_modules linked to its store).
+   */
+  outsideHardLinks: z.enum(['mask', 'allow']).optional(),
+  /**
    * What each command may use (adapters/sandbox/limits.ts): memory per process, processes and
-   * threads at once, the largest file written, the size of /tmp (MB).
+   * threads at once, the largest file written, the size of /tmp, and how much the disk holding
+   * the worktree may fill while it runs (MB; diskMB is 10240 when absent).
    */
   limits: z
     .strictObject({
@@ -97,6 +110,7 @@ export const SandboxConfig = z.strictObject({
       processes: z.number().int().min(4).max(1_000_000).default(512),
       fileMB: z.number().int().min(1).max(1_048_576).default(1024),
       tmpMB: z.number().int().min(1).max(1_048_576).default(512),
+      diskMB: z.number().int().min(1).max(1_073_741_824).optional(),
     })
     .prefault({}),
 });

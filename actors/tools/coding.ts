@@ -431,7 +431,8 @@ const runCommandTool: ToolDefinition<typeof RunArgs> = {
     const where = cwd.relative === '.' ? '' : ` (in ${cwd.relative})`;
     const body = run.output.length > 0 ? run.output.replace(/\n$/, '') : '(no output)';
     const limit = run.limit ? `\n[sandbox limit: ${run.limit}]` : '';
-    return { isError: run.aborted || run.timedOut || run.limit !== undefined, content: `$ ${args.command}${where}\n[${status}; ${run.durationMs} ms]${limit}\n${body}` };
+    const note = run.note ? `\n[sandbox: ${run.note}]` : '';
+    return { isError: run.aborted || run.timedOut || run.limit !== undefined, content: `$ ${args.command}${where}\n[${status}; ${run.durationMs} ms]${limit}${note}\n${body}` };
   },
 };
 

@@ -12,5 +12,14 @@ export const UNCONFINED_WARNING =
 
 export function commandRunnerFor(sandbox: SandboxConfig): { runner: CommandRunner; warning: string | null } {
   if (sandbox.mode === 'none') return { runner: unconfinedRunner({ env: sandbox.env }), warning: UNCONFINED_WARNING };
-  return { runner: bubblewrapRunner({ env: sandbox.env, readOnlyPaths: sandbox.readOnlyPaths, limits: sandbox.limits }), warning: null };
+  return {
+    runner: bubblewrapRunner({
+      env: sandbox.env,
+      readOnlyPaths: sandbox.readOnlyPaths,
+      limits: sandbox.limits,
+      gitWritable: sandbox.gitWritable ?? false,
+      outsideHardLinks: sandbox.outsideHardLinks ?? 'mask',
+    }),
+    warning: null,
+  };
 }

@@ -2,20 +2,25 @@
  * The default command runner: each command in a bubblewrap sandbox (mounts.ts says what it sees),
  * in new pid, ipc, uts, cgroup and network namespaces: only its own loopback, or, when
  * `network_access` was granted, egress through slirp4netns and still no way to the host's
- * loopback (network.ts). Limits on memory, processes, file size and /tmp (limits.ts). No capabilities, its own session (no terminal to
- * push input into), and when bwrap ends, everything inside ends with it: the pid namespace dies
- * with its first process, and bwrap dies with the runtime (`--die-with-parent`).
+ * loopback (network.ts). Limits on memory, processes, file size and /tmp (limits.ts), a disk
+ * quota (quota.ts) and no preallocation (seccomp.ts); files hard-linked from outside the worktree
+ * masked (hardlinks.ts). No capabilities, its own session (no terminal to push input into), and
+ * when bwrap ends, everything inside ends with it: the pid namespace dies with its first process,
+ * and bwrap dies with the runtime (`--die-with-parent`).
  */
-import { execFile } from 'node:child_process';
-import { access, constants, realpath } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { access, constants, open, realpath } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import type { CommandRequest, CommandResult, CommandRunner, CommandRunnerStatus } from '../../machines/ports.js';
 import { A2AError } from '../../actors/errors.js';
 import { commandEnv } from './env.js';
-import { MountPlan, readOnlyArgs, systemArgs, worktreeMounts } from './mounts.js';
+import { maskFiles, MountPlan, readOnlyArgs, systemArgs, worktreeMounts } from './mounts.js';
 import { runProcess } from './process.js';
 import { egressArgs, egressFor, findSlirp } from './network.js';
-import { DEFAULT_LIMITS, findPrlimit, limitedCommand, limitHit, pidsGroup, tmpArgs, type PidsGroup, type SandboxLimits } from './limits.js';
+import { DEFAULT_DISK_MB, DEFAULT_LIMITS, findPrlimit, limitedCommand, limitHit, pidsGroup, tmpArgs, type PidsGroup, type SandboxLimits } from './limits.js';
+import { outsideLinks } from './hardlinks.js';
+import { diskWatch } from './quota.js';
+import { filterFile } from './seccomp.js';
 
 export interface BubblewrapOptions {
   /** The bwrap binary (default: `bwrap` on PATH, else /usr/bin/bwrap). */
@@ -24,8 +29,21 @@ export interface BubblewrapOptions {
   env?: readonly string[];
   /** Host paths made visible read-only (a toolchain outside /usr, e.g. ~/.nvm). */
   readOnlyPaths?: readonly string[];
-  /** What a command may use (memory, processes, file size, /tmp): limits.ts. */
+  /** What a command may use (memory, processes, file size, /tmp, disk): limits.ts. */
   limits?: SandboxLimits;
+  /** A checkout's `.git` directory (worktrees off) writable, but for its config and hooks (default: read-only). */
+  gitWritable?: boolean;
+  /** Files hard-linked from outside the worktree: `mask` (default) or `allow` (readable and writable, no scan). */
+  outsideHardLinks?: 'mask' | 'allow';
+}
+
+/** More masks than this cost bwrap too much (100: +16 ms, 300: +100 ms, 1,000: +1 s): the command is refused. */
+const MAX_MASKS = 100;
+/** Masked files named in a tool result. */
+const NAMED = 10;
+
+function named(paths: readonly string[]): string {
+  return paths.slice(0, NAMED).join(', ') + (paths.length > NAMED ? ` and ${paths.length - NAMED} more` : '');
 }
 
 const CHECK_TIMEOUT_MS = 10_000;
@@ -61,12 +79,17 @@ async function selfCheck(explicit: string | undefined): Promise<{ bwrap: string;
   if (!bwrap) {
     return { bwrap: '', status: { ready: false, reason: `run_command runs commands in a bubblewrap sandbox, and bwrap${explicit ? ` (${explicit})` : ''} is not installed. ${INSTALL}, or ${OPT_OUT}` } };
   }
-  const args = [...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), '--tmpfs', '/tmp', '/bin/true'];
+  // with the seccomp filter every command gets (a kernel or container that refuses it says so now)
+  const filter = filterFile();
+  const handle = filter ? await open(filter, 'r') : null;
+  const args = [...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), '--tmpfs', '/tmp', ...(handle ? ['--seccomp', '3'] : []), '/bin/true'];
   const failure = await new Promise<string | null>((done) => {
-    execFile(bwrap, args, { timeout: CHECK_TIMEOUT_MS, env: commandEnv([]) }, (error, _stdout, stderr) =>
-      done(error ? (stderr.trim() || error.message).split('\n').slice(0, 3).join(' ') : null),
-    );
-  });
+    const child = spawn(bwrap, args, { timeout: CHECK_TIMEOUT_MS, env: commandEnv([]), stdio: ['ignore', 'ignore', 'pipe', ...(handle ? [handle.fd] : [])] });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', (error) => done(error.message));
+    child.once('close', (code, signal) => done(code === 0 ? null : (stderr.trim() || `${bwrap} ended with ${code ?? signal}`).split('\n').slice(0, 3).join(' ')));
+  }).finally(() => handle?.close());
   if (failure === null) return { bwrap, status: { ready: true } };
   return {
     bwrap,
@@ -74,7 +97,7 @@ async function selfCheck(explicit: string | undefined): Promise<{ bwrap: string;
       ready: false,
       reason:
         `run_command runs commands in a bubblewrap sandbox, and ${bwrap} cannot start one here: ${failure}. ` +
-        `It needs user namespaces (or root); in a container, allow them (a seccomp profile that permits unshare and mount). Or ${OPT_OUT}`,
+        `It needs user namespaces (or root) and seccomp filters; in a container, allow them (a seccomp profile that permits unshare, mount and seccomp). Or ${OPT_OUT}`,
     },
   };
 }
@@ -116,6 +139,16 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
     const prlimit = await findPrlimit();
     if (!prlimit) throw new A2AError('TOOL_NOT_ALLOWED', `run_command limits what a sandboxed command may use with prlimit, which is not installed: install util-linux (apt-get install util-linux), or ${OPT_OUT}`);
     const root = await realpath(request.worktree);
+    // before the mounts: names whose inode has links outside the worktree
+    const masked = options.outsideHardLinks === 'allow' ? [] : (await outsideLinks(root)).masked;
+    if (masked.length > MAX_MASKS) {
+      throw new A2AError(
+        'TOOL_NOT_ALLOWED',
+        `${masked.length} files of the worktree share their content with files outside it (hard links: a pnpm node_modules linked to its store, or links someone else made), ` +
+          `too many to mask one by one in the sandbox (at most ${MAX_MASKS}): ${named(masked)}. ` +
+          'Remove the links (pnpm: package-import-method=copy), or set sandbox.outsideHardLinks: allow to let commands read and write them. Nothing was run.',
+      );
+    }
     const plan = new MountPlan();
     let group: PidsGroup | null = null;
     try {
@@ -123,9 +156,12 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
       const slirp = request.network ? findSlirp() : null;
       if (request.network && !slirp) throw new A2AError('TOOL_NOT_ALLOWED', 'network: true gives a command a network namespace of its own with egress only (no way to this machine\'s loopback services), through slirp4netns, which is not installed: `apt-get install slirp4netns`. Nothing was run.');
       plan.args.push(...PROCESS, ...NAMESPACES, '--unshare-net', ...(await systemArgs()), ...(slirp ? egressArgs() : []), ...tmpArgs(limits), ...(await readOnlyArgs(options.readOnlyPaths ?? [])));
-      await worktreeMounts(plan, root);
+      const access = await worktreeMounts(plan, root, { gitWritable: options.gitWritable ?? false });
+      maskFiles(plan, masked.map((rel) => join(root, rel)));
       // the sandbox's own root (where the mount points were made) is read-only too
       plan.args.push('--remount-ro', '/', '--chdir', request.cwd);
+      const filter = filterFile();
+      if (filter) plan.args.push('--seccomp', String(await plan.passFile(filter)));
       const shell = await closingShell();
       // the sandbox's first process, whose pid a stop needs (see runProcess)
       plan.args.push('--info-fd', String(3 + plan.fds.length));
@@ -135,12 +171,28 @@ export function bubblewrapRunner(options: BubblewrapOptions = {}): CommandRunner
       const env = commandEnv(options.env ?? []);
       group = await pidsGroup(limits.processes);
       const launch = limitedCommand(prlimit, limits, group, bwrap, plan.args);
+      const disk = diskWatch(access.writable, limits.diskMB ?? DEFAULT_DISK_MB);
       // bwrap has its own copies of the descriptors once spawned: ours are closed right after
-      const result = await runProcess(launch.file, launch.args, { cwd: root, env, timeoutMs: request.timeoutMs, signal: request.signal, fds: plan.fds, info: true, ...(slirp ? { gate: (pid: number) => egressFor(slirp, pid) } : {}) });
+      const result = await runProcess(launch.file, launch.args, {
+        cwd: root,
+        env,
+        timeoutMs: request.timeoutMs,
+        signal: request.signal,
+        fds: plan.fds,
+        info: true,
+        monitor: disk.start,
+        ...(slirp ? { gate: (pid: number) => egressFor(slirp, pid) } : {}),
+      });
       const forkRefused = group ? await group.close() : false;
       group = null;
-      const hit = limitHit(limits, result, forkRefused);
-      return hit ? { ...result, limit: hit } : result;
+      const hit = limitHit(limits, result, { forkRefused, diskFull: disk.hit, gitReadOnly: access.gitReadOnly });
+      const note =
+        masked.length === 0
+          ? null
+          : masked.length === 1
+            ? `1 file of the worktree shares its content with a file outside it (a hard link someone else made), so in the sandbox it reads as empty and cannot be written: ${masked[0]}`
+            : `${masked.length} files of the worktree share their content with files outside it (hard links someone else made), so in the sandbox they read as empty and cannot be written: ${named(masked)}`;
+      return { ...result, ...(hit ? { limit: hit } : {}), ...(note ? { note } : {}) };
     } finally {
       await group?.close();
       await plan.close();

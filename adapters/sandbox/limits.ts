@@ -8,6 +8,8 @@
  *   processes  the processes and threads of the sandbox at once: a pids cgroup made for the
  *              command when this process may make one (root, or a delegated cgroup), else
  *              RLIMIT_NPROC set to this user's count now plus the limit (a fork bomb stops there)
+ *   diskMB     how much the disk holding the worktree may fill while the command runs (watched,
+ *              the command killed past it: quota.ts; preallocation refused: seccomp.ts)
  *
  * The limits are set by `prlimit` (util-linux) on bwrap, and inherited by everything inside.
  * When the command hit one, `limitHit` says which, with the setting that changes it, for the
@@ -23,9 +25,12 @@ export interface SandboxLimits {
   processes: number;
   fileMB: number;
   tmpMB: number;
+  /** Default: DEFAULT_DISK_MB. */
+  diskMB?: number;
 }
 
-export const DEFAULT_LIMITS: SandboxLimits = { memoryMB: 4096, processes: 512, fileMB: 1024, tmpMB: 512 };
+export const DEFAULT_DISK_MB = 10_240;
+export const DEFAULT_LIMITS: SandboxLimits = { memoryMB: 4096, processes: 512, fileMB: 1024, tmpMB: 512, diskMB: DEFAULT_DISK_MB };
 
 const MiB = 1024 * 1024;
 
@@ -146,10 +151,26 @@ export function tmpArgs(limits: SandboxLimits): string[] {
   return ['--size', String(limits.tmpMB * MiB), '--tmpfs', '/tmp'];
 }
 
+/** What the runner saw of a command besides its result. */
+export interface Seen {
+  /** The pids cgroup refused a fork. */
+  forkRefused: boolean;
+  /** The disk quota stopped it. */
+  diskFull: boolean;
+  /** The worktree is a checkout whose `.git` directory is read-only in the sandbox. */
+  gitReadOnly: boolean;
+}
+
 /** Which limit a command hit, said with the setting that raises it; null when none. */
-export function limitHit(limits: SandboxLimits, result: { exitCode: number | null; signal: string | null; output: string }, forkRefused: boolean): string | null {
+export function limitHit(limits: SandboxLimits, result: { exitCode: number | null; signal: string | null; output: string }, seen: Seen): string | null {
   const out = result.output;
-  if (forkRefused || /fork: (?:retry: )?Resource temporarily unavailable|Cannot fork|can't fork|fork failed/i.test(out)) {
+  if (seen.diskFull) {
+    return (
+      `the disk holding the worktree may fill by ${limits.diskMB ?? DEFAULT_DISK_MB} MB while a command runs (sandbox.limits.diskMB), and it filled by more: ` +
+      'the command and everything it started were killed; what it wrote is still there (remove what is not needed). The count is the disk\'s, so what other programs wrote to it meanwhile counts too'
+    );
+  }
+  if (seen.forkRefused || /fork: (?:retry: )?Resource temporarily unavailable|Cannot fork|can't fork|fork failed/i.test(out)) {
     return `the sandbox allows ${limits.processes} processes and threads at once (sandbox.limits.processes), and the command tried to start more`;
   }
   if (result.signal === 'SIGXFSZ' || result.exitCode === 153 || /File size limit exceeded/.test(out)) {
@@ -160,6 +181,15 @@ export function limitHit(limits: SandboxLimits, result: { exitCode: number | nul
   }
   if (/Cannot allocate memory|out of memory|bad_alloc|MemoryError|heap out of memory|memory exhausted/i.test(out)) {
     return `each process of the sandbox may use ${limits.memoryMB} MB of memory (sandbox.limits.memoryMB), and the command ran out of it`;
+  }
+  if (result.exitCode !== 0 && /fallocate[^\n]*(?:Operation not supported|unsupported)/.test(out)) {
+    return 'the sandbox refuses preallocation (fallocate): it would take disk space without writing it, past sandbox.limits.fileMB and sandbox.limits.diskMB; write the data instead';
+  }
+  if (seen.gitReadOnly && /\.git\/\S*'?: Read-only file system/.test(out)) {
+    return (
+      "this checkout's .git is read-only in the sandbox (agents work in the checkout itself, without worktrees): git status, diff and log work, " +
+      'but commits, branches and other changes to the repository do not; sandbox.gitWritable: true lets commands make them'
+    );
   }
   return null;
 }

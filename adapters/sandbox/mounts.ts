@@ -9,15 +9,22 @@
  * - for a git worktree, what `git status` and `git commit` need of the repository's git directory:
  *   objects, this worktree's own metadata and its branch's ref directory read-write, everything
  *   else read-only: config and hooks above all, since the runtime's own git (unsandboxed) reads
- *   them, and the `.git` file and `commondir`, which say where that git directory is.
+ *   them, and the `.git` file and `commondir`, which say where that git directory is;
+ * - for a checkout whose `.git` is a directory (agents working in the checkout itself, worktrees
+ *   off): all of `.git` read-only (git status, diff and log work; a read-only index only keeps
+ *   git status from saving its refreshed stat data), unless `sandbox.gitWritable` says commands
+ *   may write it: then all but its config and hooks;
+ * - files of the worktree that share their inode with a file outside it (hard links someone else
+ *   planted: hardlinks.ts) masked by an empty read-only file.
  *
  * Nothing else of the host exists inside: no home, no other worktree, no sockets. Agents can
  * write in the worktree (and, from another sandbox at the same moment, swap a file for a symbolic
  * link), so what is read-only-bound from there is bound by descriptor: the file that was checked
  * is the file that gets mounted. A `.git` file counts only when git's own back-pointer confirms it.
  */
-import { constants } from 'node:fs';
+import { chmodSync, constants, existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, open, readdir, readFile, readlink, realpath, writeFile, type FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { A2AError } from '../../actors/errors.js';
 
@@ -119,9 +126,31 @@ export class MountPlan {
     this.args.push('--ro-bind-fd', String(FIRST_FD + this.#handles.length - 1), path);
   }
 
+  /** Opens `path` for reading and passes it to bwrap; returns the descriptor's number there. */
+  async passFile(path: string): Promise<number> {
+    const handle = await open(path, constants.O_RDONLY);
+    this.#handles.push(handle);
+    return FIRST_FD + this.#handles.length - 1;
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.#handles.splice(0).map((h) => h.close()));
   }
+}
+
+let empty: string | null = null;
+
+/** Each of `paths` (absolute) read as an empty file that cannot be written. */
+export function maskFiles(plan: MountPlan, paths: readonly string[]): void {
+  if (paths.length === 0) return;
+  // made once (again if a cleaner of /tmp removed it)
+  if (!empty || !existsSync(empty)) {
+    const file = join(mkdtempSync(join(tmpdir(), 'a2a-mask-')), 'empty');
+    writeFileSync(file, '');
+    chmodSync(file, 0o444);
+    empty = file;
+  }
+  for (const path of paths) plan.args.push('--ro-bind', empty, path);
 }
 
 /** `config` and `config.worktree` (when present) and `hooks` of a git directory inside the worktree, read-only. */
@@ -141,15 +170,15 @@ async function protectGitDir(plan: MountPlan, gitDir: string): Promise<void> {
  * that directory, outside the worktree, points back at this `.git` (git's own record), so that a
  * `.git` file an agent wrote cannot make the sandbox show a host directory.
  */
-async function linkedGit(plan: MountPlan, root: string, dotGit: string): Promise<void> {
+async function linkedGit(plan: MountPlan, root: string, dotGit: string): Promise<string | null> {
   const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(await readFile(dotGit, 'utf8').catch(() => ''));
   const gitDir = pointer ? await realpath(resolve(root, pointer[1]!)).catch(() => null) : null;
-  if (!gitDir || inside(root, gitDir)) return;
+  if (!gitDir || inside(root, gitDir)) return null;
   const back = (await readFile(join(gitDir, 'gitdir'), 'utf8').catch(() => '')).trim();
   const backReal = back ? await realpath(resolve(gitDir, back)).catch(() => null) : null;
   const commonText = await readFile(join(gitDir, 'commondir'), 'utf8').catch(() => null);
   const common = commonText === null ? null : await realpath(resolve(gitDir, commonText.trim())).catch(() => null);
-  if (backReal !== dotGit || !common || inside(root, common) || !inside(join(common, 'worktrees'), gitDir)) return;
+  if (backReal !== dotGit || !common || inside(root, common) || !inside(join(common, 'worktrees'), gitDir)) return null;
 
   plan.args.push('--ro-bind', common, common);
   const objects = join(common, 'objects');
@@ -169,17 +198,36 @@ async function linkedGit(plan: MountPlan, root: string, dotGit: string): Promise
     }
   }
   await plan.roBindExact(dotGit, 'file');
+  return common;
+}
+
+/** What the worktree's mounts give a command. */
+export interface WorktreeAccess {
+  /** The host paths it may write (the worktree, and the git directory's parts outside it). */
+  writable: string[];
+  /** The worktree is a checkout whose `.git` directory is read-only. */
+  gitReadOnly: boolean;
 }
 
 /** The worktree read-write, its runtime state masked, and the git directory it needs. */
-export async function worktreeMounts(plan: MountPlan, root: string): Promise<void> {
+export async function worktreeMounts(plan: MountPlan, root: string, options: { gitWritable?: boolean } = {}): Promise<WorktreeAccess> {
   plan.args.push('--bind', root, root);
+  const access: WorktreeAccess = { writable: [root], gitReadOnly: false };
   const state = join(root, '.a2a');
   if ((await kindOf(state)) === 'dir') plan.args.push(...mask(state, 'dir'));
   const dotGit = join(root, '.git');
   const kind = await kindOf(dotGit);
-  if (kind === 'dir') await protectGitDir(plan, dotGit);
-  else if (kind === 'file') await linkedGit(plan, root, dotGit);
+  if (kind === 'dir') {
+    if (options.gitWritable) await protectGitDir(plan, dotGit);
+    else {
+      await plan.roBindExact(dotGit, 'dir');
+      access.gitReadOnly = true;
+    }
+  } else if (kind === 'file') {
+    const common = await linkedGit(plan, root, dotGit);
+    if (common) access.writable.push(common);
+  }
+  return access;
 }
 
 /** Extra host paths the user made visible (`sandbox.readOnlyPaths`), read-only. */

@@ -62,6 +62,12 @@ export interface ProcessOptions {
    * is called when the command ended. A gate that fails runs nothing: its message is the output.
    */
   gate?: (innerPid: number) => Promise<() => void>;
+  /**
+   * Watches the running process (a quota, say): called once it started, with what kills it and
+   * everything it started at once (no grace: a runaway writer should not write on); returns what
+   * ends the watch, called when the command ended.
+   */
+  monitor?: (kill: () => void) => () => void;
 }
 
 export function runProcess(file: string, args: string[], options: ProcessOptions): Promise<CommandResult> {
@@ -152,12 +158,15 @@ export function runProcess(file: string, args: string[], options: ProcessOptions
     });
   }
 
+  const unmonitor = options.monitor?.(() => killGroup('SIGKILL'));
+
   return new Promise((resolve) => {
     let settled = false;
     const finish = (exitCode: number | null, signal: NodeJS.Signals | null) => {
       if (settled) return;
       settled = true;
       ended = true;
+      unmonitor?.();
       (ungate as (() => void) | null)?.();
       for (const t of timers) clearTimeout(t);
       options.signal.removeEventListener('abort', onAbort);

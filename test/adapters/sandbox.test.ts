@@ -4,7 +4,7 @@
  * asserts that none got out. Without bubblewrap every test fails, saying how to install it.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join, relative } from 'node:path';
 import { networkInterfaces } from 'node:os';
@@ -17,6 +17,7 @@ import { childIds, ToolCatalog, type ToolContext } from '../../actors/tools/inde
 import type { PermissionAnswer, PermissionAsk } from '../../actors/tools/types.js';
 import { createGit } from '../../adapters/git.js';
 import { bubblewrapRunner, unconfinedRunner } from '../../adapters/sandbox/index.js';
+import { outsideLinks } from '../../adapters/sandbox/hardlinks.js';
 import type { CommandRunner } from '../../machines/ports.js';
 import type { SessionSpec } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
@@ -51,8 +52,15 @@ function context(worktree: string, o: { commands?: CommandRunner; deny?: Permiss
 }
 const call = (ctx: ToolContext, name: string, args: Record<string, unknown>) => catalog.run({ id: 'c1', name, arguments: args }, coder, ctx);
 const run = async (worktree: string, command: string, extra: Record<string, unknown> = {}) => (await call(context(worktree).ctx, 'run_command', { command, ...extra })).content;
-/** What a command printed: a tool result without its "$ command" and status lines. */
-const body = (content: string) => content.split('\n').slice(2).join('\n');
+/** The whole tool result of a command run by `runner`. */
+const runWith = (runner: CommandRunner, worktree: string, command: string, extra: Record<string, unknown> = {}) => call(context(worktree, { commands: runner }).ctx, 'run_command', { command, timeoutMs: 8_000, ...extra });
+/** What a command printed: a tool result without its "$ command", status and "[sandbox…]" lines. */
+function body(content: string): string {
+  const lines = content.split('\n');
+  let first = 2;
+  while (lines[first]?.startsWith('[sandbox')) first++;
+  return lines.slice(first).join('\n');
+}
 
 /** Every escape attempt, and whether it got out. */
 const table: Array<{ form: string; via: string; escaped: boolean }> = [];
@@ -161,7 +169,7 @@ describe('sandbox: the file system through run_command', () => {
 
   it('should show only the system at /, and no host directory', async () => {
     const out = await run(wt, 'cd / && ls -A');
-    const listed = out.split('\n').slice(2);
+    const listed = body(out).split('\n');
     const allowed = ['bin', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'libx32', 'proc', 'sbin', 'tmp', 'usr'];
     attempt('cd / && ls (host directories visible)', 'run_command', listed.some((d) => !allowed.includes(d)));
     expect(listed).toEqual(expect.arrayContaining(['usr', 'etc', 'tmp', 'proc']));
@@ -220,7 +228,8 @@ describe('sandbox: environment, processes, network', () => {
   it('should kill a background process when the command ends: its marker never appears', async () => {
     const tag = `30.${process.pid % 1000}${String(Date.now()).slice(-6)}`;
     const out = await run(wt, `(sleep ${tag}; echo late > marker) & echo started`);
-    expect(out).toMatch(/\[exit code 0; \d+ ms\]\nstarted$/);
+    expect(out).toMatch(/\[exit code 0; \d+ ms\]\n/);
+    expect(body(out)).toBe('started');
     await waitFor(() => processesWith(`sleep ${tag}`).length === 0, 3000, `a process "sleep ${tag}" is still running`);
     attempt('a background process outliving its command', 'run_command', processesWith(tag).length > 0 || existsSync(join(wt, 'marker')));
   });
@@ -330,10 +339,15 @@ describe('sandbox: git', () => {
     // with a back-pointer and commondir of its own making, inside the worktree
     await run(ws, `echo "${join(ws, '.git')}" > fake/gitdir; echo "${outside}" > fake/commondir; mkdir -p ${join(outside, 'worktrees')}; echo "gitdir: ${join(ws, 'fake')}" > .git`);
     attempt('a forged .git file with its own gitdir/commondir', 'run_command', shows(await run(ws, look)));
-    // a .git directory whose config is a link to a host file: bound by descriptor, so refused
+    // a .git directory whose config is a link to a host file: read-only with the rest of .git
+    // (the link leads nowhere inside); with sandbox.gitWritable, config is bound by descriptor, so refused
     await run(ws, `rm .git && mkdir -p .git && ln -s ${join(outside, 'secret.txt')} .git/config`);
-    const refused = await run(ws, 'cat .git/config');
-    attempt('a .git/config symlink to a host file', 'run_command', refused.includes(SECRET));
+    const followed = await run(ws, 'cat .git/config');
+    attempt('a .git/config symlink to a host file', 'run_command', followed.includes(SECRET));
+    expect(followed).toContain('No such file or directory');
+    const writable = context(ws, { commands: bubblewrapRunner({ gitWritable: true }) }).ctx;
+    const refused = (await call(writable, 'run_command', { command: 'cat .git/config' })).content;
+    attempt('a .git/config symlink to a host file (sandbox.gitWritable)', 'run_command', refused.includes(SECRET));
     expect(refused).toMatch(/^TOOL_NOT_ALLOWED: .*\.git\/config changed while the sandbox was being prepared \(it should be a regular file\); nothing was run\.$/);
   });
 
@@ -485,9 +499,198 @@ describe('sandbox: limits (memory, processes, file size, /tmp)', () => {
 
   it('refuses limits that are not numbers in range, naming the setting', async () => {
     const { SandboxConfig } = await import('../../actors/config/config.js');
-    const bad = SandboxConfig.safeParse({ limits: { memoryMB: 8, processes: 'many' } });
+    const bad = SandboxConfig.safeParse({ limits: { memoryMB: 8, processes: 'many', diskMB: 0 } });
     expect(bad.success).toBe(false);
-    expect(JSON.stringify(bad.error?.issues.map((i) => i.path.join('.')))).toBe('["limits.memoryMB","limits.processes"]');
+    expect(JSON.stringify(bad.error?.issues.map((i) => i.path.join('.')))).toBe('["limits.memoryMB","limits.processes","limits.diskMB"]');
+    const settings = SandboxConfig.safeParse({ gitWritable: 'yes', outsideHardLinks: 'copy' });
+    expect(JSON.stringify(settings.error?.issues.map((i) => i.path.join('.')))).toBe('["gitWritable","outsideHardLinks"]');
+    expect(SandboxConfig.parse({ gitWritable: true, outsideHardLinks: 'allow', limits: { diskMB: 20_480 } })).toMatchObject({ gitWritable: true, outsideHardLinks: 'allow', limits: { diskMB: 20_480, tmpMB: 512 } });
+  });
+});
+
+describe('sandbox: hard links planted in the worktree', () => {
+  const linked = join(base, 'linked');
+  const secretFile = () => join(outside, 'secret.txt');
+  const note = (content: string) =>
+    /^\[sandbox: (?:1 file of the worktree shares its content with a file outside it \(a hard link someone else made\), so in the sandbox it reads|\d+ files of the worktree share their content with files outside it \(hard links someone else made\), so in the sandbox they read) as empty and cannot be written: (.*)\]$/m.exec(content)?.[1] ?? null;
+  let socketServer: Server;
+  const connections: Socket[] = [];
+  beforeAll(async () => {
+    if (missing) return;
+    mkdirSync(join(linked, 'node_modules', 'pkg'), { recursive: true });
+    mkdirSync(join(linked, 'deep', 'a', 'b'), { recursive: true });
+    mkdirSync(join(linked, '.a2a', 'runs'), { recursive: true });
+    writeFileSync(join(linked, 'own.txt'), 'own\n');
+    linkSync(secretFile(), join(linked, 'node_modules', 'pkg', 'index.js'));
+    linkSync(secretFile(), join(linked, 'deep', 'a', 'b', 'key'));
+    // a link to the runtime's state, which the sandbox masks: it counts as outside
+    writeFileSync(join(linked, '.a2a', 'runs', 'state.json'), `${SECRET}\n`);
+    linkSync(join(linked, '.a2a', 'runs', 'state.json'), join(linked, 'state-link.json'));
+    // a host service's unix socket, linked in
+    socketServer = createServer((socket) => connections.push(socket));
+    await new Promise<void>((r) => socketServer.listen(join(outside, 'host.sock'), () => r()));
+    linkSync(join(outside, 'host.sock'), join(linked, 'service.sock'));
+  });
+  afterAll(() => new Promise<void>((r) => (socketServer ? socketServer.close(() => r()) : r())));
+
+  it('should mask them in run_command: they read as empty, cannot be written, and the result names them', async () => {
+    const outcome = await runWith(sandbox, linked, 'for f in node_modules/pkg/index.js deep/a/b/key state-link.json; do echo "$f=[$(cat $f)]"; echo pwned > $f; done; test -f deep/a/b/key && echo still-a-file; cat own.txt');
+    const out = outcome.content;
+    attempt('planted hard link to outside, in node_modules (read)', 'run_command', out.includes(SECRET), out);
+    attempt('planted hard link to outside, deep in the tree (read)', 'run_command', /key=\[.+\]/.test(out), out);
+    attempt('planted hard link into the masked .a2a/ state (read)', 'run_command', /state-link\.json=\[.+\]/.test(out), out);
+    attempt('planted hard links (write)', 'run_command', readFileSync(secretFile(), 'utf8') !== `${SECRET}\n` || readFileSync(join(linked, '.a2a', 'runs', 'state.json'), 'utf8') !== `${SECRET}\n`);
+    expect(outcome.isError).toBe(false);
+    expect(note(out)).toBe('deep/a/b/key, node_modules/pkg/index.js, service.sock, state-link.json');
+    for (const line of ['node_modules/pkg/index.js=[]', 'deep/a/b/key=[]', 'state-link.json=[]', '/bin/sh: 1: cannot create deep/a/b/key: Read-only file system', 'still-a-file', 'own']) expect(body(out).split('\n')).toContain(line);
+  });
+
+  it("should mask a host service's unix socket linked in", async () => {
+    const out = await run(linked, `${process.execPath} -e "require('net').connect('service.sock').on('connect', () => console.log('CONNECTED')).on('error', (e) => console.log(e.code))"`);
+    attempt("a hard link to a host service's unix socket (connect)", 'run_command', body(out).includes('CONNECTED') || connections.length > 0, out);
+    expect(body(out)).toMatch(/ECONNREFUSED|ENOTSOCK|EACCES/);
+  });
+
+  it("should leave links made inside alone, and mask them once one of their names is outside", async () => {
+    const first = await run(linked, 'mkdir -p mine && echo mine > mine/a.txt && ln mine/a.txt b.txt && cat b.txt');
+    expect(body(first)).toBe('mine');
+    expect(note(await run(linked, 'cat b.txt'))).not.toMatch(/a\.txt|b\.txt/);
+    linkSync(join(linked, 'mine', 'a.txt'), join(outside, 'a-too.txt'));
+    const after = await run(linked, 'cat b.txt mine/a.txt; echo done');
+    expect(note(after)).toBe('b.txt, deep/a/b/key, mine/a.txt, node_modules/pkg/index.js, service.sock, state-link.json');
+    expect(body(after)).toBe('done');
+  });
+
+  it('should reuse what it read of unchanged directories, and still find what changed since', async () => {
+    const tree = join(base, 'scanned');
+    mkdirSync(join(tree, 'x', 'sub'), { recursive: true });
+    writeFileSync(join(tree, 'x', 'sub', 'c.txt'), 'c\n');
+    writeFileSync(join(outside, 'other.txt'), `${SECRET}\n`);
+    const racyMs = 50;
+    // what was read of a directory is reused once its ctime is older than racyMs
+    const aged = async () => {
+      const newest = Math.max(...['', 'x', 'x/sub'].map((d) => lstatSync(join(tree, d)).ctimeMs));
+      await waitFor(() => Date.now() > newest + racyMs + 20, 3000, 'the directories to age');
+    };
+    await aged();
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: [], dirs: 3, read: 3 });
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: [], dirs: 3, read: 0 });
+    // a new file: only its directory is read again
+    writeFileSync(join(tree, 'x', 'plain.txt'), 'p\n');
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: [], dirs: 3, read: 1 });
+    // a link planted from outside: its directory's ctime changed; a new inode whose other names
+    // were not found makes the scan read everything once more (they could be older names inside)
+    linkSync(join(outside, 'other.txt'), join(tree, 'x', 'planted'));
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: ['x/planted'], dirs: 3, read: 3 });
+    // (read again once after they aged: when they were read, their ctime was too recent to trust)
+    await aged();
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: ['x/planted'], dirs: 3, read: 1 });
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: ['x/planted'], dirs: 3, read: 0 });
+    // a link made inside to a file whose directory was read when it had one link: not masked
+    linkSync(join(tree, 'x', 'sub', 'c.txt'), join(tree, 'd.txt'));
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: ['x/planted'], dirs: 3, read: 3 });
+    // a name added outside to an inode whose names inside all lie in unchanged directories
+    await aged();
+    await outsideLinks(tree, { racyMs });
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: ['x/planted'], dirs: 3, read: 0 });
+    linkSync(join(tree, 'd.txt'), join(outside, 'd-too.txt'));
+    expect(await outsideLinks(tree, { racyMs })).toEqual({ masked: ['d.txt', 'x/planted', 'x/sub/c.txt'], dirs: 3, read: 0 });
+  });
+
+  it('should refuse a command when too many files are linked from outside, naming the setting; outsideHardLinks: allow lets them be read', async () => {
+    const many = join(base, 'many');
+    mkdirSync(many);
+    for (let i = 0; i < 101; i++) linkSync(secretFile(), join(many, `l${i}`));
+    const refused = await runWith(sandbox, many, 'cat l0');
+    attempt('101 planted hard links (read)', 'run_command', refused.content.includes(SECRET));
+    expect(refused.content).toMatch(/^TOOL_NOT_ALLOWED: 101 files of the worktree share their content with files outside it .* too many to mask one by one in the sandbox \(at most 100\): l0, l1, .* and 91 more\. .*set sandbox\.outsideHardLinks: allow .* Nothing was run\.$/);
+    const allowed = await runWith(bubblewrapRunner({ outsideHardLinks: 'allow' }), many, 'cat l0');
+    expect(body(allowed.content)).toBe(SECRET);
+    rmSync(many, { recursive: true, force: true });
+  });
+
+  it("should keep git's own objects hard-linked by git clone --local, and mask one planted among them", async () => {
+    const clone = join(base, 'clone');
+    execFileSync('git', ['clone', '-q', '--local', '--no-hardlinks', repo, join(base, 'clone-source')]);
+    execFileSync('git', ['clone', '-q', '--local', join(base, 'clone-source'), clone]);
+    const objects = join(clone, '.git', 'objects');
+    const linkedObjects = readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((f) => statSync(join(objects, f)).isFile() && statSync(join(objects, f)).nlink > 1);
+    expect(linkedObjects.length).toBeGreaterThan(0);
+    const ok = await run(clone, 'git log --oneline -1 && git status --short && git cat-file -p HEAD:README.md');
+    expect(ok).toMatch(/\[exit code 0; \d+ ms\]\n[0-9a-f]+ init\nmain checkout$/);
+    // an object-like name, linked to a host file
+    mkdirSync(join(objects, 'ab'), { recursive: true });
+    const fake = `ab/${'c'.repeat(38)}`;
+    linkSync(secretFile(), join(objects, fake));
+    const out = await run(clone, `cat .git/objects/${fake}; git log --oneline -1`);
+    attempt('a hard link to outside planted among .git/objects (read)', 'run_command', out.includes(SECRET), out);
+    expect(note(out)).toBe(`.git/objects/${fake}`);
+  });
+});
+
+describe('sandbox: the .git of a checkout (worktrees off)', () => {
+  const checkout = join(base, 'checkout');
+  beforeAll(() => {
+    if (missing) return;
+    mkdirSync(checkout);
+    git(checkout, 'init', '-q', '-b', 'main');
+    writeFileSync(join(checkout, 'app.js'), 'one\n');
+    git(checkout, 'add', '.');
+    git(checkout, 'commit', '-qm', 'init');
+    writeFileSync(join(checkout, 'app.js'), 'two\n');
+  });
+  const head = () => git(checkout, 'rev-parse', 'HEAD');
+
+  it('should keep all of .git read-only: status and diff work, a commit is refused naming sandbox.gitWritable', async () => {
+    const before = head();
+    const outcome = await runWith(sandbox, checkout, 'git status --short && git diff --stat && git -c user.name=a -c user.email=a@l commit -qam change');
+    expect(outcome.isError).toBe(true);
+    expect(outcome.content).toMatch(/^ M app\.js$/m);
+    expect(outcome.content).toContain('1 file changed, 1 insertion(+), 1 deletion(-)');
+    expect(outcome.content).toContain("[sandbox limit: this checkout's .git is read-only in the sandbox (agents work in the checkout itself, without worktrees): git status, diff and log work, but commits, branches and other changes to the repository do not; sandbox.gitWritable: true lets commands make them]");
+    const writes = await run(checkout, 'echo x > .git/objects/planted; echo "[core] hooksPath = /tmp" >> .git/config; git update-ref refs/heads/other HEAD; rm -f .git/index; echo end');
+    attempt("write to a checkout's .git (objects, config, refs, index; worktrees off)", 'run_command', head() !== before || existsSync(join(checkout, '.git', 'objects', 'planted')) || existsSync(join(checkout, '.git', 'refs', 'heads', 'other')) || !existsSync(join(checkout, '.git', 'index')) || readFileSync(join(checkout, '.git', 'config'), 'utf8').includes('hooksPath'), writes);
+  });
+
+  it('should let commits through with sandbox.gitWritable, config and hooks still read-only', async () => {
+    const writable = bubblewrapRunner({ gitWritable: true });
+    const outcome = await runWith(writable, checkout, 'git -c user.name=a -c user.email=a@l commit -qam change && git log --oneline -1; echo "[core] hooksPath = /tmp" >> .git/config; touch .git/hooks/pre-commit');
+    expect(outcome.content).toMatch(/[0-9a-f]+ change/);
+    expect(git(checkout, 'log', '--oneline', '-1')).toMatch(/ change$/);
+    attempt('git config or a hook, with sandbox.gitWritable (write)', 'run_command', readFileSync(join(checkout, '.git', 'config'), 'utf8').includes('hooksPath') || existsSync(join(checkout, '.git', 'hooks', 'pre-commit')), outcome.content);
+  });
+});
+
+describe('sandbox: disk quota', () => {
+  const quotaDir = join(base, 'quota');
+  beforeAll(() => {
+    if (!missing) mkdirSync(quotaDir);
+  });
+  afterAll(() => rmSync(quotaDir, { recursive: true, force: true }));
+
+  it('stops a command that fills the disk past diskMB (many files, each under fileMB), and says which setting raises it', async () => {
+    const quota = bubblewrapRunner({ limits: { memoryMB: 4096, processes: 512, fileMB: 1024, tmpMB: 64, diskMB: 32 } });
+    // 1 MB files until it is stopped (the command's timeout would say it was not)
+    const outcome = await runWith(quota, quotaDir, 'i=0; while :; do head -c 1M /dev/zero > f$i; i=$((i+1)); done');
+    expect(outcome.isError).toBe(true);
+    expect(outcome.content).toContain('[sandbox limit: the disk holding the worktree may fill by 32 MB while a command runs (sandbox.limits.diskMB), and it filled by more: the command and everything it started were killed;');
+    expect(outcome.content).not.toContain('timed out');
+    attempt('fill the disk with many files (past diskMB)', 'run_command', readdirSync(quotaDir).length > 1024);
+    for (const f of readdirSync(quotaDir)) rmSync(join(quotaDir, f));
+  });
+
+  it('refuses preallocation, which takes space without writing it (past fileMB and before a look at the disk)', async () => {
+    const limited = bubblewrapRunner({ limits: { memoryMB: 4096, processes: 512, fileMB: 2, tmpMB: 64, diskMB: 32 } });
+    const ioctl = `open(F, ">>", "r") or die; my $sr = pack("s s x4 q q l L l4", 0, 0, 0, 512 << 20, 0, 0, 0, 0, 0, 0); ioctl(F, 0x4030582a, $sr) or print "ioctl: $!\\n"`;
+    const outcome = await runWith(limited, quotaDir, `perl -e '${ioctl}'; fallocate -l 512M g; touch f; fallocate -n -l 512M f`);
+    const used = (name: string) => (existsSync(join(quotaDir, name)) ? statSync(join(quotaDir, name)).blocks * 512 : 0);
+    attempt('preallocate 512 MB in a file of size 0 (fallocate --keep-size)', 'run_command', used('f') > 1 << 20, outcome.content);
+    attempt('preallocate 512 MB (fallocate)', 'run_command', used('g') > 2 << 20, outcome.content);
+    attempt('preallocate 512 MB (ioctl FS_IOC_RESVSP64)', 'run_command', used('r') > 1 << 20, outcome.content);
+    expect(outcome.isError).toBe(true);
+    expect(outcome.content).toContain('[sandbox limit: the sandbox refuses preallocation (fallocate): it would take disk space without writing it, past sandbox.limits.fileMB and sandbox.limits.diskMB; write the data instead]');
+    expect(outcome.content).toContain('ioctl: Operation not supported');
+    expect(outcome.content).toMatch(/fallocate: fallocate failed: (?:keep size mode is unsupported|Operation not supported)/);
   });
 });
 

@@ -165,10 +165,17 @@ const commands = measure('command', 20);
 const unconfined = med(commands, 'unconfinedMs');
 const sandboxed = med(commands, 'sandboxedMs');
 const sandboxedGit = med(commands, 'sandboxedGitMs');
+const commandMs = (name: string, key: string) => row(name, med(commands, key), 'ms', `${med(commands, key).toFixed(1)} ms`);
 row('run_command `true` unconfined, sandbox.mode none (median of 20)', unconfined, 'ms', `${unconfined.toFixed(1)} ms`);
+commandMs('  bwrap alone, same namespaces and mounts, no limits (plain directory)', 'bwrapOnlyMs');
 row('run_command `true` in the bubblewrap sandbox, plain directory', sandboxed, 'ms', `${sandboxed.toFixed(1)} ms`);
+commandMs('  with network: true (slirp4netns)', 'networkMs');
 row('run_command `true` in the bubblewrap sandbox, git worktree', sandboxedGit, 'ms', `${sandboxedGit.toFixed(1)} ms`);
 row('  cost of the sandbox per command (git worktree)', sandboxedGit - unconfined, 'ms', `+${(sandboxedGit - unconfined).toFixed(1)} ms`);
+commandMs('run_command `true`, a worktree of 50,000 files, hard-link scan on (default)', 'largeScanMs');
+commandMs('  the same with outsideHardLinks: allow (no scan)', 'largeNoScanMs');
+row('    cost of the scan per command (5,000 directories)', med(commands, 'largeScanMs') - med(commands, 'largeNoScanMs'), 'ms', `+${(med(commands, 'largeScanMs') - med(commands, 'largeNoScanMs')).toFixed(1)} ms`);
+commandMs("  that worktree's first scan (every directory read, every file looked at)", 'firstScanMs');
 
 // a sub-task delegated over the Agent2Agent protocol on loopback, against the same sub-task in process
 const roundTrips = measure('a2a', 20, undefined, Math.min(RUNS, 3));

@@ -90,6 +90,17 @@ async function asUser<T>(name: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Waits until the run's three parts have said they started (their updates are in its log). */
+function partsStarted(ws: string, runId: string): Promise<void> {
+  return waitFor('the parts to start on beta', () => {
+    try {
+      return new FileRunStore(ws).events(runId).filter((e) => e.type === 'update.queued' && e.data.message === 'started').length >= 3;
+    } catch {
+      return false; // the run's files are not there yet
+    }
+  });
+}
+
 describe('one user per host', () => {
   it('is a valid configuration (nats-server -t) whose seeds are never written into it', () => {
     for (const u of users) expect(conf).not.toContain(u.seed!);
@@ -119,13 +130,7 @@ describe('one user per host', () => {
     await waitFor('the hosts to serve', () => [alpha, beta].every((h) => h.out().includes(' serves ') || h.child.exitCode !== null), 60_000);
     const c = capture();
     const running = asUser('orchestrator', () => main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--no-tree', '--run-id', 'ph-2'], c.io));
-    await waitFor('the parts to start on beta', () => {
-      try {
-        return new FileRunStore(ws).events('ph-2').filter((e) => e.type === 'update.queued' && e.data.message === 'started').length >= 3;
-      } catch {
-        return false;
-      }
-    });
+    await partsStarted(ws, 'ph-2');
     // killed once alpha saved the worker (a host killed before would leave nothing to restore)
     const reader = await connectNats({ servers: server.url, name: 'test-reader', nkeyFile: seedFile(byName.get('host-gamma')!), inboxPrefix: '_INBOX_host-gamma' });
     try {
@@ -161,13 +166,7 @@ describe('one user per host, handing back', () => {
     await waitFor('the hosts to serve', () => [alpha, beta].every((h) => h.out().includes(' serves ') || h.child.exitCode !== null), 60_000);
     const c = capture();
     const running = asUser('orchestrator', () => main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--no-tree', '--run-id', 'ph-3'], c.io));
-    await waitFor('the parts to start on beta', () => {
-      try {
-        return new FileRunStore(ws).events('ph-3').filter((e) => e.type === 'update.queued' && e.data.message === 'started').length >= 3;
-      } catch {
-        return false;
-      }
-    });
+    await partsStarted(ws, 'ph-3');
     beta.child.kill('SIGTERM');
     expect(await beta.exited, beta.out()).toBe(0);
     expect(beta.out()).toMatch(/host beta drained: 0 finished, 3 handed back/);

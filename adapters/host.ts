@@ -384,7 +384,8 @@ export class Host {
       return;
     }
     if (state === 'released' || !alive.has(host) || host === this.#o.hostId) {
-      await this.#consider(key, this.#o.clock.now(), alive).catch((error: unknown) =>
+      // (the spawn's handling holds the session busy: this is the one look at it)
+      await this.#considerOnce(key, this.#o.clock.now(), alive, false).catch((error: unknown) =>
         this.#o.events.emit({ type: 'warning', data: { message: `host ${this.#o.hostId}: could not consider ${key} for adoption: ${errorText(error)}` } }),
       );
     }
@@ -993,6 +994,19 @@ export class Host {
    * not serve, say).
    */
   async #consider(key: string, now: number, alive: Set<string>, atStart = false): Promise<boolean> {
+    // one look at a time per session: the start's scan, a heartbeat's listing and a spawn claimed
+    // before can reach the same record at once, and a look that read it after another took it
+    // here would find its own record (host: this one) and take it again: a second actor
+    if (this.#running.has(key) || this.#busy.has(key)) return true;
+    this.#busy.add(key);
+    try {
+      return await this.#considerOnce(key, now, alive, atStart);
+    } finally {
+      this.#busy.delete(key);
+    }
+  }
+
+  async #considerOnce(key: string, now: number, alive: Set<string>, atStart: boolean): Promise<boolean> {
     const entry = await this.#snapshots!.get(key);
     if (!entry) return true;
     const invalid = (problem: string) => {
@@ -1028,15 +1042,12 @@ export class Host {
     if (this.#stopped) return true;
     this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} takes over ${key} from ${record.host} (${record.state === 'released' ? 'released' : 'not heard from'})` } });
     if (this.#o.restoring) {
-      // claimed, not running yet: no scan takes it meanwhile
-      this.#busy.add(key);
+      // claimed, not running yet (busy: no other look takes it meanwhile)
       try {
         await this.#o.restoring(record.spec);
       } catch (error) {
         // restored without it: its steps after the snapshot run again (said, not hidden)
         this.#o.events.emit({ type: 'warning', ...correlationOf(record.spec), data: { message: `host ${this.#o.hostId} could not read the effect journal of ${key}; its steps after its last snapshot run again: ${errorText(error)}` } });
-      } finally {
-        this.#busy.delete(key);
       }
       if (this.#stopped) return true;
     }

@@ -173,7 +173,8 @@ describe('one user per host, handing back', () => {
     const delta = a2aHost(server.url, ws, 'delta', 'coder', { env: envOf('host-delta') });
     expect(await running, c.out() + c.err() + delta.out()).toBe(0);
     const events = new FileRunStore(ws).events('ph-3');
-    expect(events.filter((e) => e.type === 'session.restored' && e.data.host === 'delta').map((e) => e.subTaskId).sort()).toEqual(['w-design.1', 'w-design.2', 'w-design.3']);
+    const restored = events.filter((e) => e.type === 'session.restored' && e.data.host === 'delta').map((e) => e.subTaskId).sort();
+    expect(restored).toEqual(['w-design.1', 'w-design.2', 'w-design.3']);
     for (const id of ['w-design', 'w-design.1', 'w-design.2', 'w-design.3']) expect(events.filter((e) => e.type === 'subtask.result' && e.subTaskId === id), id).toHaveLength(1);
     for (const h of [alpha, delta]) h.child.kill('SIGTERM');
     for (const h of [alpha, delta]) await h.exited;

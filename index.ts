@@ -23,12 +23,14 @@ export type { ToolDefinition } from './actors/tools/types.js';
 export { scriptedModel, openaiModel, anthropicModel } from './adapters/assembly/library.js';
 export type { Model, ModelRequest } from './machines/ports.js';
 export type { ProviderOptions } from './adapters/model/wire.js';
-export type { Script } from './adapters/model/scripted.js';
+export type { Script, ScriptInput } from './adapters/model/scripted.js';
+export type { Settings } from './actors/config/config.js';
 
 // What a run says and is made of
 export type {
   RunEvent,
   Plan,
+  PlanInput,
   SubTaskResult,
   HumanItem,
   HumanAnswer,

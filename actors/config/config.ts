@@ -193,6 +193,8 @@ export const RunConfig = z.strictObject({
     .prefault({}),
 });
 export type RunConfig = z.infer<typeof RunConfig>;
+/** Settings as written (a2a.config.json, or `settings` in code): every field with a default may be left out. */
+export type Settings = z.input<typeof RunConfig>;
 
 export type ConfigLayer = Record<string, unknown>;
 

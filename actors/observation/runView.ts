@@ -3,7 +3,13 @@
  * other subscriber draw the same tree): one node per worker and sub-task with its agent type,
  * status, depth, timing and the last notable thing that happened to it.
  */
-import type { RunEvent } from '../../machines/protocol/index.js';
+import type { ResultStatus, RunEvent } from '../../machines/protocol/index.js';
+import type { SessionStateName } from '../../machines/session.js';
+
+/** Where a node stands: its session's state while it runs, its result's status once it ended. */
+export type NodeStatus = SessionStateName | ResultStatus;
+/** Where a run stands: starting until its first event, running, then how it ended. */
+export type RunViewStatus = 'starting' | 'running' | 'completed' | 'failed' | 'cancelled';
 
 export interface NodeView {
   id: string;
@@ -11,7 +17,7 @@ export interface NodeView {
   taskId: string | undefined;
   agentType: string;
   depth: number;
-  status: string;
+  status: NodeStatus;
   prompt: string;
   startedAt: number;
   endedAt: number | null;
@@ -34,7 +40,7 @@ export class RunView {
   readonly roots: string[] = [];
   startedAt: number | null = null;
   finishedAt: number | null = null;
-  status = 'starting';
+  status: RunViewStatus = 'starting';
   skipped: Array<{ taskId: string; reason: string }> = [];
   /** USD of every model call in the run. */
   costUsd = 0;
@@ -50,7 +56,7 @@ export class RunView {
         this.standalone = event.data.standalone === true;
         return;
       case 'run.finished':
-        this.status = String(event.data.status ?? 'finished');
+        this.status = (event.data.status ?? 'completed') as RunViewStatus;
         this.finishedAt = event.ts;
         return;
       case 'task.skipped':
@@ -94,10 +100,10 @@ export class RunView {
         node.status = 'pending';
         break;
       case 'session.state':
-        if (!FINAL.has(node.status)) node.status = String(event.data.state);
+        if (!FINAL.has(node.status)) node.status = String(event.data.state) as NodeStatus;
         break;
       case 'subtask.result':
-        node.status = String(event.data.status);
+        node.status = String(event.data.status) as NodeStatus;
         node.endedAt = event.ts;
         if (event.data.error) node.note = String(event.data.error);
         break;

@@ -10,12 +10,12 @@ import type { RunEvent } from '../../machines/protocol/index.js';
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { ControlRequest } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
-import type { NodeView } from '../../actors/observation/runView.js';
+import type { NodeView, RunViewStatus } from '../../actors/observation/runView.js';
 import { secrets } from '../../actors/config/secrets.js';
 import { realClock } from '../clock.js';
 import { AnthropicModel } from '../model/anthropic.js';
 import { OpenAIModel } from '../model/openai.js';
-import { parseScript, ScriptedModel } from '../model/scripted.js';
+import { parseScript, ScriptedModel, type ScriptInput } from '../model/scripted.js';
 import type { ProviderOptions } from '../model/wire.js';
 import { launchRun, type LaunchedRun, type RunOutcome, type RunRequest, type RunUsage } from './run.js';
 
@@ -26,7 +26,7 @@ export interface TreeNode extends Omit<NodeView, 'children'> {
 
 /** The live tree of a run at one moment. */
 export interface RunTree {
-  status: string;
+  status: RunViewStatus;
   startedAt: number | null;
   finishedAt: number | null;
   costUsd: number;
@@ -213,7 +213,7 @@ function treeOf(launched: LaunchedRun): RunTree {
 // Models
 
 /** The scripted model: replies from a script (rules matched on the task), no API key, no network. */
-export function scriptedModel(script: unknown = { rules: [] }): Model {
+export function scriptedModel(script: ScriptInput = { rules: [] }): Model {
   return new ScriptedModel(parseScript(script, 'scriptedModel'), realClock);
 }
 

@@ -8,9 +8,9 @@
  */
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import type { Clock, Model } from '../../machines/ports.js';
-import type { ControlRequest, HumanAnswer, HumanItem, RunEvent, SubTaskResult } from '../../machines/protocol/index.js';
+import type { ControlRequest, HumanAnswer, HumanItem, PlanInput, RunEvent, SubTaskResult } from '../../machines/protocol/index.js';
 import type { TypedRunEvent } from '../../machines/runEvents.js';
-import type { ConfigLayer } from '../../actors/config/config.js';
+import type { Settings } from '../../actors/config/config.js';
 import type { HumanChannel } from '../../actors/people/humanGate.js';
 import type { RunView } from '../../actors/observation/runView.js';
 import { realClock } from '../clock.js';
@@ -80,11 +80,11 @@ export interface RunRequest extends Omit<RunOptions, 'model'>, CodeInputs {
   /** A plan file, a directory holding plan.json or workflow.json, or a task in quotes (the CLI's argument). */
   target?: string;
   /** A plan object, checked like a plan file. */
-  plan?: unknown;
+  plan?: PlanInput;
   /** A single task. */
   task?: string;
   /** Configuration given in code: the same shape as the config file, applied over it. */
-  settings?: ConfigLayer;
+  settings?: Settings;
   /**
    * A model profile (or model name) for workers whose task names none, as `--model`; or one `Model`
    * for every session (a program's own, or scriptedModel / openaiModel / anthropicModel).

@@ -12,7 +12,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import type { ControlRequest, HumanItem } from '../../machines/protocol/index.js';
+import type { ControlRequest, HumanItem, PlanInput } from '../../machines/protocol/index.js';
 import type { RunStatus } from '../../actors/observation/runStatus.js';
 import { ArtifactStore } from '../../actors/organiser/artifacts.js';
 import { A2AError, isA2AError } from '../../actors/errors.js';
@@ -173,7 +173,7 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
         }
         const run = await runs.start(
           args.plan !== undefined
-            ? { ...base, plan: args.plan }
+            ? { ...base, plan: args.plan as PlanInput } // checked by the run like a plan file
             : args.planFile !== undefined
               ? { ...base, target: insideWorkspace(runs.workspace, args.planFile) }
               : args.workflow

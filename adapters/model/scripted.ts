@@ -64,6 +64,8 @@ export const Script = z.strictObject({
   rules: z.array(ScriptRule),
 });
 export type Script = z.infer<typeof Script>;
+/** A script as written (in a file or in code): fields with defaults may be left out. */
+export type ScriptInput = z.input<typeof Script>;
 
 export interface RecordedCall {
   sessionId: string;

@@ -40,6 +40,8 @@ export const Plan = z.strictObject({
   config: z.record(z.string(), z.unknown()).optional(),
 });
 export type Plan = z.infer<typeof Plan>;
+/** A plan as written (plan.json, or an object given to startRun): fields with defaults may be left out. */
+export type PlanInput = z.input<typeof Plan>;
 
 /** A workflow to run instead of a plan (`workflow.json`, or `a2a run --workflow sdlc "<goal>"`). */
 export const WorkflowRequest = z.strictObject({

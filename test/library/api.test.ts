@@ -13,7 +13,7 @@ import { main } from '../../bin/cli.js';
 import { capture, tempDir } from '../helpers.js';
 
 const complete = (output: string) => ({ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output } }] });
-const call = (name: string, args: object) => ({ toolCalls: [{ name, arguments: args }] });
+const call = (name: string, args: Record<string, unknown>) => ({ toolCalls: [{ name, arguments: args }] });
 
 const echoTool = defineTool({
   name: 'echo',

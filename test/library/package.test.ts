@@ -26,6 +26,52 @@ export function readmeExamples(readme: string): Array<{ name: string; code: stri
 }
 
 const examples = readmeExamples(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+
+/**
+ * The input types as a user writes against them (type-checked with the examples, never run): a
+ * script, a plan and settings as the docs write them (defaults left out) compile, a misspelt key
+ * or a value of the wrong kind does not (each `@ts-expect-error` fails the check when its line
+ * compiles), and the tree's statuses are unions.
+ */
+const INPUTS = {
+  name: 'inputs.ts',
+  code: `import { scriptedModel, startRun, type PlanInput, type RunTree, type ScriptInput, type Settings } from 'a2a';
+
+const script: ScriptInput = { rules: [{ prompt: 'hello', turns: [{ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'hi' } }] }] }] };
+const plan: PlanInput = { tasks: [{ id: 'greet', prompt: 'say hi' }, { id: 'after', prompt: 'then this' }] };
+const settings: Settings = { git: { onComplete: 'keep' }, limits: { maxDepth: 2 } };
+
+export async function asDocumented(): Promise<RunTree['status']> {
+  const run = await startRun({ plan, settings, model: scriptedModel(script), store: 'memory' });
+  await run.done;
+  const node = run.tree().roots[0];
+  if (node) {
+    const ended: 'success' | 'partial' | 'failed' | 'timeout' | 'cancelled' | 'other' = node.status === 'success' || node.status === 'failed' ? node.status : 'other';
+    void ended;
+  }
+  const status: 'starting' | 'running' | 'completed' | 'failed' | 'cancelled' = run.tree().status;
+  return status;
+}
+
+export function misspelt(): void {
+  // @ts-expect-error: "rulez" is no field of a script
+  scriptedModel({ rulez: [] });
+  // @ts-expect-error: a plan is an object with tasks
+  void startRun({ plan: 42 });
+  // @ts-expect-error: "limitz" is no setting
+  void startRun({ task: 'x', settings: { limitz: {} } });
+  // @ts-expect-error: a task needs its prompt
+  const noPrompt: PlanInput = { tasks: [{ id: 'greet' }] };
+  void noPrompt;
+  // @ts-expect-error: onComplete is one of merge, pr, review, keep
+  const wrongValue: Settings = { git: { onComplete: 'push' } };
+  void wrongValue;
+  // @ts-expect-error: a node's status is a session state or a result status
+  const unknownStatus: RunTree['roots'][number]['status'] = 'sleeping';
+  void unknownStatus;
+}
+`,
+};
 let project = '';
 let nats: NatsServer | null = null;
 let tscOutput = '';
@@ -78,11 +124,12 @@ beforeAll(async () => {
   // engines says which the package runs on)
   npm(['install', join(work, packed[0]!.filename), `@types/node@${typesNode}`, '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--engine-strict'], project);
   for (const { name, code } of examples) writeFileSync(join(project, name), code);
+  writeFileSync(join(project, INPUTS.name), INPUTS.code);
   writeFileSync(
     join(project, 'tsconfig.json'),
     JSON.stringify({
       compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false, types: ['node'], outDir: 'out' },
-      files: examples.map((e) => e.name),
+      files: [...examples.map((e) => e.name), INPUTS.name],
     }),
   );
   const tsc = spawnSync(process.execPath, [TSC, '-p', project], { cwd: project, encoding: 'utf8' });
@@ -114,7 +161,7 @@ describe('the packed package', () => {
     expect(tarballFiles.filter((f) => f.startsWith('dist/test/') || f.startsWith('test/'))).toEqual([]);
   });
 
-  it('type-checks every README example with tsc --strict, the package declarations included', () => {
+  it('type-checks every README example with tsc --strict, the package declarations included; the input types refuse misspelt keys', () => {
     expect(examples.map((e) => e.name)).toEqual(['run-task.ts', 'human.ts', 'own-model.ts', 'hosts.ts']);
     expect(tscOutput).toBe('');
   });

@@ -370,22 +370,38 @@ export function taskOf(record: A2AServedTask): Task {
 const DEFAULT_PAGE = 50;
 const MAX_PAGE = 100;
 
+/** The client a call comes from (its credential's name), or undefined without named clients. */
+export function callerOf(context: ServerCallContext | undefined): string | undefined {
+  const user = context?.user;
+  return user?.isAuthenticated ? user.userName : undefined;
+}
+
+/** Whether a task created by `owner` is the caller's to see: tasks without an owner are everyone's. */
+export function visibleTo(owner: string | undefined, context: ServerCallContext | undefined): boolean {
+  return owner === undefined || owner === callerOf(context);
+}
+
 /** The SDK's TaskStore over the served records (GetTask, ListTasks, and the SDK's bookkeeping). */
 export class RecordTaskStore implements TaskStore {
   readonly #records: ServedTasks;
   /** A task the runtime holds and writes itself (its live Task), or undefined. */
   readonly #held: (taskId: string) => Task | undefined;
   readonly #workspace: string;
+  /** The client that created a held task (named clients), or undefined. */
+  readonly #heldOwner: (taskId: string) => string | undefined;
 
-  constructor(records: ServedTasks, held: (taskId: string) => Task | undefined, workspace: string) {
+  constructor(records: ServedTasks, held: (taskId: string) => Task | undefined, workspace: string, heldOwner: (taskId: string) => string | undefined = () => undefined) {
     this.#records = records;
     this.#held = held;
     this.#workspace = workspace;
+    this.#heldOwner = heldOwner;
   }
 
-  async save(task: Task, _context: ServerCallContext): Promise<void> {
+  async save(task: Task, context: ServerCallContext): Promise<void> {
     if (this.#held(task.id)) return;
     const existing = (await this.#records.read(task.id))?.record;
+    // another client's task is not this caller's to write (the SDK saves only what it loaded)
+    if (existing && !visibleTo(existing.owner, context)) return;
     await this.#records.write({
       version: 1,
       task: Task.toJSON(task) as Record<string, unknown>,
@@ -396,20 +412,23 @@ export class RecordTaskStore implements TaskStore {
       waitingFor: existing?.waitingFor ?? null,
       seq: existing?.seq ?? 0,
       updatedAt: Date.now(),
+      ...(existing?.owner ? { owner: existing.owner } : {}),
     });
   }
 
-  async load(taskId: string, _context: ServerCallContext): Promise<Task | undefined> {
+  async load(taskId: string, context: ServerCallContext): Promise<Task | undefined> {
     // a copy: the SDK changes what it loads (history cut to historyLength, its own merges)
     const held = this.#held(taskId);
-    if (held) return structuredClone(held);
+    if (held) return visibleTo(this.#heldOwner(taskId), context) ? structuredClone(held) : undefined;
     const found = await this.#records.read(taskId);
-    return found ? taskOf(found.record) : undefined;
+    // another client's task does not exist for this caller: it can neither read nor change it
+    return found && visibleTo(found.record.owner, context) ? taskOf(found.record) : undefined;
   }
 
-  async list(params: ListTasksRequest, _context: ServerCallContext): Promise<ListTasksResponse> {
+  async list(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
     const after = params.statusTimestampAfter ? Date.parse(params.statusTimestampAfter) : null;
     const all = (await this.#records.all())
+      .filter((r) => visibleTo(r.owner, context))
       .map((r) => this.#held(String(r.task.id)) ?? taskOf(r))
       .filter((t) => !params.contextId || t.contextId === params.contextId)
       .filter((t) => !params.status || t.status?.state === params.status)

@@ -51,7 +51,7 @@ import { redactText } from '../../actors/config/secrets.js';
 import { startRun, type Run, type RunRequest } from '../assembly/library.js';
 import { traceHeadersOf } from '../../actors/observation/tracing.js';
 import { partsText, textPart } from './client.js';
-import { applyEvent, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
+import { applyEvent, callerOf, visibleTo, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
 import { configuration, transportStage } from '../assembly/stages.js';
 
 export const JSONRPC_PATH = '/a2a/jsonrpc';
@@ -69,6 +69,12 @@ export interface A2AServeOptions {
   port?: number;
   /** A bearer token every request but the card's must carry (timing-safe comparison). */
   token?: string;
+  /**
+   * Named clients, each with its own bearer token (`A2A_SERVE_TOKENS=alice=…,bob=…`): a task is
+   * its creator's, and another client neither sees it (GetTask, ListTasks, SubscribeToTask) nor
+   * changes it (SendMessage into it, CancelTask, push configs): to it the task does not exist.
+   */
+  clients?: Record<string, string>;
   /** The agent type of a message that names no skill (default: the config's default agent). */
   agent?: string;
   /** What every run is started with besides its task (script, model, config, nats, settings …). */
@@ -152,8 +158,11 @@ export class RuntimeExecutor implements AgentExecutor {
   readonly #notify: (line: string) => void;
   readonly #agents: () => string[];
   readonly #defaultAgent: string;
+  /** Named clients: each task is its creator's (A2AServeOptions.clients). */
+  readonly #scoped: boolean;
 
   constructor(options: A2AServeOptions, agents: () => string[], defaultAgent: string) {
+    this.#scoped = Object.keys(options.clients ?? {}).length > 0;
     this.#options = options;
     this.#workspace = resolve(options.workspace ?? process.cwd());
     this.#notify = options.notify ?? ((line) => void process.stderr.write(`${line}\n`));
@@ -304,8 +313,9 @@ export class RuntimeExecutor implements AgentExecutor {
     };
     // counted before this one is held: the tasks not finished (running, or waiting for an answer)
     const inFlight = this.#held.size;
+    const owner = this.#scoped ? callerOf(request.context) : undefined;
     const held = this.#hold(
-      { version: 1, task: Task.toJSON(task) as Record<string, unknown>, runId: null, workspace: this.#workspace, agent, facts: [], waitingFor: null, seq: 0, updatedAt: Date.now() },
+      { version: 1, task: Task.toJSON(task) as Record<string, unknown>, runId: null, workspace: this.#workspace, agent, facts: [], waitingFor: null, seq: 0, updatedAt: Date.now(), ...(owner ? { owner } : {}) },
       bus,
     );
     {
@@ -645,7 +655,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
    */
   #byMessage: Map<string, string> | null = null;
 
-  async #startedBy(message: Message | undefined): Promise<string | null> {
+  async #startedBy(message: Message | undefined, context: ServerCallContext): Promise<string | null> {
     if (!message?.messageId || message.taskId) return null;
     if (!this.#byMessage) {
       const known = new Map<string, string>();
@@ -655,7 +665,12 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
       }
       this.#byMessage ??= known;
     }
-    return this.#byMessage.get(message.messageId) ?? null;
+    const id = this.#byMessage.get(message.messageId);
+    if (!id) return null;
+    // another client's message id is no replay of this one's
+    const held = this.#executor.held(id);
+    const owner = held ? held.record.owner : (await this.#executor.records.read(id))?.record.owner;
+    return visibleTo(owner, context) ? id : null;
   }
 
   #remember(message: Message | undefined, task: Message | Task | StreamResponse | undefined): void {
@@ -666,7 +681,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
 
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     await this.#refuseForeign(params.message?.taskId);
-    const started = await this.#startedBy(params.message);
+    const started = await this.#startedBy(params.message, context);
     if (started) {
       const task = await this.getTask({ tenant: params.tenant, id: started, historyLength: undefined } as never, context);
       if (task) return task;
@@ -678,7 +693,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
 
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     await this.#refuseForeign(params.message?.taskId);
-    const started = await this.#startedBy(params.message);
+    const started = await this.#startedBy(params.message, context);
     if (started) {
       // the same message again: the task it started (followed from its first event while it runs)
       const task = await this.getTask({ tenant: params.tenant, id: started, historyLength: undefined } as never, context);
@@ -702,7 +717,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   override async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const held = this.#executor.held(params.id);
     const read = held ? null : await this.#executor.records.read(params.id);
-    if (!held && !read) throw new TaskNotFoundError(`no task ${params.id} on this server`);
+    if ((!held && !read) || !visibleTo(held ? held.record.owner : read!.record.owner, context)) throw new TaskNotFoundError(`no task ${params.id} on this server`);
     const snapshot = held ? structuredClone(held.task) : taskOf(read!.record);
     // the protocol follows a task that is not finished: a finished one is read with GetTask
     const state = snapshot.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
@@ -769,7 +784,7 @@ export function agentCard(options: { url: string; version: string; agents: Array
     defaultInputModes: ['text/plain', 'application/json'],
     defaultOutputModes: ['text/plain'],
     skills: options.agents.map((a) => ({ id: a.id, name: `@${a.id}`, description: a.description, tags: ['a2a', ...a.strengths.slice(0, 4)], examples: [], inputModes: [], outputModes: [] })),
-    ...(options.token ? { securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'the token a2a serve was started with (A2A_SERVE_TOKEN)' } } }, securityRequirements: [{ schemes: { bearer: { list: [] } } }] } : {}),
+    ...(options.token ? { securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'the token a2a serve was started with (A2A_SERVE_TOKEN), or a named client\'s (A2A_SERVE_TOKENS)' } } }, securityRequirements: [{ schemes: { bearer: { list: [] } } }] } : {}),
   });
 }
 
@@ -792,8 +807,9 @@ export interface RunningA2AServer {
 export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServer> {
   const workspace = resolve(options.workspace ?? process.cwd());
   const host = options.host ?? '127.0.0.1';
-  if (!options.token && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    throw new Error(`listening on ${host} needs a token (set A2A_SERVE_TOKEN): without one, anyone who reaches the port could run agents in ${workspace}`);
+  const guarded = !!options.token || Object.keys(options.clients ?? {}).length > 0;
+  if (!guarded && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
+    throw new Error(`listening on ${host} needs a token (set A2A_SERVE_TOKEN, or A2A_SERVE_TOKENS for named clients): without one, anyone who reaches the port could run agents in ${workspace}`);
   }
   // the agents the runs will have: the same configuration stage as a run's
   const loaded = configuration({ workspace, ...(options.run?.config ? { configFile: options.run.config } : {}), ...(options.run?.tools ? { tools: options.run.tools } : {}), ...(options.run?.agents ? { agents: options.run.agents } : {}) });
@@ -836,12 +852,18 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
         strengths: ['workflow'],
       },
     ],
-    token: !!options.token,
+    token: guarded,
   });
-  const store = new RecordTaskStore(executor.records, (id) => executor.held(id)?.task, workspace);
+  const store = new RecordTaskStore(executor.records, (id) => executor.held(id)?.task, workspace, (id) => executor.held(id)?.record.owner);
   const handler = new RuntimeRequestHandler(card, store, executor);
-  const userBuilder: UserBuilder = async () => ({ isAuthenticated: !!options.token, userName: options.token ? 'a2a-client' : 'anonymous' });
-  if (!options.token) {
+  // the credentials: the one token (one client), and named clients' tokens (each task its creator's)
+  const credentials: Array<[string, string]> = [...(options.token ? [['a2a-client', options.token] as [string, string]] : []), ...Object.entries(options.clients ?? {})];
+  const clientOf = (req: Request) => credentials.find(([, token]) => tokenMatches(req.header('authorization'), token))?.[0];
+  const userBuilder: UserBuilder = async (req) => {
+    const client = clientOf(req);
+    return { isAuthenticated: client !== undefined, userName: client ?? 'anonymous' };
+  };
+  if (credentials.length === 0) {
     // without a token only loopback may talk to it: a web page that rebinds its own name to
     // 127.0.0.1 (DNS rebinding) sends its own Host, which is refused here
     const allowed = new Set([`127.0.0.1:${address.port}`, `localhost:${address.port}`, `[::1]:${address.port}`, ...(options.publicUrl ? [new URL(options.publicUrl).host] : [])]);
@@ -853,10 +875,9 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   // the card is public (clients read it to learn how to authenticate); everything else needs the token
   app.use(CARD_PATH, legacyAgentCardRouter({ agentCardProvider: async () => card, cache: { maxAge: 0 } }));
   app.get(CARD_PATH, (_req, res) => void res.type('application/json').send(JSON.stringify(AgentCard.toJSON(card))));
-  if (options.token) {
-    const token = options.token;
+  if (credentials.length > 0) {
     app.use((req: Request, res: Response, next: NextFunction) => {
-      if (tokenMatches(req.header('authorization'), token)) return next();
+      if (clientOf(req) !== undefined) return next();
       res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: 'missing or wrong bearer token: send Authorization: Bearer <the token a2a serve was started with>' });
     });
   }

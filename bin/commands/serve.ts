@@ -44,6 +44,23 @@ export async function serveCommand(options: ServeCommandOptions, io: ServeIo, ve
     return 2;
   }
   if (token) secrets.add('A2A_SERVE_TOKEN', token);
+  // named clients, each with its own token: a task is its creator's (no other client sees or changes it)
+  const clients: Record<string, string> = {};
+  for (const entry of (process.env.A2A_SERVE_TOKENS ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+    const at = entry.indexOf('=');
+    const name = at > 0 ? entry.slice(0, at) : '';
+    const value = at > 0 ? entry.slice(at + 1) : '';
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name) || clients[name] !== undefined || name === 'a2a-client') {
+      notify(`a2a serve: A2A_SERVE_TOKENS: each entry is <client>=<token>, the client a name of letters, digits, "_", "." or "-" given once (not a2a-client, the name of A2A_SERVE_TOKEN's client); got an entry naming "${name.slice(0, 64)}"`);
+      return 2;
+    }
+    if (value.length < 16) {
+      notify(`a2a serve: A2A_SERVE_TOKENS: the token of client "${name}" is shorter than 16 characters: use a longer, random token`);
+      return 2;
+    }
+    clients[name] = value;
+    secrets.add(`A2A_SERVE_TOKENS:${name}`, value);
+  }
   // tracing settings (--otel, OTEL_* variables) are checked now, not at each task's run
   try {
     exportSettings(options.otel ? { otel: options.otel } : {});
@@ -64,6 +81,7 @@ export async function serveCommand(options: ServeCommandOptions, io: ServeIo, ve
       ...(options.agent ? { agent: options.agent } : {}),
       ...(options.url ? { publicUrl: options.url } : {}),
       ...(token ? { token } : {}),
+      ...(Object.keys(clients).length > 0 ? { clients } : {}),
       ...(options.maxTasks !== undefined ? { maxTasks: options.maxTasks } : {}),
       ...(options.retainDays !== undefined ? { retainMs: options.retainDays * 86_400_000 } : {}),
       run: {
@@ -82,7 +100,9 @@ export async function serveCommand(options: ServeCommandOptions, io: ServeIo, ve
   }
   const skills = server.card.skills.map((s) => s.id).join(', ');
   notify(`a2a A2A server on ${server.url} (card: ${server.url}/.well-known/agent-card.json; JSON-RPC /a2a/jsonrpc, REST /a2a/rest; v1.0 and v0.3)`);
-  notify(`skills: ${skills}${token ? '; requests need Authorization: Bearer $A2A_SERVE_TOKEN' : '; no token (loopback only): set A2A_SERVE_TOKEN to require one'}`);
+  const named = Object.keys(clients);
+  const guard = named.length > 0 ? `; requests need a client's bearer token (${named.join(', ')}${token ? ', or A2A_SERVE_TOKEN' : ''}): each sees and changes only its own tasks` : token ? '; requests need Authorization: Bearer $A2A_SERVE_TOKEN' : '; no token (loopback only): set A2A_SERVE_TOKEN (or A2A_SERVE_TOKENS for named clients) to require one';
+  notify(`skills: ${skills}${guard}`);
   if (server.recovered.resumed.length || server.recovered.failed.length) {
     notify(`unfinished tasks: ${server.recovered.resumed.length} resumed${server.recovered.failed.length ? `, ${server.recovered.failed.length} failed (${server.recovered.failed.join(', ')})` : ''}`);
   }

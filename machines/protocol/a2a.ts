@@ -38,6 +38,8 @@ export const A2AServedTask = z.strictObject({
   /** The last event folded into `task`: the events after it (in the task's log) are folded in when it is read. */
   seq: z.number().int().min(0),
   updatedAt: z.number(),
+  /** The client whose credential created the task (a2a serve's named tokens): no other client sees or changes it. */
+  owner: z.string().optional(),
 });
 export type A2AServedTask = z.infer<typeof A2AServedTask>;
 

@@ -291,8 +291,46 @@ describe('a2a serve --a2a with a token', () => {
     }
   });
 
+  it('scopes tasks to the named client that created them: another client sees, follows, answers and cancels nothing of them', async () => {
+    const clients = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
+    const shared = await serveA2A({ workspace: tempDir('a2a-serve-clients-'), version: '1', agent: 'coder', clients, notify: () => undefined, run: { scriptData: SERVE_SCRIPT } });
+    try {
+      const alice = await clientOf(shared.url, clients.alice);
+      const bob = await clientOf(shared.url, clients.bob);
+      // alice's task waits for her answer (INPUT_REQUIRED), and one is still running
+      const asking = await drain(send(alice, message('which database to use?', { skill: 'coder' })));
+      const waiting = taskIdOf(asking);
+      expect(states(asking).at(-1)).toBe('INPUT_REQUIRED');
+      const running = taskIdOf(await drain(send(alice, message('work forever', { skill: 'coder' })), (e) => states([e])[0] === 'WORKING'));
+      const bobs = taskIdOf(await drain(send(bob, message('hello', { skill: 'coder' }))));
+      const list = async (c: Client) => (await c.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 100, pageToken: '', historyLength: 0, statusTimestampAfter: undefined } as never)).tasks.map((t) => t.id).sort();
+      expect(await list(alice)).toEqual([waiting, running].sort());
+      expect(await list(bob)).toEqual([bobs]);
+      const notFound = /not found|no task/i;
+      for (const id of [waiting, running]) {
+        await expect(bob.getTask({ tenant: '', id })).rejects.toThrow(notFound);
+        await expect(bob.cancelTask({ tenant: '', id, metadata: undefined })).rejects.toThrow(notFound);
+        await expect(drain(bob.resubscribeTask({ tenant: '', id }))).rejects.toThrow(notFound);
+      }
+      // bob's answer into alice's task is refused, and changes nothing of it
+      await expect(drain(send(bob, message('postgres', { taskId: waiting })))).rejects.toThrow(notFound);
+      expect((await alice.getTask({ tenant: '', id: waiting })).status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      expect((await alice.getTask({ tenant: '', id: running })).status?.state).toBe(TaskState.TASK_STATE_WORKING);
+      // alice's own answer and cancel work
+      expect(states(await drain(send(alice, message('postgres', { taskId: waiting })))).at(-1)).toBe('COMPLETED');
+      expect((await alice.cancelTask({ tenant: '', id: running, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      // the records say whose each task is
+      expect((await shared.executor.records.read(waiting))?.record.owner).toBe('alice');
+      expect((await shared.executor.records.read(bobs))?.record.owner).toBe('bob');
+      const refused = await fetch(`${shared.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer someone-else-0123456789' }, body: '{}' });
+      expect(refused.status).toBe(401);
+    } finally {
+      await shared.close();
+    }
+  });
+
   it('will not listen beyond loopback without a token', async () => {
-    await expect(serveA2A({ workspace: tempDir(), host: '0.0.0.0', notify: () => undefined })).rejects.toThrow(/^listening on 0\.0\.0\.0 needs a token \(set A2A_SERVE_TOKEN\)/);
+    await expect(serveA2A({ workspace: tempDir(), host: '0.0.0.0', notify: () => undefined })).rejects.toThrow(/^listening on 0\.0\.0\.0 needs a token \(set A2A_SERVE_TOKEN, or A2A_SERVE_TOKENS for named clients\)/);
   });
 
   it('gives an address others can use in the card when it listens on every interface', async () => {

@@ -629,10 +629,10 @@ class RequestBuses implements ExecutionEventBusManager {
 class RuntimeRequestHandler extends DefaultRequestHandler {
   readonly #executor: RuntimeExecutor;
 
-  constructor(card: AgentCard, store: RecordTaskStore, executor: RuntimeExecutor) {
+  constructor(card: AgentCard, store: RecordTaskStore, executor: RuntimeExecutor, extended?: (context: ServerCallContext) => Promise<AgentCard>) {
     // kept with the task's record: a push config registered before a restart still gets its pushes
     const pushes = new DurablePushStore(executor.records);
-    super(card, store, executor, new RequestBuses((id) => executor.holds(id)), pushes, new DefaultPushNotificationSender(pushes));
+    super(card, store, executor, new RequestBuses((id) => executor.holds(id)), pushes, new DefaultPushNotificationSender(pushes), extended);
     this.#executor = executor;
   }
 
@@ -769,6 +769,24 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   }
 }
 
+/**
+ * The extended card a client with a credential gets (GetExtendedAgentCard): each skill with its
+ * agent's tools, strengths and weaknesses, and what this server allows (tasks at once, how long a
+ * finished task is kept, whose tasks the caller sees).
+ */
+export function extendedCard(card: AgentCard, agents: Array<{ id: string; tools: string[]; strengths: string[]; weaknesses: string[] }>, limits: { maxTasks: number; retainDays: number }, caller: string | undefined, scoped: boolean): AgentCard {
+  const byId = new Map(agents.map((a) => [a.id, a]));
+  const extended = structuredClone(card);
+  extended.description = `${card.description} This server runs at most ${limits.maxTasks} tasks at once and keeps a finished task ${limits.retainDays} days.${caller && scoped ? ` You are client "${caller}": you see and change your own tasks only.` : ''}`;
+  extended.skills = card.skills.map((skill) => {
+    const agent = byId.get(skill.id);
+    if (!agent) return skill;
+    const said = [agent.tools.length ? `Tools: ${agent.tools.join(', ')}.` : '', agent.strengths.length ? `Strong at: ${agent.strengths.join(', ')}.` : '', agent.weaknesses.length ? `Weak at: ${agent.weaknesses.join(', ')}.` : ''].filter(Boolean);
+    return { ...skill, description: [skill.description, ...said].join(' '), tags: [...new Set(['a2a', ...agent.strengths])] };
+  });
+  return extended;
+}
+
 /** The agent card: one skill per agent type (the organiser's workflow too, where it exists). */
 export function agentCard(options: { url: string; version: string; agents: Array<{ id: string; description: string; strengths: string[] }>; token: boolean }): AgentCard {
   const interfaces = [
@@ -780,7 +798,8 @@ export function agentCard(options: { url: string; version: string; agents: Array
     description: 'An a2a team: a worker of the agent type the skill names, with the sub-tasks it spawns in parallel; questions and permissions come back as INPUT_REQUIRED / AUTH_REQUIRED.',
     version: options.version,
     supportedInterfaces: duplicateInterfacesForLegacy(interfaces, ['JSONRPC', 'HTTP+JSON']).map((i) => ({ ...i })),
-    capabilities: { streaming: true, pushNotifications: true },
+    // the extended card (GetExtendedAgentCard) is for clients with a credential
+    capabilities: { streaming: true, pushNotifications: true, ...(options.token ? { extendedAgentCard: true } : {}) },
     defaultInputModes: ['text/plain', 'application/json'],
     defaultOutputModes: ['text/plain'],
     skills: options.agents.map((a) => ({ id: a.id, name: `@${a.id}`, description: a.description, tags: ['a2a', ...a.strengths.slice(0, 4)], examples: [], inputModes: [], outputModes: [] })),
@@ -855,7 +874,10 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
     token: guarded,
   });
   const store = new RecordTaskStore(executor.records, (id) => executor.held(id)?.task, workspace, (id) => executor.held(id)?.record.owner);
-  const handler = new RuntimeRequestHandler(card, store, executor);
+  const agentsInCard = served.map((a) => ({ id: a.capability.id, tools: a.capability.tools, strengths: a.capability.strengths, weaknesses: a.capability.weaknesses }));
+  const limits = { maxTasks: options.maxTasks ?? MAX_TASKS, retainDays: Math.round((options.retainMs ?? RETAIN_MS) / 86_400_000) };
+  const scoped = Object.keys(options.clients ?? {}).length > 0;
+  const handler = new RuntimeRequestHandler(card, store, executor, async (context) => extendedCard(card, agentsInCard, limits, callerOf(context), scoped));
   // the credentials: the one token (one client), and named clients' tokens (each task its creator's)
   const credentials: Array<[string, string]> = [...(options.token ? [['a2a-client', options.token] as [string, string]] : []), ...Object.entries(options.clients ?? {})];
   const clientOf = (req: Request) => credentials.find(([, token]) => tokenMatches(req.header('authorization'), token))?.[0];

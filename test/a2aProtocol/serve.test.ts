@@ -329,6 +329,36 @@ describe('a2a serve --a2a with a token', () => {
     }
   });
 
+  it('gives a client with a credential the extended card (GetExtendedAgentCard): tools, strengths, limits, whose tasks it sees; none without a credential', async () => {
+    const clients = { carol: 'carol-token-0123456789abcdef' };
+    const guarded = await serveA2A({ workspace: tempDir('a2a-serve-extended-'), version: '1', agent: 'coder', clients, maxTasks: 7, notify: () => undefined, run: { scriptData: SERVE_SCRIPT } });
+    const open = await serveA2A({ workspace: tempDir('a2a-serve-extended-open-'), version: '1', agent: 'coder', notify: () => undefined, run: { scriptData: SERVE_SCRIPT } });
+    try {
+      const publicCard = (await (await fetch(`${guarded.url}/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })).json()) as { capabilities: { extendedAgentCard?: boolean }; skills: Array<{ id: string; description: string }> };
+      expect(publicCard.capabilities.extendedAgentCard).toBe(true);
+      // the SDK's client fetches the extended card when the card offers one
+      const extended = await (await clientOf(guarded.url, clients.carol)).getAgentCard();
+      expect(extended.description).toContain('at most 7 tasks at once');
+      expect(extended.description).toContain('You are client "carol"');
+      const coder = extended.skills.find((sk: { id: string }) => sk.id === 'coder')!;
+      expect(coder.description).toMatch(/Tools: .*write_file/);
+      // the public card says less
+      expect(publicCard.skills.find((sk) => sk.id === 'coder')!.description).not.toMatch(/Tools:/);
+      // and a v0.3 client gets it too: the card says supportsAuthenticatedExtendedCard, the method answers
+      const legacyCard = (await (await fetch(`${guarded.url}/.well-known/agent-card.json`)).json()) as { supportsAuthenticatedExtendedCard?: boolean };
+      expect(legacyCard.supportsAuthenticatedExtendedCard).toBe(true);
+      const legacy = await fetch(`${guarded.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${clients.carol}` }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'agent/getAuthenticatedExtendedCard', params: {} }) });
+      expect(((await legacy.json()) as { result: { description: string } }).result.description).toContain('You are client "carol"');
+      // a server without credentials offers none: asked anyway, it says so
+      const asked = await fetch(`${open.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard', params: {} }) });
+      expect(JSON.stringify(await asked.json())).toMatch(/does not support authenticated extended card/);
+      expect((await (await clientOf(open.url)).getAgentCard()).description).not.toContain('at most');
+    } finally {
+      await guarded.close();
+      await open.close();
+    }
+  });
+
   it('will not listen beyond loopback without a token', async () => {
     await expect(serveA2A({ workspace: tempDir(), host: '0.0.0.0', notify: () => undefined })).rejects.toThrow(/^listening on 0\.0\.0\.0 needs a token \(set A2A_SERVE_TOKEN, or A2A_SERVE_TOKENS for named clients\)/);
   });

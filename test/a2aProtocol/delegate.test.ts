@@ -48,7 +48,7 @@ afterAll(async () => {
   await Promise.all(remotes.map((r) => r.close()));
 });
 
-async function remote(options: { token?: string } = {}): Promise<RemoteAgent> {
+async function remote(options: { token?: string; version?: '1.0' | '0.3' } = {}): Promise<RemoteAgent> {
   const r = await remoteAgent(options);
   remotes.push(r);
   return r;
@@ -83,6 +83,18 @@ describe('delegating to a remote A2A agent (a server built with the SDK)', () =>
     expect(result).toMatchObject({ status: 'success', output: 'translation:\nbonjour' });
     expect(r.received).toEqual([expect.stringMatching(/^translate hello\n\nExpected output: the word$/)]);
     expect(statuses.some((s) => /looking the word up/.test(s))).toBe(true);
+  });
+
+  it('speaks v0.3 to a v0.3 server (its card in the v0.3 shape): the sub-task, its question and the answer, its result', async () => {
+    const r = await remote({ version: '0.3' });
+    const sent = await delegate('translate', { url: r.url });
+    expect(sent.result).toMatchObject({ status: 'success', output: 'translation:\nbonjour' });
+    const asked = await delegate('ask', { url: r.url });
+    expect(asked.result).toMatchObject({ status: 'success', output: 'translation:\nin French: bonjour' });
+    expect(r.received[2]).toBe('French');
+    // v0.3's method names, and none of v1.0's
+    expect(r.methods.length).toBeGreaterThan(0);
+    expect(r.methods.every((m) => m.includes('/')), r.methods.join(', ')).toBe(true);
   });
 
   it('asks the parent what the remote agent asks (INPUT_REQUIRED) and forwards the answer into the same task', async () => {

@@ -13,6 +13,7 @@ import { AgentCard, Role, TaskState, type Message } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import express from 'express';
+import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
 import { partsText, textPart } from '../../adapters/a2aProtocol/client.js';
 
 export interface RemoteAgent {
@@ -21,6 +22,8 @@ export interface RemoteAgent {
   received: string[];
   cancelled: string[];
   authorizations: Array<string | undefined>;
+  /** The JSON-RPC methods called, in order (`message/stream` from a v0.3 client, `SendStreamingMessage` from a v1.0 one). */
+  methods: string[];
   close(): Promise<void>;
 }
 
@@ -28,7 +31,9 @@ function reply(text: string, taskId: string, contextId: string): Message {
   return { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
 }
 
-export async function remoteAgent(options: { token?: string } = {}): Promise<RemoteAgent> {
+export async function remoteAgent(options: { token?: string; version?: '1.0' | '0.3' } = {}): Promise<RemoteAgent> {
+  const legacyOnly = options.version === '0.3';
+  const methods: string[] = [];
   const received: string[] = [];
   const cancelled: string[] = [];
   const authorizations: Array<string | undefined> = [];
@@ -87,20 +92,31 @@ export async function remoteAgent(options: { token?: string } = {}): Promise<Rem
     name: 'translator',
     description: 'translates one word',
     version: '1.0.0',
-    supportedInterfaces: [{ url: `${url}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    supportedInterfaces: [{ url: `${url}/rpc`, protocolBinding: 'JSONRPC', protocolVersion: legacyOnly ? '0.3' : '1.0' }],
     capabilities: { streaming: true },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
     skills: [{ id: 'translate', name: 'translate', description: 'translate a word', tags: [] }],
   });
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-  app.get('/.well-known/agent-card.json', (_req, res) => void res.json(AgentCard.toJSON(card)));
-  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/rpc', express.json(), (req, _res, next) => {
+    methods.push(String((req.body as { method?: unknown } | undefined)?.method));
+    next();
+  });
+  if (legacyOnly) {
+    // a v0.3 server: its card in the v0.3 shape to every client (url, protocolVersion 0.3.0,
+    // preferredTransport), and the v0.3 JSON-RPC methods
+    app.use('/.well-known/agent-card.json', (req, _res, next) => ((req.headers['a2a-version'] = '0.3'), next()), legacyAgentCardRouter({ agentCardProvider: async () => card }));
+  } else {
+    app.get('/.well-known/agent-card.json', (_req, res) => void res.json(AgentCard.toJSON(card)));
+  }
+  app.use('/rpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, ...(legacyOnly ? { legacyCompat: { enabled: true } } : {}) }));
   return {
     url,
     received,
     cancelled,
     authorizations,
+    methods,
     close: () =>
       new Promise<void>((done) => {
         for (const release of hanging.values()) release();

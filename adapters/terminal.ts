@@ -5,7 +5,7 @@
  */
 import type { RunSummary } from '../machines/orchestrator.machine.js';
 import type { RunEvent, Usage } from '../machines/protocol/index.js';
-import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/observation/runView.js';
+import { decisionText, formatElapsed, oneLine, RunView, type NodeView } from '../actors/observation/runView.js';
 
 /** Where the display writes: a stream or anything with `write`. */
 export interface Output {
@@ -78,7 +78,7 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
       return `${p.dim('⚑')} ${String(d.action)} for ${event.subTaskId ?? ''} passed up from ${String(d.from)} to ${String(d.to)}`;
     case 'permission.decided':
       if (d.decidedBy === 'policy' && d.approved) return null; // within the session's own level: not news
-      return `${d.approved ? p.green('⚑') : p.red('⚑')} ${String(d.action ?? d.requestId)} for ${event.subTaskId ?? ''} ${d.approved ? 'approved' : 'denied'} by ${String(d.decidedBy)}${d.decider && d.decider !== d.decidedBy ? ` (${String(d.decider)})` : ''}${d.reason ? `: ${oneLine(String(d.reason), 80)}` : ''}`;
+      return `${d.approved ? p.green('⚑') : p.red('⚑')} ${String(d.action ?? d.requestId)} for ${event.subTaskId ?? ''} ${decisionText(d)}${d.reason ? `: ${oneLine(String(d.reason), 80)}` : ''}`;
     case 'human.asked':
       return `${p.yellow('?')} waiting for a person: ${oneLine(String(d.title ?? ''), 90)} [${String(d.id)}]`;
     case 'question.asked':

@@ -6,6 +6,7 @@
  * redacted where every record is serialized (actors/config/secrets.ts).
  */
 import { RUN_EVENT_KINDS, type RunEvent, type RunEventType } from '../../machines/protocol/index.js';
+import { decisionText } from '../observation/runView.js';
 
 /** The types the audit trail keeps: those RUN_EVENT_KINDS marks audited (machines/protocol/events.ts). */
 export const AUDITED: ReadonlySet<RunEventType> = new Set((Object.keys(RUN_EVENT_KINDS) as RunEventType[]).filter((t) => RUN_EVENT_KINDS[t].audited));
@@ -32,7 +33,7 @@ function summary(e: RunEvent): string {
     case 'permission.forwarded':
       return `${String(d.action)} passed up from ${String(d.from)} to ${String(d.to)} (hop ${String(d.hop)}): ${String(d.detail ?? '')}`;
     case 'permission.decided':
-      return `${String(d.action ?? d.requestId)} ${d.approved ? 'approved' : 'denied'} by ${String(d.decidedBy)}${d.decider ? ` (${String(d.decider)})` : ''}${d.reason ? `: ${String(d.reason)}` : ''}`;
+      return `${String(d.action ?? d.requestId)} ${decisionText(d)}${d.reason ? `: ${String(d.reason)}` : ''}`;
     case 'worker.redirected':
       return `by ${String(d.by)}${d.reason ? ` because ${String(d.reason)}` : ''}: ${String(d.instructions ?? '')}`;
     case 'worker.reassigned':

@@ -30,6 +30,25 @@ export interface NodeView {
 
 const FINAL = new Set(['success', 'partial', 'failed', 'timeout', 'cancelled']);
 
+/**
+ * How a permission was decided, said the same way everywhere (the tree, the transcript, the
+ * terminal's lines, the audit): "approved by human root (studio)", "denied by parent w-api",
+ * "approved by orchestrator", "denied: nobody answered in time".
+ */
+export function decisionText(d: { approved?: unknown; decidedBy?: unknown; decider?: unknown }): string {
+  const verdict = d.approved === true ? 'approved' : 'denied';
+  const by = typeof d.decidedBy === 'string' && d.decidedBy ? d.decidedBy : 'unknown';
+  const who = typeof d.decider === 'string' && d.decider && d.decider !== by ? d.decider : '';
+  if (by === 'timeout') return `${verdict}: nobody answered in time${who ? ` (waiting at ${who})` : ''}`;
+  return `${verdict} by ${by}${who ? ` ${who}` : ''}`;
+}
+
+/** Whose permission a `permission.*` event is about: its requester (a parent's decision names it in its data). */
+export function permissionRequester(event: RunEvent): string | undefined {
+  const requester = event.data.requesterId;
+  return typeof requester === 'string' ? requester : event.subTaskId;
+}
+
 /** Deeper than any real tree (depth ≤ 8 below a worker), shallow enough for any recursion. */
 const MAX_LEVELS = 32;
 
@@ -146,7 +165,7 @@ export class RunView {
         if (d.kind === 'permission') node.note = `${oneLine(String(d.title ?? action), 40)}: waiting for a person`;
         break;
       case 'permission.decided':
-        node.note = `${action} ${d.approved ? 'approved' : 'denied'} by ${String(d.decider ?? d.decidedBy)}`;
+        node.note = `${action} ${decisionText(d)}`;
         break;
     }
   }

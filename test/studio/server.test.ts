@@ -270,10 +270,32 @@ describe("the page's model of a run", () => {
     const t = run().transcript('w-a');
     expect(t.map((e) => e.kind)).toEqual(['task', 'assistant', 'permission', 'permission', 'tool', 'injected']);
     expect(t[1]!.calls).toEqual([{ id: 'c1', name: 'run_command', arguments: '{"command":"make"}' }]);
-    expect(t[3]!.text).toBe('command_execution approved by ann (human)');
+    expect(t[3]!.text).toBe('command_execution approved by human ann');
     expect(t[5]!.text).toContain('Sub-task w-a.1 completed');
     const child = run().transcript('w-a.1');
     expect(child.map((e) => e.kind)).toEqual(['task', 'management', 'inquiry', 'result']);
+  });
+
+  it("gives a session's whole permission history: asked, each hop up, decided and by whom, however each event names the requester", () => {
+    const r = new StudioRun();
+    const events: Array<Partial<RunEvent>> = [
+      { type: 'worker.deployed', subTaskId: 'w-b', taskId: 'b', depth: 0, agentType: 'coder', data: { prompt: 'b' } },
+      { type: 'subtask.spawned', subTaskId: 'w-b.1', parentId: 'w-b', taskId: 'b', depth: 1, agentType: 'coder', data: { prompt: 'b1' } },
+      // the sub-task asks; its parent passes it up (the hop names the requester as its session)
+      { type: 'permission.requested', subTaskId: 'w-b.1', data: { requestId: 'p1', action: 'git_push', detail: 'origin', requesterId: 'w-b.1' } },
+      { type: 'permission.forwarded', subTaskId: 'w-b.1', data: { requestId: 'p1', action: 'git_push', from: 'w-b.1', to: 'w-b', hop: 1 } },
+      // a person decides at the orchestrator (the decision names the requester as its session)
+      { type: 'permission.decided', subTaskId: 'w-b.1', data: { requestId: 'p1', action: 'git_push', approved: true, decidedBy: 'human', decider: 'root (studio)' } },
+      // a second request, decided by the parent (its event is the parent's; the requester in its data)
+      { type: 'permission.requested', subTaskId: 'w-b.1', data: { requestId: 'p2', action: 'file_write', detail: 'a.txt', requesterId: 'w-b.1' } },
+      { type: 'permission.decided', subTaskId: 'w-b', data: { requestId: 'p2', action: 'file_write', approved: false, decidedBy: 'parent', decider: 'w-b', requesterId: 'w-b.1' } },
+    ];
+    events.forEach((e, i) => r.apply(i, { runId: 'r1', seq: i, ts: 1_000 + i, ...e } as RunEvent));
+    expect(r.permissions('w-b.1').map((e) => `${e.type}:${String(e.data.requestId)}`)).toEqual(['permission.requested:p1', 'permission.forwarded:p1', 'permission.decided:p1', 'permission.requested:p2', 'permission.decided:p2']);
+    expect(r.permissions('w-b')).toEqual([]);
+    // who decided, written one way in the transcript and the tree
+    expect(r.transcript('w-b.1').filter((t) => t.kind === 'permission').map((t) => t.text)).toEqual(expect.arrayContaining(['git_push approved by human root (studio)']));
+    expect(r.view.nodes.get('w-b.1')!.note).toBe('file_write denied by parent w-b');
   });
 });
 

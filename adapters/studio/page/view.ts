@@ -6,7 +6,7 @@
  * (no DOM), so that it is tested without a browser.
  */
 import type { RunEvent } from '../../../machines/protocol/index.js';
-import { RunView, type NodeView } from '../../../actors/observation/runView.js';
+import { decisionText, permissionRequester, RunView, type NodeView } from '../../../actors/observation/runView.js';
 
 export type Badge = 'permission' | 'question' | 'inquiry' | 'model' | 'stuck' | 'paused';
 
@@ -264,7 +264,9 @@ export class StudioRun {
 
   /** The permission history of a session (what it asked and how each was decided), in order. */
   permissions(id: string): RunEvent[] {
-    return this.events.filter((e) => e.type.startsWith('permission.') && (e.data.requesterId === id || (e.subTaskId === id && e.type === 'permission.requested')));
+    // every hop and the decision too: a hop and an orchestrator's or person's decision name the
+    // requester as the event's session, a parent's decision in its data
+    return this.events.filter((e) => e.type.startsWith('permission.') && permissionRequester(e) === id);
   }
 
   /** A worker with its whole subtree's cost, for the budgets. */
@@ -281,7 +283,7 @@ export function permissionLine(e: RunEvent): string {
     case 'permission.forwarded':
       return `${String(d.action)} passed up from ${String(d.from)} to ${String(d.to)} (hop ${String(d.hop)})`;
     case 'permission.decided':
-      return `${String(d.action ?? 'permission')} ${d.approved ? 'approved' : 'denied'} by ${String(d.decider ?? d.decidedBy)} (${String(d.decidedBy)})${d.reason ? `: ${String(d.reason)}` : ''}`;
+      return `${String(d.action ?? 'permission')} ${decisionText(d)}${d.reason ? `: ${String(d.reason)}` : ''}`;
     case 'human.asked':
       return `asked a person: ${String(d.title)} (default after ${Math.round(Number(d.timeoutMs ?? 0) / 1000)} s: ${(d.onTimeout as { text?: string } | undefined)?.text ?? ''})`;
     case 'human.answered':

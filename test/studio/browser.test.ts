@@ -104,7 +104,9 @@ const nodeCount = (p: Page) => p.locator('button[data-node]').count();
 
 describe('a2a studio in a browser', () => {
   it('shows the OAuth run filling in live, and a sub-task transcript', async () => {
-    const ws = slowOauth(250);
+    // slow enough that the page, opened once the run has started, sees it before its end even when
+    // a loaded machine takes seconds to open it (at 250 ms a call the run had ended first, once)
+    const ws = slowOauth(600);
     const proc = run(ws, 'oauth-live');
     await started(ws, 'oauth-live');
     const p = await open(ws, '#/run/oauth-live');

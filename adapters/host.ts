@@ -952,10 +952,6 @@ export class Host {
       for (const key of listed) {
         if (settled.has(key)) continue;
         if (this.#running.size + this.#claiming >= this.#o.concurrency || this.#draining || this.#stopped) return;
-        if (this.#running.has(key) || this.#busy.has(key)) {
-          settled.add(key);
-          continue;
-        }
         try {
           if (await this.#consider(key, now, alive)) settled.add(key);
         } catch (error) {
@@ -977,7 +973,6 @@ export class Host {
     const keys = await this.#snapshots!.keys();
     for (const key of keys) {
       if (this.#running.size + this.#claiming >= this.#o.concurrency || this.#draining || this.#stopped) return;
-      if (this.#running.has(key) || this.#busy.has(key)) continue;
       // one record's trouble (invalid, unreadable, unrestorable) never stops the others
       try {
         await this.#consider(key, now, alive, true);

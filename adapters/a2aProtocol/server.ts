@@ -640,10 +640,11 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
    * A task another server holds (--nats: the record says which workspace runs it) is answered
    * there: a message or a cancel here would change it behind that server's back.
    */
-  async #refuseForeign(taskId: string | undefined): Promise<void> {
+  async #refuseForeign(taskId: string | undefined, context: ServerCallContext): Promise<void> {
     if (!taskId || this.#executor.holds(taskId)) return;
     const found = await this.#executor.records.read(taskId);
-    if (!found || TERMINAL.has(taskOf(found.record).status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) return;
+    // another client's task is not found (by the store), whichever server runs it: nothing said of it here
+    if (!found || !visibleTo(found.record.owner, context) || TERMINAL.has(taskOf(found.record).status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) return;
     if (this.#executor.ownsWorkspace(found.record.workspace)) return;
     throw new UnsupportedOperationError(`task ${taskId} runs on the A2A server serving ${found.record.workspace}: send its messages and its cancel there (this server can read it: GetTask, ListTasks, SubscribeToTask)`);
   }
@@ -680,7 +681,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   }
 
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
-    await this.#refuseForeign(params.message?.taskId);
+    await this.#refuseForeign(params.message?.taskId, context);
     const started = await this.#startedBy(params.message, context);
     if (started) {
       const task = await this.getTask({ tenant: params.tenant, id: started, historyLength: undefined } as never, context);
@@ -692,7 +693,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   }
 
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    await this.#refuseForeign(params.message?.taskId);
+    await this.#refuseForeign(params.message?.taskId, context);
     const started = await this.#startedBy(params.message, context);
     if (started) {
       // the same message again: the task it started (followed from its first event while it runs)
@@ -710,7 +711,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   }
 
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
-    await this.#refuseForeign(params.id);
+    await this.#refuseForeign(params.id, context);
     return super.cancelTask(params, context);
   }
 

@@ -82,24 +82,26 @@ export const DEFAULT_STORE = '/var/lib/nats/a2a';
 export function assertPlan(plan: NatsUsersPlan): void {
   const bad = (where: string, why: string) => new A2AError('CONFIGURATION_INVALID', `${where}: ${why}`, { where });
   if (!ID.test(plan.namespace)) throw bad('--namespace', `"${plan.namespace}" is not a namespace: use letters, digits, "_" and "-"`);
-  const seen = new Map<string, string>();
-  const check = (what: string, id: string) => {
-    if (!ID.test(id)) throw bad(what, `"${id}" is not an id: use letters, digits, "_" and "-"`);
-    const before = seen.get(`${what}:${id}`);
-    if (before) throw bad(what, `"${id}" is given twice`);
-    seen.set(`${what}:${id}`, id);
+  const idOf = (flag: string, id: string) => {
+    if (!ID.test(id)) throw bad(flag, `"${id}" is not an id: use letters, digits, "_" and "-"`);
   };
-  for (const p of [...plan.hosts, ...plan.gateways]) {
-    check(plan.hosts.includes(p) ? '--host' : '--gateway', p.id);
-    for (const agent of p.agents ?? []) if (!ID.test(agent)) throw bad(plan.hosts.includes(p) ? '--host' : '--gateway', `agent type "${agent}" of ${p.id}: use letters, digits, "_" and "-"`);
+  // a host's box is h-<id>, whatever its role: no id twice among hosts and gateways
+  const boxes = new Map<string, string>();
+  for (const [flag, list] of [['--host', plan.hosts], ['--gateway', plan.gateways]] as const) {
+    for (const p of list) {
+      idOf(flag, p.id);
+      const before = boxes.get(p.id);
+      if (before) throw bad(flag, before === flag ? `"${p.id}" is given twice` : `"${p.id}" is also a host's id: hosts and gateways share the namespace's boxes (h-<id>)`);
+      boxes.set(p.id, flag);
+      for (const agent of p.agents ?? []) if (!ID.test(agent)) throw bad(flag, `agent type "${agent}" of ${p.id}: use letters, digits, "_" and "-"`);
+    }
   }
-  // a host's box is h-<id>, whatever its role: a gateway and a host cannot share an id
-  const boxes = new Set<string>();
-  for (const p of [...plan.hosts, ...plan.gateways]) {
-    if (boxes.has(p.id)) throw bad('--gateway', `"${p.id}" is also a host's id: hosts and gateways share the namespace's boxes (h-<id>)`);
-    boxes.add(p.id);
+  const agents = new Set<string>();
+  for (const a of plan.agents) {
+    idOf('--agent', a);
+    if (agents.has(a)) throw bad('--agent', `"${a}" is given twice`);
+    agents.add(a);
   }
-  for (const a of plan.agents) check('--agent', a);
   if (plan.hosts.length + plan.gateways.length === 0) throw bad('--host', 'give at least one host (--host <id>, or --host <id>=<agent>,<agent> to pin its agent types)');
   if (!Number.isInteger(plan.runs) || plan.runs < 1 || plan.runs > 1024) throw bad('--runs', `must be an integer from 1 to 1024 (the runs of the namespace going at once), got ${plan.runs}`);
 }

@@ -29,6 +29,12 @@ export interface PromptIo {
 export function parseReply(item: HumanItem, line: string, by: string): HumanAnswer | null {
   const text = line.trim();
   if (item.kind === 'question') return text ? { text, by } : null;
+  if (item.request?.elicitation) {
+    // an MCP server's question: "decline [reason]", or the answer (JSON, or the one value it asks for: "no" may be one)
+    const declined = /^(deny|decline)\b\s*(.*)$/i.exec(text);
+    if (declined) return { approved: false, by, ...(declined[2] ? { reason: declined[2] } : {}) };
+    return text ? { approved: true, text, by } : null;
+  }
   const m = /^(y|yes|a|approve|n|no|d|deny)\b\s*(.*)$/i.exec(text);
   if (!m) return null;
   const approved = /^(y|yes|a|approve)$/i.test(m[1]!);
@@ -80,8 +86,9 @@ export class TerminalPrompt implements HumanChannel {
     const abort = new AbortController();
     this.#current = { item, abort };
     this.#rl ??= createInterface({ input: this.io.input, output: this.io.output, terminal: true });
-    const header =
-      item.kind === 'permission'
+    const header = item.request?.elicitation
+      ? `\n? ${item.requesterId} (task ${item.taskId}): the MCP server "${item.request.elicitation.server}" asks: ${item.request.elicitation.message}\n  ${item.request.detail}\n  your answer (JSON, or the value; "decline" to refuse): `
+      : item.kind === 'permission'
         ? `\n? ${item.requesterId} (task ${item.taskId}) asks permission: ${item.title}\n  approve? [y/n, optionally followed by a reason] `
         : `\n? ${item.workerId} (task ${item.taskId}) asks: ${item.question ?? item.title}\n  your answer: `;
     for (;;) {
@@ -96,7 +103,7 @@ export class TerminalPrompt implements HumanChannel {
         this.answer(item.id, reply);
         break;
       }
-      this.io.output.write(item.kind === 'permission' ? '  please type y or n\n' : '  please type an answer\n');
+      this.io.output.write(item.kind === 'permission' && !item.request?.elicitation ? '  please type y or n\n' : '  please type an answer\n');
     }
     await this.#next();
   }
@@ -110,7 +117,11 @@ export class PrintedNotice implements HumanChannel {
   ) {}
 
   present(item: HumanItem): void {
-    const how = item.kind === 'permission' ? `a2a inbox approve ${item.id}   (or: a2a inbox deny ${item.id})` : `a2a inbox answer ${item.id} "<answer>"`;
+    const how = item.request?.elicitation
+      ? `a2a inbox answer ${item.id} '<JSON or value>'   (or: a2a inbox deny ${item.id})`
+      : item.kind === 'permission'
+        ? `a2a inbox approve ${item.id}   (or: a2a inbox deny ${item.id})`
+        : `a2a inbox answer ${item.id} "<answer>"`;
     this.output.write(`? waiting for a person (${Math.round(item.timeoutMs / 1000)} s, then ${item.onTimeout.text}): ${item.title}\n  answer with: ${how}   [run ${this.runId}]\n`);
   }
 
@@ -138,7 +149,7 @@ export function codeChannel(handler: HumanHandler, answer: (id: string, answer: 
             warn(`the human handler's answer to ${item.id} is not an answer (left pending):\n${describeIssues(checked.error.issues)}`);
             return;
           }
-          if (item.kind === 'permission' && checked.data.approved === undefined) {
+          if (item.kind === 'permission' && checked.data.approved === undefined && !(item.request?.elicitation && checked.data.text !== undefined)) {
             warn(`the human handler answered ${item.id}, a permission request, without approved: true or false (left pending)`);
             return;
           }

@@ -178,7 +178,8 @@ export function handleControl(
           error: `nothing pending with id "${request.id}"${items.length ? `; pending: ${items.map((i, n) => `${n + 1}. ${i.id}`).join(', ')}` : '; nothing is pending'}`,
         };
       }
-      if (item.kind === 'permission' && request.approved === undefined) {
+      const elicitation = item.kind === 'permission' && item.request?.elicitation !== undefined;
+      if (item.kind === 'permission' && request.approved === undefined && !(elicitation && request.text?.trim())) {
         return { ok: false, error: `${item.id} is a permission request (${item.title}): approve or deny it` };
       }
       if (item.kind === 'question' && !request.text?.trim()) {
@@ -191,11 +192,12 @@ export function handleControl(
         ...(request.reason ? { reason: request.reason } : {}),
       };
       root.send({ type: 'HUMAN_ANSWER', id: item.id, answer });
-      const what = item.kind === 'permission' ? (request.approved ? 'approved' : 'denied') : 'answered';
+      const what = item.kind === 'permission' && request.approved !== undefined ? (request.approved ? 'approved' : 'denied') : 'answered';
       return { ok: true, message: `${item.id} ${what} (${item.title})` };
     }
     case 'approve_all': {
-      const items = pendingHumanItems(root).filter((i) => i.kind === 'permission');
+      // an MCP server's question wants an answer of its own, not a blanket approval
+      const items = pendingHumanItems(root).filter((i) => i.kind === 'permission' && !i.request?.elicitation);
       if (items.length === 0) return { ok: false, error: 'no permission request is pending' };
       for (const item of items) {
         root.send({ type: 'HUMAN_ANSWER', id: item.id, answer: { approved: true, by: request.by, ...(request.reason ? { reason: request.reason } : {}) } });

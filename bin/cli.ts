@@ -381,8 +381,9 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   program
     .command('mcp')
     .description('Serve a2a over MCP, for an editor\'s agent (Claude Code, Cursor, VS Code): start runs, watch them, answer what they ask, read results')
-    .option('--http', 'serve Streamable HTTP on 127.0.0.1 with a token (A2A_MCP_TOKEN, else one written to ~/.config/a2a/mcp-token) instead of stdio')
+    .option('--http', 'serve Streamable HTTP (MCP 2026-07-28, and earlier revisions statelessly) on 127.0.0.1 with a token (A2A_MCP_TOKEN, else one written to ~/.config/a2a/mcp-token) instead of stdio')
     .addOption(new Option('--port <n>', 'HTTP port (default: any free port)').argParser(int('--port')))
+    .option('--host <host>', 'HTTP interface to listen on (default 127.0.0.1; another one needs A2A_MCP_TOKEN)')
     .option('--workspace <dir>', 'workspace directory (default: the current directory)')
     .action(async (options) => {
       // the MCP SDK is loaded only for this command

@@ -704,7 +704,8 @@ export const orchestratorSetup = setup({
       if (event.type !== 'INBOX_MESSAGE') return;
       const message = event.message;
       const request = message.content as PermissionRequest;
-      const approveOnTimeout = context.policy.permissions.askUserDefault === 'approve';
+      // an MCP server's question has no answer to approve by default: nobody answering declines it
+      const approveOnTimeout = context.policy.permissions.askUserDefault === 'approve' && !request.elicitation;
       const item: HumanItem = {
         id: request.id,
         kind: 'permission',
@@ -716,7 +717,7 @@ export const orchestratorSetup = setup({
         request,
         askedAt: request.timestamp,
         timeoutMs: context.policy.permissions.askUserTimeoutMs,
-        onTimeout: { approved: approveOnTimeout, text: approveOnTimeout ? 'approved by default: nobody answered' : 'denied by default: nobody answered' },
+        onTimeout: { approved: approveOnTimeout, text: approveOnTimeout ? 'approved by default: nobody answered' : request.elicitation ? 'declined by default: nobody answered' : 'denied by default: nobody answered' },
       };
       enqueue.sendTo('humanGate', { type: 'ASK', item });
     }),
@@ -899,6 +900,8 @@ export const orchestratorSetup = setup({
           decidedBy: decision.decidedBy,
           decider: decision.by,
           ...(decision.reason ? { reason: decision.reason } : {}),
+          // an MCP server's question: what the person wrote is the answer's content
+          ...(request.elicitation && decision.decidedBy === 'human' && decision.text ? { text: decision.text } : {}),
         };
         if (waitsForDecision(context, request)) sendDecision(enqueue, request, permission);
         enqueue.emit({

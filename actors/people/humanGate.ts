@@ -90,8 +90,10 @@ export function createHumanGateLogic(deps: { clock: Clock; channel?: HumanChanne
           if (!item) return snapshot; // answered already, expired, or withdrawn: the control channel reports it
           scope.system.scheduler.cancel(scope.self, timerId(item.id));
           const { answer } = event;
-          const approved = item.kind === 'permission' ? answer.approved === true : true;
-          const text = answer.text ?? (item.kind === 'permission' ? (approved ? 'approved' : 'denied') : '');
+          // an MCP server's question (a permission that carries one) is answered by its text: accepted
+          const elicitation = item.kind === 'permission' && item.request?.elicitation !== undefined;
+          const approved = item.kind === 'permission' ? (answer.approved ?? (elicitation && answer.text !== undefined)) === true : true;
+          const text = answer.text ?? (item.kind === 'permission' ? (elicitation ? '' : approved ? 'approved' : 'denied') : '');
           state.answered++;
           emit('human.answered', item, { approved, text, by: answer.by, ...(answer.reason ? { reason: answer.reason } : {}) });
           decide(state, scope, item, { approved, text, decidedBy: 'human', by: answer.by, ...(answer.reason ? { reason: answer.reason } : {}) });

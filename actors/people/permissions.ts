@@ -44,6 +44,11 @@ export const DEFAULT_MATRIX: Readonly<Record<PermissionAction, Tier>> = {
   // a program's own tools run as its code does; an MCP server's tools are somebody else's code
   custom_tool: 'auto_approve',
   mcp_tool: 'ask_user',
+  // what a server says of its tools (annotations) and its questions: reading needs nobody, a
+  // destructive tool or a question for the user asks a person
+  mcp_tool_read_only: 'auto_approve',
+  mcp_tool_destructive: 'ask_user',
+  mcp_elicitation: 'ask_user',
   remote_agent_delegation: 'ask_user',
 };
 

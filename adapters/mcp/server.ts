@@ -4,92 +4,37 @@
  * file store of the workspace, so `a2a status`, `a2a inbox` and `a2a audit` see them too; runs
  * started elsewhere in the workspace (`a2a run`) are read from their files and answered through
  * their control channel, as `a2a inbox` does. The same checks apply either way.
+ *
+ * Built on the v2 SDK (`@modelcontextprotocol/server`), which serves both protocol eras from one
+ * factory: the 2026-07-28 revision (stateless, no `initialize`, a `_meta` envelope per request)
+ * and, for clients of earlier revisions, the 2025 `initialize` handshake. The factory is told
+ * which era an instance serves: only a 2026-07-28 instance offers the Tasks extension
+ * (serverTasks.ts), whose wire does not exist before it. Over HTTP see serverHttp.ts.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { existsSync, realpathSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isAbsolute, relative, resolve } from 'node:path';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { McpServer, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { ControlRequest, HumanItem, PlanInput } from '../../machines/protocol/index.js';
 import type { RunStatus } from '../../actors/observation/runStatus.js';
+import { traceHeadersOf } from '../../actors/observation/tracing.js';
 import { ArtifactStore } from '../../actors/organiser/artifacts.js';
-import { A2AError, isA2AError } from '../../actors/errors.js';
 import { redactText } from '../../actors/config/secrets.js';
 import { errorText } from '../../machines/errorText.js';
 import { realClock } from '../clock.js';
 import { FileArtifactBackend } from '../store/artifactFiles.js';
-import { FileRunStore } from '../store/file.js';
-import { sendControl } from '../runHost.js';
-import { startRun, type Run, type TreeNode } from '../assembly/library.js';
+import type { Run, TreeNode } from '../assembly/library.js';
 import type { RunOutcome } from '../assembly/run.js';
+import { endedReply, failure, McpRuns, outcomeText, progressLine, text, type McpServeOptions, type Reply } from './serverRuns.js';
+import { createTaskResult, declaresTasks, registerTaskMethods, TASKS_EXTENSION } from './serverTasks.js';
+import { serveMcpHttp, type McpHttpOptions, type McpHttpServer } from './serverHttp.js';
+import { jsonRpcLines } from './serverStdio.js';
 
-export interface McpServeOptions {
-  /** Where runs start and are looked for (default: the current directory). */
-  workspace?: string;
-  /** Lines for a person (stderr); never the protocol's stream. */
-  notify?: (line: string) => void;
-  version?: string;
-}
+export { McpRuns, type HeldRun, type McpServeOptions } from './serverRuns.js';
+export type { McpHttpOptions, McpHttpServer } from './serverHttp.js';
 
-type Reply = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };
-
-const text = (body: string, structured?: Record<string, unknown>): Reply => ({ content: [{ type: 'text', text: redactText(body) }], ...(structured ? { structuredContent: structured } : {}) });
-const failure = (error: unknown): Reply => ({ content: [{ type: 'text', text: redactText(isA2AError(error) ? `${error.code}: ${error.message}` : errorText(error)) }], isError: true });
-
-/** The runs this server started, and the workspace's other runs through their files. */
-export class McpRuns {
-  readonly workspace: string;
-  readonly store: FileRunStore;
-  readonly #runs = new Map<string, { run: Run; outcome: RunOutcome | null; error: string | null }>();
-  readonly #notify: (line: string) => void;
-
-  constructor(options: McpServeOptions) {
-    this.workspace = resolve(options.workspace ?? process.cwd());
-    this.store = new FileRunStore(this.workspace);
-    this.#notify = options.notify ?? ((line) => void process.stderr.write(`${line}\n`));
-  }
-
-
-  async start(request: Parameters<typeof startRun>[0]): Promise<Run> {
-    const run = await startRun({ workspace: this.workspace, notify: this.#notify, ...request });
-    const held = { run, outcome: null as RunOutcome | null, error: null as string | null };
-    this.#runs.set(run.id, held);
-    run.done.then(
-      (outcome) => (held.outcome = outcome),
-      (error: unknown) => (held.error = errorText(error)),
-    );
-    return run;
-  }
-
-  local(runId: string) {
-    return this.#runs.get(runId) ?? null;
-  }
-
-  /** The run named, or the latest this server started (else the workspace's latest). */
-  resolveId(runId: string | undefined): string {
-    if (runId) return runId;
-    const mine = [...this.#runs.keys()].at(-1);
-    if (mine) return mine;
-    const latest = existsSync(this.store.root) ? this.store.list().at(-1)?.runId : undefined;
-    if (!latest) throw new Error(`no run yet in ${this.workspace}: start one with start_run`);
-    return latest;
-  }
-
-  async control(runId: string, request: ControlRequest): Promise<string> {
-    const local = this.#runs.get(runId);
-    if (local) return local.run.control(request);
-    const reply = await sendControl(this.store, runId, request);
-    if (!reply.ok) throw new Error(reply.error);
-    return reply.message;
-  }
-
-  async stopAll(): Promise<void> {
-    for (const held of this.#runs.values()) if (!held.outcome && !held.error) held.run.stop('the MCP server is shutting down');
-    await Promise.allSettled([...this.#runs.values()].map((h) => h.run.done));
-  }
-}
+/** The protocol era an instance serves: `modern` is 2026-07-28, `legacy` the 2025 revisions (with `initialize`). */
+export type McpEra = 'legacy' | 'modern';
 
 /** A path the client named, as long as it stays inside the workspace (symbolic links followed). */
 function insideWorkspace(workspace: string, given: string): string {
@@ -111,29 +56,58 @@ function pendingLines(items: HumanItem[]): string[] {
   return items.map((i, n) => `  ${n + 1}. [${i.kind}] ${i.title} (id ${i.id}; ${i.kind === 'permission' ? 'answer with approved true/false' : 'answer with text'})`);
 }
 
-function outcomeText(runId: string, outcome: RunOutcome): string {
-  const lines = [`run ${runId} ${outcome.status} · ${outcome.usage.modelCalls} model calls · $${outcome.usage.costUsd.toFixed(4)}`];
-  for (const t of outcome.summary?.tasks ?? []) {
-    lines.push('', `## ${t.id} (${t.agentType}): ${t.state}${t.result ? ` · ${t.result.status}` : ''}`);
-    if (t.result?.output) lines.push(t.result.output);
-    if (t.result?.error) lines.push(`error: ${t.result.error}`);
-  }
-  if (outcome.result) lines.push('', `${outcome.result.status}: ${outcome.result.output}`, ...(outcome.result.error ? [`error: ${outcome.result.error}`] : []));
-  return lines.join('\n');
+/**
+ * While the client waits on a run and gave a progress token: a progress notification whenever
+ * something happens in the run (coalesced per turn of the event loop), its count as the progress
+ * (it only grows) and a line on where the run stands as the message.
+ */
+function reportProgress(run: Run, ctx: ServerContext): () => void {
+  const token = ctx.mcpReq._meta?.progressToken;
+  if (token === undefined) return () => {};
+  let count = 0;
+  let queued = false;
+  let stopped = false;
+  const send = () => {
+    queued = false;
+    // none after the answer: the wait is over (stop sends what was queued)
+    if (stopped) return;
+    count += 1;
+    // a client that went away: the notification is lost with it, the run goes on
+    ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: count, message: redactText(progressLine(run)) } }).catch(() => undefined);
+  };
+  send();
+  const off = run.on(() => {
+    if (queued) return;
+    queued = true;
+    setImmediate(send);
+  });
+  return () => {
+    // what happened since the last notification is told before the answer, not dropped
+    if (queued && !stopped) send();
+    stopped = true;
+    off();
+  };
 }
 
 const RunIdArg = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'a run id').optional().describe('The run (default: the latest started here)');
 const By = 'mcp';
 
-/** The MCP server's tools over `runs`. */
-export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {}): McpServer {
+/**
+ * The MCP server's tools over `runs`, for one instance of the era given (a connection on stdio,
+ * one request over HTTP). The tools are the same in both eras.
+ */
+export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {}, era: McpEra = 'legacy'): McpServer {
   const server = new McpServer(
     { name: 'a2a', version: options.version ?? '0' },
     {
+      ...(era === 'modern' ? { capabilities: { extensions: { [TASKS_EXTENSION]: {} } } } : {}),
       instructions:
         'a2a runs a team of LLM agents (an orchestrator, workers in git worktrees, parallel sub-tasks) on this workspace. ' +
         'start_run with a task or a plan; watch it with run_status (its tree, cost, and what waits for a person); answer permissions and questions with answer; ' +
-        'get_result waits for the end and returns each task\'s output; artifacts lists what the agents wrote; control pauses, resumes or redirects; stop_run cancels.',
+        "get_result waits for the end and returns each task's output; artifacts lists what the agents wrote; control pauses, resumes or redirects; stop_run cancels." +
+        (era === 'modern'
+          ? ` A client with the MCP Tasks extension (${TASKS_EXTENSION}) gets start_run as a task: tasks/get follows the run and ends with its result, its permissions and questions come as input requests (answer them with tasks/update), tasks/cancel stops it.`
+          : ''),
     },
   );
 
@@ -141,8 +115,10 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
     'start_run',
     {
       title: 'Start an a2a run',
-      description: 'Starts a run in the workspace: a task (one worker, optionally an agent type like @coder), a plan (tasks with agents and dependencies) or a plan file. Returns the run id at once; the run goes on in the background.',
-      inputSchema: {
+      description:
+        'Starts a run in the workspace: a task (one worker, optionally an agent type like @coder), a plan (tasks with agents and dependencies) or a plan file. Returns the run id at once; the run goes on in the background. ' +
+        'With the MCP Tasks extension the answer is a task whose result is the run\'s result.',
+      inputSchema: z.object({
         task: z.string().min(1).optional().describe('What to do, in words (one task)'),
         plan: z.record(z.string(), z.unknown()).optional().describe('A plan: { "id": "p", "tasks": [{ "id": "a", "agent": "@coder", "prompt": "…", "dependsOn": [] }] }'),
         planFile: z.string().min(1).optional().describe('A plan file or a directory with plan.json, relative to the workspace'),
@@ -153,12 +129,17 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
         maxParallel: z.number().int().min(1).optional(),
         questions: z.enum(['policy', 'model', 'human']).optional().describe('Who answers worker questions'),
         onComplete: z.enum(['merge', 'pr', 'review', 'keep']).optional().describe("What happens to a finished worker's branch"),
-      },
+      }),
+      // agents change the workspace (files, commits, merges) under a2a's permissions, and call models
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     },
-    async (args) => {
+    async (args, ctx) => {
       try {
         const given = [args.task !== undefined && !args.workflow, args.plan !== undefined, args.planFile !== undefined].filter(Boolean).length;
         if (given !== 1 && !(args.workflow && args.task)) return failure(new Error('give exactly one of task, plan and planFile (a workflow takes its goal as task)'));
+        // a caller that traces (W3C trace context in the request's _meta) gets the run in its trace
+        const meta = ctx.mcpReq._meta as Record<string, unknown> | undefined;
+        const trace = traceHeadersOf(typeof meta?.traceparent === 'string' ? { traceparent: meta.traceparent, ...(typeof meta.tracestate === 'string' ? { tracestate: meta.tracestate } : {}) } : undefined);
         const base = {
           ...(args.agent ? { agent: args.agent } : {}),
           ...(args.model ? { model: args.model } : {}),
@@ -166,11 +147,13 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
           ...(args.maxParallel !== undefined ? { maxParallel: args.maxParallel } : {}),
           ...(args.questions ? { questions: args.questions } : {}),
           ...(args.onComplete ? { onComplete: args.onComplete } : {}),
+          ...(trace ? { trace } : {}),
         };
         // a client may be an agent that read something hostile: it names work, never configuration
         if (args.plan !== undefined && ('config' in args.plan || 'script' in args.plan)) {
           return failure(new Error('plan: "config" and "script" are not taken over MCP (they would change permissions, the sandbox or the model): put them in the workspace\'s a2a.config.json'));
         }
+        const asTask = era === 'modern' && declaresTasks(ctx);
         const run = await runs.start(
           args.plan !== undefined
             ? { ...base, plan: args.plan as PlanInput } // checked by the run like a plan file
@@ -179,7 +162,10 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
               : args.workflow
                 ? { ...base, target: args.task!, workflow: args.workflow }
                 : { ...base, task: args.task! },
+          { task: asTask },
         );
+        // the Tasks extension's answer (resultType "task"), which the SDK forwards as the tool's result
+        if (asTask) return createTaskResult(runs, run.id) as unknown as Reply;
         return text(`started run ${run.id} (plan ${run.planId}) in ${runs.workspace}. Watch it with run_status, answer what waits with answer, get the outputs with get_result.`, { runId: run.id, planId: run.planId });
       } catch (error) {
         return failure(error);
@@ -192,7 +178,8 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
     {
       title: 'Status of a run',
       description: "A run's status: its tree of workers and sub-tasks (agent, state, depth, cost), its cost so far, and the permissions and questions waiting for an answer.",
-      inputSchema: { runId: RunIdArg },
+      inputSchema: z.object({ runId: RunIdArg }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ runId }) => {
       try {
@@ -229,7 +216,7 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
 
   server.registerTool(
     'list_runs',
-    { title: 'Runs of the workspace', description: 'The runs of the workspace, newest last: id, status, plan, when started.', inputSchema: {} },
+    { title: 'Runs of the workspace', description: 'The runs of the workspace, newest last: id, status, plan, when started.', inputSchema: z.object({}), annotations: { readOnlyHint: true, openWorldHint: false } },
     async () => {
       try {
         const records = existsSync(runs.store.root) ? runs.store.list() : [];
@@ -246,13 +233,15 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
     {
       title: 'Answer a permission or a question',
       description: 'Answers what waits for a person in a run (see run_status): a permission with approved true or false, a question with text. id is the item id or its number in the list.',
-      inputSchema: {
+      inputSchema: z.object({
         runId: RunIdArg,
         id: z.string().min(1).describe('The item id, or its number in run_status'),
         approved: z.boolean().optional(),
         text: z.string().optional(),
         reason: z.string().optional(),
-      },
+      }),
+      // an item is answered once: a second answer is refused
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     async ({ runId, id, approved, text: answerText, reason }) => {
       try {
@@ -276,14 +265,16 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
     {
       title: 'Steer a run',
       description: "Pauses or resumes a run; approves every pending permission; or steers a running task's worker: redirect (new instructions, conversation kept), restart (start over), reassign (another agent type), switch_model (another profile).",
-      inputSchema: {
+      inputSchema: z.object({
         runId: RunIdArg,
         action: z.enum(['pause', 'resume', 'approve_all', 'redirect', 'restart', 'reassign', 'switch_model']),
         taskId: z.string().optional(),
         instructions: z.string().optional(),
         agent: z.string().optional(),
         profile: z.string().optional(),
-      },
+      }),
+      // restart throws a worker's conversation away
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     async ({ runId, action, taskId, instructions, agent, profile }) => {
       try {
@@ -316,10 +307,11 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
     'get_result',
     {
       title: 'Result of a run',
-      description: "Each task's status and output, and the cost. Waits up to waitSeconds (default 0, at most 300) for a run still going; then says it is still running.",
-      inputSchema: { runId: RunIdArg, waitSeconds: z.number().min(0).max(300).optional() },
+      description: "Each task's status and output, and the cost. Waits up to waitSeconds (default 0, at most 300) for a run still going, with progress notifications when the request has a progress token; then says it is still running.",
+      inputSchema: z.object({ runId: RunIdArg, waitSeconds: z.number().min(0).max(300).optional() }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    async ({ runId, waitSeconds }, extra) => {
+    async ({ runId, waitSeconds }, ctx) => {
       try {
         const id = runs.resolveId(runId);
         const local = runs.local(id);
@@ -327,19 +319,25 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
           if (!local.outcome && !local.error && waitSeconds) {
             let timer: NodeJS.Timeout | undefined;
             let onAbort: (() => void) | undefined;
-            await Promise.race([
-              local.run.done.catch(() => undefined),
-              new Promise((r) => (timer = setTimeout(r, waitSeconds * 1000))),
-              new Promise<void>((r) => extra.signal.addEventListener('abort', (onAbort = () => r()), { once: true })),
-            ]);
-            clearTimeout(timer);
-            if (onAbort) extra.signal.removeEventListener('abort', onAbort);
+            const signal = ctx.mcpReq.signal;
+            const stopProgress = reportProgress(local.run, ctx);
+            try {
+              await Promise.race([
+                local.run.done.catch(() => undefined),
+                new Promise((r) => (timer = setTimeout(r, waitSeconds * 1000))),
+                new Promise<void>((r) => signal.addEventListener('abort', (onAbort = () => r()), { once: true })),
+              ]);
+            } finally {
+              stopProgress();
+              clearTimeout(timer);
+              if (onAbort) signal.removeEventListener('abort', onAbort);
+            }
             // the run's own bookkeeping settles on the same turn: let it
             await new Promise((r) => setImmediate(r));
           }
-          if (local.error) return failure(new Error(`run ${id} failed inside a2a: ${local.error}`));
-          if (!local.outcome) return text(`run ${id} is still running (run_status shows where it is)`, { runId: id, status: 'running' });
-          return text(outcomeText(id, local.outcome), { runId: id, status: local.outcome.status, usage: { ...local.outcome.usage } });
+          const ended = endedReply(id, local);
+          if (ended) return ended;
+          return text(`run ${id} is still running (run_status shows where it is)`, { runId: id, status: 'running' });
         }
         const record = runs.store.read(id);
         if (record.status === 'running') return text(`run ${id} is still running (in another process)`, { runId: id, status: 'running' });
@@ -355,8 +353,9 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
     'artifacts',
     {
       title: "A run's artifacts",
-      description: 'What the agents of a run wrote to its artifact store: the list, or one artifact\'s content (id, optionally a version).',
-      inputSchema: { runId: RunIdArg, id: z.string().optional(), version: z.number().int().min(1).optional() },
+      description: "What the agents of a run wrote to its artifact store: the list, or one artifact's content (id, optionally a version).",
+      inputSchema: z.object({ runId: RunIdArg, id: z.string().optional(), version: z.number().int().min(1).optional() }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ runId, id, version }) => {
       try {
@@ -375,7 +374,13 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
 
   server.registerTool(
     'stop_run',
-    { title: 'Stop a run', description: 'Cancels every worker and sub-task of a run started here; each still reports what it had.', inputSchema: { runId: RunIdArg, reason: z.string().optional() } },
+    {
+      title: 'Stop a run',
+      description: 'Cancels every worker and sub-task of a run started here; each still reports what it had.',
+      inputSchema: z.object({ runId: RunIdArg, reason: z.string().optional() }),
+      // cancelling is not undone; stopping a run that has ended changes nothing
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
     async ({ runId, reason }) => {
       try {
         const id = runs.resolveId(runId);
@@ -390,83 +395,37 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {})
       }
     },
   );
+
+  if (era === 'modern') registerTaskMethods(server, runs);
   return server;
 }
 
-/** Serves the tools on stdin/stdout until the input ends. */
+/**
+ * Serves the tools on stdin/stdout until the input ends. The SDK's entry picks each connection's
+ * era from its first message (`server/discover` or `initialize`) and keeps one instance for it;
+ * lines that are not JSON-RPC are answered before they reach it (serverStdio.ts).
+ */
 export async function serveStdio(runs: McpRuns, options: McpServeOptions): Promise<{ closed: Promise<void> }> {
-  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
-  const server = createA2aMcpServer(runs, options);
-  const transport = new StdioServerTransport();
+  const { serveStdio: serve, StdioServerTransport } = await import('@modelcontextprotocol/server/stdio');
+  const notify = options.notify ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  const wire = new StdioServerTransport(jsonRpcLines(process.stdin, process.stdout, notify), process.stdout);
+  serve(({ era }) => createA2aMcpServer(runs, options, era), { transport: wire, onerror: (error) => notify(`a2a mcp: ${redactText(errorText(error))}`) });
   const closed = new Promise<void>((done) => {
-    transport.onclose = () => done();
+    // the entry set its own onclose: chain to it
+    const entry = wire.onclose;
+    wire.onclose = () => {
+      entry?.();
+      done();
+    };
     process.stdin.once('end', () => done());
   });
-  await server.connect(transport);
   return { closed };
 }
 
 /**
- * Serves the tools over Streamable HTTP on 127.0.0.1, each request with `Authorization: Bearer
- * <token>` (compared in constant time); anything else is a 401 and reaches no tool.
+ * Serves the tools over Streamable HTTP (serverHttp.ts): both eras, stateless, behind the Host,
+ * Origin and token checks.
  */
-export async function serveHttp(runs: McpRuns, options: McpServeOptions & { port?: number; token: string }): Promise<{ server: Server; url: string; close(): Promise<void> }> {
-  if (options.token.length < 16) throw new Error('the MCP token must be at least 16 characters');
-  const expected = Buffer.from(`Bearer ${options.token}`);
-  const authorized = (req: IncomingMessage) => {
-    const given = Buffer.from(String(req.headers.authorization ?? ''));
-    return given.length === expected.length && timingSafeEqual(given, expected);
-  };
-  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-    try {
-      handle(req, res);
-    } catch (error) {
-      // a malformed request is that request's problem, never the server's (its runs go on)
-      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `bad request: ${errorText(error)}` }));
-    }
-  });
-  const handle = (req: IncomingMessage, res: ServerResponse) => {
-    if (!authorized(req)) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end(JSON.stringify({ error: 'unauthorized: send Authorization: Bearer <token> (a2a mcp printed where it is)' }));
-      return;
-    }
-    if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'the MCP endpoint is /mcp' }));
-      return;
-    }
-    // stateless: one server and transport per request, over the runs they share
-    const server = createA2aMcpServer(runs, options);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => void transport.close().catch(() => undefined));
-    server
-      .connect(transport)
-      .then(() => transport.handleRequest(req, res))
-      .catch((error: unknown) => {
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: errorText(error) }));
-      });
-  };
-  http.on('clientError', (_error, socket) => socket.destroy());
-  await new Promise<void>((ok, fail) => {
-    http.once('error', (error: NodeJS.ErrnoException) =>
-      fail(
-        error.code === 'EADDRINUSE' || error.code === 'EACCES'
-          ? new A2AError('VALIDATION_ERROR', `--port ${options.port ?? 0}: ${error.code === 'EADDRINUSE' ? 'another process listens there' : 'not allowed to listen there'}; choose another port, or leave --port out for a free one`, { where: '--port' })
-          : error,
-      ),
-    );
-    http.listen(options.port ?? 0, '127.0.0.1', () => ok());
-  });
-  // after listening, an error of the server is told, not thrown into the process
-  http.on('error', (error) => options.notify?.(`a2a: the MCP HTTP server: ${errorText(error)}`));
-  const url = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
-  return {
-    server: http,
-    url,
-    // clients keep connections open (keep-alive, event streams): closing does not wait for them
-    close: () =>
-      new Promise<void>((done) => {
-        http.close(() => done());
-        http.closeAllConnections();
-      }),
-  };
+export function serveHttp(runs: McpRuns, options: McpHttpOptions): Promise<McpHttpServer> {
+  return serveMcpHttp((era) => createA2aMcpServer(runs, options, era), options);
 }

@@ -6,7 +6,7 @@
  * What it serves:
  *   GET  /                         the page (adapters/studio/page, bundled by `npm run build`)
  *   GET  /page.js                  its script
- *   GET  /api/info                 the workspace, the NATS namespace, the inspector's address
+ *   GET  /api/info                 the workspace, the NATS namespace, the inspector's address and whether it listens
  *   GET  /api/runs                 the runs: status, duration, cost, counts
  *   GET  /api/runs/<id>            a run's record and status (tasks, inbox, pending items, workflow)
  *   GET  /api/runs/<id>/stream     its events (server-sent events), from `after` / Last-Event-ID, then live
@@ -34,9 +34,9 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import { hostname, userInfo } from 'node:os';
+import { userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ControlRequest, RunEvent, StudioAuditQuery, StudioStop, StudioStreamQuery } from '../../machines/protocol/index.js';
 import { A2AError, isA2AError } from '../../actors/errors.js';
@@ -49,6 +49,7 @@ import { FileRunStore, type RunRecord } from '../store/file.js';
 import { FileArtifactBackend } from '../store/artifactFiles.js';
 import { indexedRuns } from '../store/runIndex.js';
 import { sendControl, stopRunProcess } from '../runHost.js';
+import { hostNamesServer, ownOrigin } from '../hostGuard.js';
 import { RunFeed, summarize, type RunListEntry } from './feed.js';
 import { studioPage } from './page/html.js';
 import type { NatsWatch } from './nats.js';
@@ -99,7 +100,6 @@ export function defaultPageScript(): string {
   throw new A2AError('NOT_FOUND', `the studio page is not built (no page.js beside ${here} or in dist/): run npm run build`);
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 const SSE_KEEPALIVE_MS = 15_000;
 
 class HttpError extends Error {
@@ -120,6 +120,29 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
   const script = readFileSync(options.pageScript ?? defaultPageScript());
   const user = options.user ?? `${process.env.A2A_USER ?? safeUser()} (studio)`;
   const inspectorUrl = options.inspectorUrl ?? 'http://127.0.0.1:8080';
+  /** Whether something listens at the inspector's address (a TCP connect of 300 ms at most, known for 2 s): a link to nothing is not shown. */
+  let inspectorSeen = { at: 0, listening: false };
+  const inspectorListening = async (): Promise<boolean> => {
+    if (Date.now() - inspectorSeen.at < 2_000) return inspectorSeen.listening;
+    let address: URL;
+    try {
+      address = new URL(inspectorUrl);
+    } catch {
+      return false;
+    }
+    const listening = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: address.hostname.replace(/^\[|\]$/g, ''), port: Number(address.port || (address.protocol === 'https:' ? 443 : 80)) });
+      const done = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.setTimeout(300, () => done(false));
+      socket.once('connect', () => done(true));
+      socket.once('error', () => done(false));
+    });
+    inspectorSeen = { at: Date.now(), listening };
+    return listening;
+  };
   const home = new FileRunStore(options.workspace);
   const feeds = new Map<string, RunFeed>();
   const streams = new Set<ServerResponse>();
@@ -226,17 +249,9 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     res.end();
   }
 
-  /** The Host header names this server (a DNS-rebinding page's Host names its own domain). */
+  /** The Host header names this server (a DNS-rebinding page's Host names its own domain; adapters/hostGuard.ts). */
   function rightHost(req: IncomingMessage): boolean {
-    const value = req.headers.host;
-    if (!value) return false;
-    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(value);
-    if (!m) return false;
-    const name = m[1]!.replace(/^\[|\]$/g, '');
-    if (m[2] && Number(m[2]) !== port) return false;
-    // bound to every interface: any name (the token is then the only protection, as the CLI warns)
-    if (host === '0.0.0.0' || host === '::') return true;
-    return name === host || name === hostname() || (LOOPBACK.has(name) && LOOPBACK.has(host));
+    return hostNamesServer(req.headers.host, host, port);
   }
 
   function json(res: ServerResponse, status: number, value: unknown): void {
@@ -270,7 +285,7 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
 
   async function control(runId: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const origin = req.headers.origin;
-    if (origin && origin !== `http://${req.headers.host}`) throw new HttpError(403, `a change must come from the studio's own page, not from ${origin}`);
+    if (origin && !ownOrigin(origin, req.headers.host)) throw new HttpError(403, `a change must come from the studio's own page, not from ${origin}`);
     const header = req.headers.authorization;
     if (!header?.startsWith('Bearer ') && req.headers['x-a2a-studio'] === undefined) throw new HttpError(403, 'a change must carry the token in its Authorization header (Bearer), or come from the studio\'s page (its x-a2a-studio header)');
     const body = await readBody(req);
@@ -402,6 +417,7 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
         workspace: options.workspace,
         user,
         inspectorUrl,
+        inspectorListening: await inspectorListening(),
         nats: options.nats ? { servers: options.nats.servers, namespace: options.nats.namespace } : null,
       });
     }

@@ -1,20 +1,24 @@
 /**
- * `a2a mcp [--http [--port N]]`: serves a2a over the Model Context Protocol, so that an editor's
- * agent can hand work to an a2a team (adapters/mcp/server.ts). On stdio (the default) stdout is
- * the protocol's: everything for a person goes to stderr. Over HTTP it listens on 127.0.0.1 and
- * takes requests with the token from A2A_MCP_TOKEN, or one it makes and writes to a file only
- * this user can read (never printed).
+ * `a2a mcp [--http [--port N] [--host H]]`: serves a2a over the Model Context Protocol, so that an
+ * editor's agent can hand work to an a2a team (adapters/mcp/server.ts). On stdio (the default)
+ * stdout is the protocol's: everything for a person goes to stderr. Over HTTP it listens on
+ * 127.0.0.1 and takes requests with the token from A2A_MCP_TOKEN, or one it makes and writes to a
+ * file only this user can read (never printed). Another address than loopback needs
+ * A2A_MCP_TOKEN: a token chosen for it, not the one kept for local clients.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { userConfigDir } from '../../adapters/config.js';
 import { McpRuns, serveHttp, serveStdio } from '../../adapters/mcp/server.js';
+import { isLoopback } from '../../adapters/hostGuard.js';
 import { secrets } from '../../actors/config/secrets.js';
 
 export interface McpCommandOptions {
   http?: boolean;
   port?: number;
+  /** The interface to listen on over HTTP (default 127.0.0.1). */
+  host?: string;
   workspace?: string;
 }
 
@@ -66,11 +70,16 @@ export async function mcpCommand(options: McpCommandOptions, io: McpIo, version:
     notify('a2a: A2A_MCP_TOKEN is shorter than 16 characters: use a longer, random token');
     return 2;
   }
+  const host = options.host ?? '127.0.0.1';
+  if (!isLoopback(host) && !given) {
+    notify(`a2a: --host ${host} is reachable from other machines: set A2A_MCP_TOKEN to a long random token for it (without one, a2a mcp --http listens on loopback only)`);
+    return 2;
+  }
   const tokenFile = join(userConfigDir(), 'mcp-token');
   const token = given || storedToken(tokenFile);
-  const served = await serveHttp(runs, { notify, version, token, ...(options.port !== undefined ? { port: options.port } : {}) });
+  const served = await serveHttp(runs, { notify, version, token, host, ...(options.port !== undefined ? { port: options.port } : {}) });
   secrets.add('A2A_MCP_TOKEN', token);
-  notify(`a2a MCP server on ${served.url} for ${runs.workspace} (Streamable HTTP; Ctrl-C stops it)`);
+  notify(`a2a MCP server on ${served.url} for ${runs.workspace} (Streamable HTTP: MCP 2026-07-28, and earlier revisions statelessly; Ctrl-C stops it)`);
   if (given) {
     notify('requests need Authorization: Bearer $A2A_MCP_TOKEN');
   } else {

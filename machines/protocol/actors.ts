@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ErrorInfo, ParsedAgentType } from './common.js';
 import { NotificationKind, QueueMessage, SubTaskResult, TaskUpdate } from './subtasks.js';
-import { HumanAnswer, HumanItem, PermissionAction, PermissionDecision, PermissionRequest } from './permissions.js';
+import { ElicitationAsk, HumanAnswer, HumanItem, PermissionAction, PermissionDecision, PermissionRequest } from './permissions.js';
 import { ChatMessage, ModelReply, ToolCall } from './model.js';
 import { SessionSpec } from './limits.js';
 
@@ -134,6 +134,9 @@ export const CallModelOutput = z.object({
   consumedUpTo: z.number().int().nullable(),
   /** The call's id (see the assistant message's replyId). */
   replyId: z.string().optional(),
+  /** The model that answered (its provider's name) and the profile it came from. */
+  model: z.string().optional(),
+  profile: z.string().optional(),
 });
 export type CallModelOutput = z.infer<typeof CallModelOutput>;
 
@@ -186,6 +189,8 @@ export const PermissionAsk = z.object({
   detail: z.string(),
   /** Only a person may approve it, whatever the levels and the matrix say (see PermissionRequest). */
   needsPerson: z.boolean().optional(),
+  /** An MCP server's question (action `mcp_elicitation`), shown to whoever answers. */
+  elicitation: ElicitationAsk.optional(),
 });
 export type PermissionAsk = z.infer<typeof PermissionAsk>;
 
@@ -193,6 +198,8 @@ export const PermissionAnswer = z.object({
   approved: z.boolean(),
   decidedBy: PermissionDecision.shape.decidedBy,
   reason: z.string().optional(),
+  /** What a person wrote with the decision (the content of an `mcp_elicitation` answer). */
+  text: z.string().optional(),
 });
 export type PermissionAnswer = z.infer<typeof PermissionAnswer>;
 

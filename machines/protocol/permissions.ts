@@ -31,6 +31,12 @@ export const PermissionAction = z.enum([
   'custom_tool',
   /** A tool of an MCP server an agent lists (`mcp__<server>__<tool>`); the server's and the tool's own tiers come first. */
   'mcp_tool',
+  /** An MCP tool its server annotates `readOnlyHint: true` (auto-approved by default), and the resources and prompts a server offers. */
+  'mcp_tool_read_only',
+  /** An MCP tool its server annotates `destructiveHint: true` (asks a person by default). */
+  'mcp_tool_destructive',
+  /** An MCP server asks for input during a call (elicitation): who answers it (ask_user: a person; auto_approve: the server's defaults; auto_deny: declined). */
+  'mcp_elicitation',
   /** A sub-task sent to a remote A2A agent (an agent file with `remote:`): what leaves this machine, and to where. */
   'remote_agent_delegation',
 ]);
@@ -58,8 +64,24 @@ export const PERMISSION_CATEGORY: Record<PermissionAction, PermissionCategory> =
   network_access: 'file_operations',
   custom_tool: 'external_tools',
   mcp_tool: 'external_tools',
+  mcp_tool_read_only: 'external_tools',
+  mcp_tool_destructive: 'external_tools',
+  mcp_elicitation: 'external_tools',
   remote_agent_delegation: 'remote_agents',
 };
+
+/**
+ * What an MCP server asks a person during a call (`mcp_elicitation`): its message and the flat
+ * JSON Schema of the answer it wants (MCP's restricted elicitation schema).
+ */
+export const ElicitationAsk = z.object({
+  server: z.string(),
+  /** The tool (or `read_resource`, `get_prompt`) whose call asks. */
+  tool: z.string(),
+  message: z.string(),
+  requestedSchema: z.record(z.string(), z.unknown()),
+});
+export type ElicitationAsk = z.infer<typeof ElicitationAsk>;
 
 export const PermissionRequest = z.object({
   id: z.string(),
@@ -79,6 +101,8 @@ export const PermissionRequest = z.object({
    * (a command that runs without a sandbox). `auto_deny` still denies it.
    */
   needsPerson: z.boolean().optional(),
+  /** An MCP server's question (action `mcp_elicitation`): approving answers it with the decision's `text` (JSON content). */
+  elicitation: ElicitationAsk.optional(),
 });
 export type PermissionRequest = z.infer<typeof PermissionRequest>;
 
@@ -89,6 +113,8 @@ export const PermissionDecision = z.object({
   /** Which session or person decided. */
   decider: z.string(),
   reason: z.string().optional(),
+  /** A person's answer in words (an `mcp_elicitation` answered: the content, as JSON or a single value). */
+  text: z.string().optional(),
 });
 export type PermissionDecision = z.infer<typeof PermissionDecision>;
 
@@ -137,6 +163,13 @@ export const McpServerConfig = z
     timeoutMs: z.number().int().min(100).max(3_600_000).default(60_000),
     /** How long starting (or reaching) the server and listing its tools may take. */
     startupTimeoutMs: z.number().int().min(100).max(300_000).default(15_000),
+    /**
+     * The protocol revision: `auto` (default) asks the server (`server/discover`, 2026-07-28) and
+     * falls back to `initialize` (earlier revisions); `2026-07-28` or `legacy` skip the probe.
+     */
+    protocol: z.enum(['auto', '2026-07-28', 'legacy']).default('auto'),
+    /** Who answers this server's questions (elicitation), over the matrix's mcp_elicitation. */
+    elicitation: PermissionTier.optional(),
   })
   .superRefine((server, ctx) => {
     if ((server.command === undefined) === (server.url === undefined)) {

@@ -30,10 +30,13 @@ function model(turns: object[]) {
   return new ScriptedModel(parseScript({ rules: [{ prompt: '', turns }] }, 'test'), realClock);
 }
 
-/** The pids the fixture started (one file each), and whether each is still alive. */
-function serverProcesses(dir: string): Array<{ pid: number; alive: boolean }> {
+/**
+ * The servers the fixture ran for a client (`pid-`: initialized), or every process it started
+ * (`proc-`: with the probe of the protocol revision), and whether each is still alive.
+ */
+function serverProcesses(dir: string, which: 'pid-' | 'proc-' = 'pid-'): Array<{ pid: number; alive: boolean }> {
   return readdirSync(dir)
-    .filter((f) => f.startsWith('pid-'))
+    .filter((f) => f.startsWith(which))
     .map((f) => {
       const pid = Number(readFileSync(join(dir, f), 'utf8'));
       let alive = true;
@@ -85,7 +88,7 @@ describe('MCP servers as tools (stdio)', () => {
     expect(events.filter((e) => e.type.startsWith('mcp.')).map((e) => `${e.type} ${String(e.data.tool ?? e.data.tools)}`)).toEqual(['mcp.connected 5', 'mcp.called add', 'mcp.called secret_env']);
     // one connection for the session's two model calls (the list is cached), closed at its end
     expect(events.filter((e) => e.type === 'mcp.connected')).toHaveLength(1);
-    await expect.poll(() => serverProcesses(dir).filter((p) => p.alive), { timeout: 5_000 }).toEqual([]);
+    await expect.poll(() => serverProcesses(dir, 'proc-').filter((p) => p.alive), { timeout: 5_000 }).toEqual([]);
     expect(serverProcesses(dir)).toHaveLength(1);
   });
 
@@ -117,7 +120,7 @@ describe('MCP servers as tools (stdio)', () => {
     expect((await run.done).status).toBe('cancelled');
     await expect.poll(() => existsSync(join(dir, 'aborted')), { timeout: 5_000 }).toBe(true);
     expect(events.find((e) => e.type === 'mcp.called')!.data).toMatchObject({ tool: 'hang', cancelled: true });
-    await expect.poll(() => serverProcesses(dir).filter((p) => p.alive), { timeout: 5_000 }).toEqual([]);
+    await expect.poll(() => serverProcesses(dir, 'proc-').filter((p) => p.alive), { timeout: 5_000 }).toEqual([]);
   });
 
   it('gives the model a tool error when the server crashes mid-call, and starts it again for the next call', async () => {
@@ -159,7 +162,7 @@ describe('MCP servers as tools (stdio)', () => {
     expect(first).toContain('The MCP server "mute" is not available');
     expect(first).toContain('The MCP server "gone" is not available');
     expect(m.calls[1]!.request.messages.slice(-2).map((msg) => msg.content).join('\n')).not.toContain('is not available');
-    await expect.poll(() => [...serverProcesses(dir), ...serverProcesses(silent), ...serverProcesses(broken)].filter((p) => p.alive), { timeout: 5_000 }).toEqual([]);
+    await expect.poll(() => [...serverProcesses(dir, 'proc-'), ...serverProcesses(silent, 'proc-'), ...serverProcesses(broken, 'proc-')].filter((p) => p.alive), { timeout: 5_000 }).toEqual([]);
   });
 });
 
@@ -252,9 +255,11 @@ describe('MCP servers as tools (Streamable HTTP)', () => {
 });
 
 describe('MCP server configuration', () => {
-  it('reads the README\'s agent file example as documented', () => {
-    const readme = readFileSync(resolve(import.meta.dirname, '..', '..', 'README.md'), 'utf8');
-    const example = /## MCP: servers as tools[\s\S]*?```yaml\n([\s\S]*?)```/.exec(readme)![1]!;
+  it('reads the manual\'s agent file example as documented', () => {
+    // the how-to page on MCP (docs/how-to/mcp.md), or the README where the manual was one file
+    const root = resolve(import.meta.dirname, '..', '..');
+    const page = existsSync(join(root, 'docs', 'how-to', 'mcp.md')) ? readFileSync(join(root, 'docs', 'how-to', 'mcp.md'), 'utf8') : readFileSync(join(root, 'README.md'), 'utf8');
+    const example = /## (?:MCP: servers as tools|An agent's MCP servers)[\s\S]*?```yaml\n([\s\S]*?)```/.exec(page)![1]!;
     const registry = new AgentRegistry(['read_file', 'a2a_subtask_complete']);
     registry.addFile(`${example}\nResearch.\n`, 'README example', 'user');
     const servers = registry.get('researcher-plus').mcpServers!;

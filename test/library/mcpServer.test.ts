@@ -169,10 +169,10 @@ describe('a2a mcp refuses what a client must not do', () => {
       expect(textOf(configured)).toMatch(/plan: "config" and "script" are not taken over MCP/);
       expect(existsSync(join(dir, '.a2a'))).toBe(false);
 
-      // a request line no URL parser takes, with the right token: a 400, and the server goes on
+      // a request line no URL parser takes, with the right token and Host: a 400, and the server goes on
       const port = Number(new URL(served.url).port);
       const reply = await new Promise<string>((resolve) => {
-        const socket = connect(port, '127.0.0.1', () => socket.write('GET http://[ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer a-token-of-twenty-chars\r\n\r\n'));
+        const socket = connect(port, '127.0.0.1', () => socket.write(`GET http://[ HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\nAuthorization: Bearer a-token-of-twenty-chars\r\n\r\n`));
         let got = '';
         socket.on('data', (d) => (got += d.toString()));
         socket.on('close', () => resolve(got));

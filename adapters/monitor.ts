@@ -12,6 +12,9 @@
  *   carries one, else the smallest gap seen between two of its heartbeats, else `defaultHeartbeatMs`
  *   (the hosts' default, 2 s). A host whose last heartbeat said `draining` and then fell silent has
  *   left (`gone`) rather than been lost.
+ * - **A2A tasks**: per run, the task `a2a serve --a2a` serves in it and the tasks its sessions
+ *   delegated to remote A2A agents (actors/observation/a2aView.ts), each with its state; a delegated
+ *   session's node names its remote task.
  * - **Metrics** (seed 004): completion rate (successful or partial results of the settled sessions),
  *   execution time (placed or spawned → result), queue latency (spawn request → placed on a host:
  *   both times are the owner's clock), error rates by type, agent availability (live hosts and free
@@ -21,6 +24,7 @@ import { z } from 'zod';
 import { HostHeartbeat, RunEvent } from '../machines/protocol/index.js';
 import { formatElapsed, oneLine, RunView, type NodeView } from '../actors/observation/runView.js';
 import { factKey } from '../actors/observation/events.js';
+import { A2AView, type DelegatedTaskView, type ServedTaskView } from '../actors/observation/a2aView.js';
 import { palette, renderTree } from './terminal.js';
 
 /** A heartbeat as received: the protocol's, plus an interval if the host says it. */
@@ -67,6 +71,8 @@ export interface TreeNode {
   restored: number;
   elapsedMs: number;
   queueLatencyMs: number | null;
+  /** The remote A2A task this session delegated (its agent is a remote A2A agent). */
+  remoteTask?: { url: string; taskId: string; state: string };
   children: TreeNode[];
 }
 
@@ -79,6 +85,8 @@ export interface RunMonitorView {
   /** The processes it spans: those that published its events and the hosts its sessions were placed on. */
   processes: string[];
   tree: TreeNode[];
+  /** Its A2A tasks: the one it serves (a2a serve --a2a) and those its sessions delegated. */
+  a2a: { served: ServedTaskView[]; delegated: DelegatedTaskView[] };
 }
 
 export interface Stats {
@@ -163,6 +171,7 @@ interface RunRecord {
    * sends an event again after a lost acknowledgement) is one call, and a failed one one failure.
    */
   toolCalls: Set<string>;
+  a2a: A2AView;
 }
 
 const FINAL = new Set(['success', 'partial', 'failed', 'timeout', 'cancelled']);
@@ -220,6 +229,7 @@ export class MonitorState {
     const run = this.#run(event.runId);
     if (event.origin) run.processes.add(event.origin);
     run.view.apply(event);
+    run.a2a.apply(event);
     const id = event.subTaskId;
     const session = id ? run.sessions.get(id) : undefined;
     switch (event.type) {
@@ -343,7 +353,7 @@ export class MonitorState {
   #run(runId: string): RunRecord {
     let run = this.#runs.get(runId);
     if (!run) {
-      run = { view: new RunView(), sessions: new Map(), processes: new Set(), toolCalls: new Set() };
+      run = { view: new RunView(), sessions: new Map(), processes: new Set(), toolCalls: new Set(), a2a: new A2AView() };
       this.#runs.set(runId, run);
     }
     return run;
@@ -406,6 +416,7 @@ export class MonitorState {
         restored: s?.restored ?? 0,
         elapsedMs: Math.max(0, (n.endedAt ?? now) - n.startedAt),
         queueLatencyMs: s?.placedAt != null ? s.placedAt - s.spawnedAt : null,
+        ...remoteTaskOf(run.a2a, n.id),
         children: n.children.map((c) => run.view.nodes.get(c)).filter((c): c is NodeView => !!c).map(node),
       };
     };
@@ -417,7 +428,13 @@ export class MonitorState {
       sessions: run.sessions.size,
       processes: [...new Set([...run.processes, ...[...run.sessions.values()].flatMap((s) => (s.host ? [s.host] : []))])].sort(),
       tree: run.view.roots.map((r) => run.view.nodes.get(r)).filter((n): n is NodeView => !!n).map(node),
+      a2a: { served: [...run.a2a.served.values()], delegated: [...run.a2a.delegated.values()] },
     };
+  }
+
+  /** A run's A2A tasks (see A2AView). */
+  a2a(runId: string): A2AView | undefined {
+    return this.#runs.get(runId)?.a2a;
   }
 
   #metrics(hosts: HostView[]): MonitorMetrics {
@@ -457,6 +474,11 @@ export class MonitorState {
       hosts: { alive: hosts.filter((h) => h.alive).length, lost: hosts.filter((h) => h.state === 'lost').length, gone: hosts.filter((h) => h.state === 'gone').length },
     };
   }
+}
+
+function remoteTaskOf(a2a: A2AView, sessionId: string): { remoteTask?: TreeNode['remoteTask'] } {
+  const t = a2a.delegatedBy(sessionId);
+  return t ? { remoteTask: { url: t.url, taskId: t.taskId, state: t.state } } : {};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -501,11 +523,21 @@ export function renderMonitor(state: MonitorState, now: number, options: RenderO
     const view = state.view(run.runId)!;
     lines.push('');
     lines.push(p.bold(`run ${run.runId}`) + p.dim(`  ${run.sessions} session(s) on ${run.processes.join(', ') || '?'}`));
+    const a2a = state.a2a(run.runId);
     const host = (node: NodeView) => {
       const where = state.hostOf(run.runId, node.id);
-      return where ? p.cyan(`@${where}`) : p.dim('@?');
+      // a session that delegated to a remote A2A agent: its remote task beside it
+      const remote = a2a?.delegatedBy(node.id);
+      return `${where ? p.cyan(`@${where}`) : p.dim('@?')}${remote ? ` ⇄ ${remote.taskId.slice(0, 8)} ${remote.state}` : ''}`;
     };
     lines.push(...renderTree(view, now, p, host));
+    // its A2A tasks: the one served, and each delegated one with the session that sent it
+    for (const t of run.a2a.served) {
+      lines.push(`  ${p.cyan('⇄')} A2A task ${t.taskId} ${t.state}${t.owner ? ` · client ${t.owner}` : ''} · @${t.agent} · context ${t.contextId} · ${t.messages.length} message(s)`);
+    }
+    for (const t of run.a2a.delegated) {
+      lines.push(`  ${p.cyan('⇄')} ${t.sessionId} → ${t.url}: remote task ${t.taskId} ${t.state}${t.error ? p.dim(` (${oneLine(t.error, 60)})`) : ''}`);
+    }
   }
   const m = snap.metrics;
   lines.push('');

@@ -35,6 +35,14 @@ function statusColour(p: Palette, status: string): string {
   return p.cyan(status);
 }
 
+/** An A2A task's state, coloured as a session's status is. */
+function a2aState(p: Palette, state: string): string {
+  if (state === 'completed') return p.green(state);
+  if (state === 'failed' || state === 'canceled' || state === 'rejected') return p.red(state);
+  if (state === 'input-required' || state === 'auth-required') return p.yellow(state);
+  return p.cyan(state);
+}
+
 /** A log line for the events a human wants to read, or null. */
 export function describeEvent(event: RunEvent, p: Palette = palette(false)): string | null {
   const who = event.subTaskId ?? '';
@@ -121,6 +129,18 @@ export function describeEvent(event: RunEvent, p: Palette = palette(false)): str
       return `${p.cyan('↻')} ${who} switched to model ${String(d.to)} by ${String(d.by)}`;
     case 'run.stopped':
       return `${p.yellow('■')} stopping: ${String(d.reason ?? '')}`;
+    case 'a2a.served': {
+      // a line per change of the served task's state (and the client's messages)
+      const owner = d.owner ? ` (client ${String(d.owner)})` : '';
+      const text = d.text ? `: ${oneLine(String(d.text), 80)}` : '';
+      if (d.direction === 'in' && d.state === 'submitted' && !d.from) return `${p.cyan('⇄')} A2A task ${String(d.taskId)} received${owner} for @${String(d.agent)}${text}`;
+      if (d.from) return `${p.cyan('⇄')} A2A task ${String(d.taskId)} ${String(d.from)} → ${a2aState(p, String(d.state))}${owner}${text}`;
+      return d.direction === 'in' ? `${p.cyan('⇄')} A2A task ${String(d.taskId)}: the client says${text}` : null;
+    }
+    case 'a2a.delegated': {
+      const why = d.error ? `: ${oneLine(String(d.error), 90)}` : d.message ? `: ${oneLine(String(d.message), 70)}` : '';
+      return `${p.cyan('⇄')} ${who} → ${String(d.url)}: remote task ${String(d.taskId)} ${d.from ? `${String(d.from)} → ` : ''}${a2aState(p, String(d.state))}${why}`;
+    }
     case 'run.resumed':
       if (d.restarted) return `${p.bold('▶')} run ${event.runId} started again: ${String(d.reason ?? '')}`;
       return `${p.bold('▶')} run ${event.runId} resumed from its checkpoint (${(d.replayed as unknown[] | undefined)?.length ?? 0} message(s) replayed from the journal)`;

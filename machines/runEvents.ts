@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import type { RunSummary } from './orchestrator.machine.js';
 import {
+  A2ATaskState,
   ArtifactStatus,
   ArtifactType,
   DiffStats,
@@ -67,13 +68,16 @@ export const RUN_EVENT_DATA = {
     text: z.string().optional(),
     /** The tool names called, in order. */
     toolCalls: z.array(z.string()),
-    /** The same calls with their ids and arguments (JSON, clipped to 2,000 characters), for transcripts. */
+    /** The same calls with their ids and arguments (JSON, up to 100,000 characters), for transcripts. */
     calls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.string() })).optional(),
     ...Usage,
     discarded: z.literal(true).optional(),
     reason: z.string().optional(),
     /** The call's id (a reply given back from the effect journal after a restore is told once). */
     replyId: z.string().optional(),
+    /** The model that answered (its provider's name) and the profile it came from. */
+    model: z.string().optional(),
+    profile: z.string().optional(),
     /** A call that summarized the conversation to fit the model's window (priced and told on its own, before the call it made room for). */
     summary: z.literal(true).optional(),
   }),
@@ -121,7 +125,17 @@ export const RUN_EVENT_DATA = {
   'circuit.open': data({ failures: z.number() }),
   'stuck.detected': data({ reason: z.string() }),
   warning: data({ message: z.string(), sandbox: z.literal('none').optional(), summarized: z.boolean().optional(), overflow: z.literal(true).optional(), before: z.number().optional(), after: z.number().optional() }),
-  'mcp.connected': data({ server: z.string(), tools: z.number(), ms: z.number(), restart: z.number().optional() }),
+  'mcp.connected': data({
+    server: z.string(),
+    tools: z.number(),
+    ms: z.number(),
+    restart: z.number().optional(),
+    /** The protocol revision agreed (`2026-07-28`, or an earlier one after `initialize`). */
+    protocolVersion: z.string().optional(),
+    /** What else the server offers as tools: its resources, its prompts. */
+    resources: z.boolean().optional(),
+    prompts: z.boolean().optional(),
+  }),
   'mcp.failed': data({ server: z.string(), phase: z.enum(['start', 'died', 'timeout', 'refused']), error: z.string(), tool: z.string().optional() }),
   'effect.in_doubt': data({
     tool: z.string(),
@@ -132,8 +146,47 @@ export const RUN_EVENT_DATA = {
     /** `reported`: the model was told the outcome is unknown; `asked`: a person decides whether it runs again. */
     handling: z.enum(['reported', 'asked']),
   }),
+  'mcp.elicitation.asked': data({ server: z.string(), tool: z.string(), message: z.string(), requestedSchema: z.record(z.string(), z.unknown()), tier: z.enum(['auto_approve', 'ask_user', 'auto_deny']).optional(), attempt: z.number().optional() }),
+  'mcp.elicitation.answered': data({
+    server: z.string(),
+    tool: z.string(),
+    action: z.enum(['accept', 'decline', 'cancel']),
+    /** Who answered: a person, a parent or the orchestrator by policy, the server's defaults, the timeout, or a2a itself (a question it could not ask). */
+    by: z.string(),
+    reason: z.string().optional(),
+    /** The accepted content's field names (their values are not logged). */
+    fields: z.array(z.string()).optional(),
+  }),
+  'mcp.progress': data({ server: z.string(), tool: z.string(), callId: z.string().optional(), progress: z.number(), total: z.number().optional(), message: z.string().optional(), skipped: z.number().optional() }),
   'mcp.called': data({ server: z.string(), tool: z.string(), isError: z.boolean(), ms: z.number(), cancelled: z.literal(true).optional(), error: z.string().optional(), callId: z.string().optional() }),
   'artifact.created': data({ artifactId: z.string(), artifactType: ArtifactType, version: z.number(), status: ArtifactStatus, producer: z.string(), producerRole: z.string(), brief: z.string(), files: z.number() }),
+  'a2a.served': data({
+    taskId: z.string(),
+    contextId: z.string(),
+    state: A2ATaskState,
+    /** The state before, when this event changed it. */
+    from: A2ATaskState.optional(),
+    /** The agent type the task's skill named. */
+    agent: z.string(),
+    /** The named client that owns the task (a2a serve's A2A_SERVE_TOKENS). */
+    owner: z.string().optional(),
+    /** A message of the task: the client's (`in`) or the status the server sent (`out`), clipped and redacted. */
+    direction: z.enum(['in', 'out']).optional(),
+    text: z.string().optional(),
+  }),
+  'a2a.delegated': data({
+    /** The remote agent's URL (its card, or the server's base URL), without credentials. */
+    url: z.string(),
+    taskId: z.string(),
+    contextId: z.string(),
+    state: A2ATaskState,
+    /** The state the delegating session last knew, when this event changed it. */
+    from: z.string().optional(),
+    /** The remote agent's latest status text. */
+    message: z.string().optional(),
+    /** Why a2a gave the remote task up (cancelled it, or could not follow it). */
+    error: z.string().optional(),
+  }),
   'artifact.updated': data({ artifactId: z.string(), artifactType: ArtifactType, version: z.number(), status: ArtifactStatus, producer: z.string(), producerRole: z.string(), brief: z.string(), files: z.number() }),
   'task.completed': data({
     state: z.enum(['succeeded', 'failed', 'cancelled']),

@@ -3,8 +3,9 @@
  * stream, costs and budgets, OpenTelemetry traces that mirror the actor tree, and the run's live
  * tree and status rebuilt from events alone.
  *
- * cost.ts, events.ts, observe.ts, runStatus.ts, runView.ts, tracing.ts
+ * a2aView.ts, cost.ts, events.ts, observe.ts, runStatus.ts, runView.ts, tracing.ts
  */
+export * from './a2aView.js';
 export * from './cost.js';
 export * from './events.js';
 export * from './observe.js';

@@ -364,6 +364,8 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     reply: checked,
     consumedInbox: input.inbox.length,
     consumedUpTo: input.upTo,
+    model: resolved.requestModel ?? resolved.name,
+    profile: resolved.profile,
     ...(compacted ? { compacted } : {}),
     ...(deps.costs ? { costUsd } : {}),
   };
@@ -509,6 +511,8 @@ export function runTool(
     artifacts: deps.artifacts ?? null,
     external: deps.external ?? null,
     idempotencyKey: key ?? idempotencyKey(input.spec.correlation.runId, input.spec.id, input.call.id, input.epoch),
+    ...(session ? { session } : {}),
+    events: deps.events,
   });
   if (!span) return running;
   running.then(

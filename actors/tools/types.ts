@@ -1,6 +1,6 @@
 /** What a tool is, and what it may use while it runs. */
 import type { z } from 'zod';
-import type { Clock, CommandRunner, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
+import type { Clock, CommandRunner, EventSink, FamilyView, PermissionAnswer, PermissionAsk, ToolOutcome } from '../../machines/ports.js';
 import type { SessionSpec, TaskUpdate, ToolCall, ToolSpec } from '../../machines/protocol/index.js';
 import type { AgentDefinition, AgentRegistry } from '../config/registry.js';
 import type { ArtifactStore } from '../organiser/artifacts.js';
@@ -24,6 +24,12 @@ export interface IdGenerator {
 }
 
 export type { PermissionAnswer, PermissionAsk } from '../../machines/ports.js';
+
+/** A session actor as a tool may watch it (ToolContext.session). */
+export interface WatchedSession {
+  subscribe(observer: { complete?(): void; error?(e: unknown): void }): { unsubscribe(): void };
+  getSnapshot(): { status: string };
+}
 
 /** Files sibling sub-tasks declared (`targetFiles`) and hold while they run. */
 export interface FileLocks {
@@ -79,6 +85,14 @@ export interface ToolContext {
   artifacts?: ((runId: string) => ArtifactStore) | null;
   /** Tools from the agent's MCP servers (absent: an `mcp__` call is an unknown tool). */
   external?: ExternalTools | null;
+  /**
+   * The calling session, to watch for its end: a tool that leaves something open past its call
+   * (a delegated A2A task waiting for the parent's answer) closes it when the session ends
+   * (`status` done or error), not when it is only stopped (`stopped`: a copy its host let go).
+   */
+  session?: WatchedSession;
+  /** The run's events, for what a tool tells about its session (absent: nobody listens). */
+  events?: EventSink;
   /**
    * The call's key outside the run: the same for this call across restores and hosts (run,
    * session, call id). Given to custom tools and MCP servers, so that a repeat can be recognised.

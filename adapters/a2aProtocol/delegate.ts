@@ -14,7 +14,11 @@
  *   `remote_agent_delegation` permission before the first send (the matrix, default ask_user), and
  *   returns after each step of the remote task. Its results are in the conversation, so a session
  *   restored elsewhere picks the remote task up again (resubscribe) instead of sending it twice.
- *   A cancelled session aborts the tool's signal, which sends CancelTask.
+ *   A session that ends (cancelled with its parent, timed out, failed) while the tool follows the
+ *   task aborts the tool's signal, which sends CancelTask; one that ends while it runs no tool
+ *   (idle, waiting for its parent's answer to the remote agent's question) is watched from the
+ *   call that left the task open (`leaveOpen`), which sends it then. Each change of the remote
+ *   task's state is an `a2a.delegated` run event (the studio's A2A view, the monitor's lines).
  */
 import { createHash } from 'node:crypto';
 import type { StreamResponse } from '@a2a-js/sdk';
@@ -23,7 +27,8 @@ import { z } from 'zod';
 import type { Model, ModelRequest } from '../../machines/ports.js';
 import type { ChatMessage, ModelReply, ToolCall } from '../../machines/protocol/index.js';
 import { A2AError } from '../../actors/errors.js';
-import { secrets } from '../../actors/config/secrets.js';
+import { redactText, secrets } from '../../actors/config/secrets.js';
+import { correlationOf } from '../../actors/observation/events.js';
 import type { ToolContext, ToolDefinition } from '../../actors/tools/index.js';
 import { errorText } from '../../machines/errorText.js';
 import { messagesIn } from '../../actors/session/prompts.js';
@@ -48,6 +53,8 @@ const RemoteArgs = z.strictObject({
   text: z.string().max(200_000).optional(),
   /** When the remote task must be over (ms since the epoch), set by the first send. */
   deadline: z.number().int().optional(),
+  /** Where the remote task stood when the driver last saw it (the run hears of a change). */
+  state: z.string().max(40).optional(),
 });
 type RemoteArgs = z.infer<typeof RemoteArgs>;
 
@@ -142,15 +149,22 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       const definition = ctx.registry.get(ctx.spec.agent.agentName);
       const remote = definition.remote;
       if (!remote) throw new A2AError('TOOL_NOT_ALLOWED', `@${ctx.spec.agent.agentName} is not a remote A2A agent (its file has no "remote:"); ${REMOTE_TOOL} is for remote agents only.`);
+      // this call follows the remote task from here: the watch a call before it left goes
+      left.get(wireKey(ctx))?.();
       const a2a = await a2aClient();
       const { clientFor, emptyView, foldTask, TERMINAL, userMessage } = a2a;
       const timeoutMs = remote.timeoutMs ?? DEFAULT_TIMEOUT_MS;
       let deadline = args.deadline ?? 0;
       const view = emptyView(args.taskId ?? '', args.contextId ?? '');
-      const result = (error?: string): { isError: boolean; content: string } => ({
-        isError: false,
-        content: JSON.stringify({ remote: { ...view, deadline, ...(error ? { state: view.state === 'canceled' ? 'canceled' : 'failed', error } : {}) } }),
-      });
+      let client: Client | undefined;
+      const result = (error?: string): { isError: boolean; content: string } => {
+        const state = error ? (view.state === 'canceled' ? 'canceled' : 'failed') : view.state;
+        // the run hears where the remote task stands now (a2a.delegated), and a task still open
+        // when the call returns is cancelled if the session ends before another call follows it
+        if (view.taskId) tell(ctx, remote.url, view, args.state, error ? { state, error } : {});
+        if (!error && client && view.taskId && !TERMINAL.has(view.state)) leaveOpen(ctx, remote.url, client, view);
+        return { isError: false, content: JSON.stringify({ remote: { ...view, deadline, ...(error ? { state, error } : {}) } }) };
+      };
       if (args.action === 'send') {
         const answer = await ctx.permit({ action: 'remote_agent_delegation', detail: `send to ${remote.url}: ${clip(ctx.spec.prompt, 300)}` });
         if (!answer.approved) {
@@ -161,34 +175,45 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       // the remote task's time starts when it is sent (not while a person decided)
       if (!deadline) deadline = ctx.clock.now() + timeoutMs;
       const token = tokenOf(ctx, remote, options.secretsFile, a2a);
-      let client: Client;
       try {
         client = await clientFor(remote.url, token);
       } catch (e) {
         return result(`the remote agent at ${remote.url} could not be reached: ${errorText(e)}`);
       }
-      const left = deadline - ctx.clock.now();
-      if (left <= 0) return cancelled(client, view, ctx, result, `the remote agent did not finish within ${Math.round(timeoutMs / 1000)} s (remote.timeoutMs); its task was cancelled`);
+      const reached = client;
+      const remaining = deadline - ctx.clock.now();
+      if (remaining <= 0) return cancelled(reached, view, ctx, result, `the remote agent did not finish within ${Math.round(timeoutMs / 1000)} s (remote.timeoutMs); its task was cancelled`);
       const abort = new AbortController();
-      const onAbort = () => abort.abort();
+      // the session ended while the tool follows the task: the run hears at once that the task is
+      // cancelled with it (before the run's own end; the CancelTask goes out as the call unwinds)
+      let told = false;
+      const cancelledWith = () => {
+        if (told || !view.taskId || letGo(ctx)) return;
+        told = true;
+        tell(ctx, remote.url, view, args.state, { state: 'canceled', error: `cancelled with session ${ctx.spec.id}: ${errorText(ctx.signal.reason)}` });
+      };
+      const onAbort = () => {
+        abort.abort();
+        cancelledWith();
+      };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       // a cancel that came while the tool was getting ready (the permission, the client) fired no event
       if (ctx.signal.aborted) abort.abort();
-      const overdue = setTimeout(() => abort.abort(), left);
+      const overdue = setTimeout(() => abort.abort(), remaining);
       const silenceMs = remote.silenceMs ?? DEFAULT_SILENCE_MS;
       // the remote agent's spans join this run's trace (W3C traceparent on every request)
       const trace = callHeaders(ctx.spec.correlation.runId, ctx.spec.id);
       const open = (action: RemoteArgs['action'], attempt: AbortController): AsyncGenerator<StreamResponse> => {
         const call = { signal: AbortSignal.any([abort.signal, attempt.signal]), ...(trace ? { serviceParameters: trace } : {}) };
-        if (action === 'wait') return client.resubscribeTask({ tenant: '', id: view.taskId }, call);
+        if (action === 'wait') return reached.resubscribeTask({ tenant: '', id: view.taskId }, call);
         const text = action === 'send' ? taskText(ctx) : (args.text ?? '');
         // the call's idempotency key names the message: sent again after a restore, the server keeps the first
         const messageId = ctx.idempotencyKey ? `a2a-${createHash('sha256').update(`${ctx.idempotencyKey}:${action}`).digest('hex').slice(0, 32)}` : undefined;
-        return client.sendMessageStream({ tenant: '', message: userMessage(text, action === 'reply' ? { taskId: view.taskId, contextId: view.contextId } : {}, messageId), configuration: undefined, metadata: undefined }, call);
+        return reached.sendMessageStream({ tenant: '', message: userMessage(text, action === 'reply' ? { taskId: view.taskId, contextId: view.contextId } : {}, messageId), configuration: undefined, metadata: undefined }, call);
       };
       // where the task stands now: a task that ended (or asks) while nobody followed it cannot be subscribed to
       const settled = async (): Promise<boolean> => {
-        foldTask(view, await client.getTask({ tenant: '', id: view.taskId }, { signal: abort.signal, ...(trace ? { serviceParameters: trace } : {}) }));
+        foldTask(view, await reached.getTask({ tenant: '', id: view.taskId }, { signal: abort.signal, ...(trace ? { serviceParameters: trace } : {}) }));
         return TERMINAL.has(view.state) || view.state === 'input-required' || view.state === 'auth-required';
       };
       try {
@@ -204,20 +229,28 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
             broke = `the remote agent's stream ended while its task was ${view.state}`;
           } catch (e) {
             if (ctx.signal.aborted) throw e;
-            if (abort.signal.aborted) return cancelled(client, view, ctx, result, `the remote agent did not finish within ${Math.round(timeoutMs / 1000)} s (remote.timeoutMs); its task was cancelled`);
+            if (abort.signal.aborted) return cancelled(reached, view, ctx, result, `the remote agent did not finish within ${Math.round(timeoutMs / 1000)} s (remote.timeoutMs); its task was cancelled`);
             broke = `the remote agent's stream broke: ${errorText(e)}`;
           }
           // follow it once more from where it stands (a dropped connection), then give up, and
           // tell the server so (the task would otherwise go on for nobody)
           if (retried || !view.taskId) {
-            if (view.taskId) await cancelRemote(client, view.taskId);
+            if (view.taskId) {
+              await cancelRemote(reached, view.taskId);
+              view.state = 'canceled';
+            }
             return result(broke);
           }
           retried = true;
           action = 'wait';
         }
       } catch (e) {
-        if (ctx.signal.aborted && view.taskId) await cancelRemote(client, view.taskId);
+        // the session ended (cancelled, failed, timed out) while it followed the task: the task ends
+        // too; a copy of the session its host let go (stopped: it goes on on another host) leaves it
+        if (ctx.signal.aborted && view.taskId && !letGo(ctx)) {
+          cancelledWith();
+          await cancelRemote(reached, view.taskId);
+        }
         throw e;
       } finally {
         clearTimeout(overdue);
@@ -225,6 +258,85 @@ export function remoteAgentTool(options: RemoteToolOptions = {}): ToolDefinition
       }
     },
   };
+}
+
+/** The key of a session's open remote task in `left`. */
+const wireKey = (ctx: ToolContext) => `${ctx.spec.correlation.runId}.${ctx.spec.id}`;
+
+/**
+ * Remote tasks still open when their call returned (the session waits, idle, for its parent's
+ * answer to the remote agent's question; or it is between two calls), by session: each is
+ * cancelled when its session ends before another call takes it over. A session that waits runs no
+ * tool, so no signal of a call would tell; the session itself is watched (ToolContext.session).
+ * The values let go of the watch. A session restored in another process (a resume, a host taking
+ * it over) is watched there once its driver calls the tool again.
+ */
+const left = new Map<string, () => void>();
+
+/** The session is only stopped, not ended: a copy its host let go (it goes on elsewhere), or a process closing. */
+const letGo = (ctx: ToolContext) => ctx.session?.getSnapshot().status === 'stopped';
+
+function leaveOpen(ctx: ToolContext, url: string, client: Client, view: RemoteView): void {
+  const session = ctx.session;
+  if (!session) return;
+  const key = wireKey(ctx);
+  const open = { ...view };
+  let over = false;
+  let watch: { unsubscribe(): void } | null = null;
+  const release = () => {
+    over = true;
+    watch?.unsubscribe();
+    if (left.get(key) === release) left.delete(key);
+  };
+  const ended = () => {
+    if (over) return;
+    release();
+    if (session.getSnapshot().status === 'stopped') return;
+    // told now, while the run still takes events (the cancel's answer may come after the run's end)
+    tell(ctx, url, open, open.state, { state: 'canceled', error: `cancelled: session ${ctx.spec.id} ended while the remote task was ${open.state}` });
+    void cancelRemote(client, open.taskId);
+  };
+  left.get(key)?.();
+  left.set(key, release);
+  watch = session.subscribe({ complete: ended, error: ended });
+  // ended already (while the call returned): subscribe said so at once, or says nothing more
+  if (session.getSnapshot().status !== 'active') ended();
+}
+
+/**
+ * Tells the run where a delegated task stands (`a2a.delegated`, with the session's correlation):
+ * once per state it reaches (`from`: the state the driver last knew), with its status text.
+ */
+function tell(ctx: ToolContext, url: string, view: RemoteView, from: string | undefined, end: { state?: string; error?: string }): void {
+  const events = ctx.events;
+  if (!events || events.listening === false) return;
+  const state = end.state ?? view.state;
+  if (state === from && !end.error) return;
+  events.emit({
+    type: 'a2a.delegated',
+    ...correlationOf(ctx.spec),
+    data: {
+      url: withoutCredentials(url),
+      taskId: view.taskId,
+      contextId: view.contextId,
+      state,
+      ...(from ? { from } : {}),
+      ...(view.status ? { message: clip(redactText(view.status), 500) } : {}),
+      ...(end.error ? { error: clip(redactText(end.error), 500) } : {}),
+    },
+  });
+}
+
+/** A URL as shown in the run's events: no user name or password in it. */
+function withoutCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.href;
+  } catch {
+    return url;
+  }
 }
 
 async function cancelRemote(client: Client, taskId: string): Promise<void> {
@@ -298,7 +410,7 @@ export class RemoteAgentDriver implements Model {
     }
     const r = found.result;
     const state = r.state as RemoteState;
-    const ids = { taskId: r.taskId, contextId: r.contextId, deadline: r.deadline };
+    const ids = { taskId: r.taskId, contextId: r.contextId, deadline: r.deadline, state: r.state };
     if (state === 'completed') {
       return reply(`The remote agent completed task ${r.taskId}.`, [call(`remote-${n}`, 'a2a_subtask_complete', { status: 'success', output: output(r) })]);
     }

@@ -48,9 +48,9 @@ import { dirname, join, resolve } from 'node:path';
 import type { A2AServedEvent, A2AServedTask, RunEvent } from '../../machines/protocol/index.js';
 import { errorText } from '../../machines/errorText.js';
 import { redactText } from '../../actors/config/secrets.js';
-import { startRun, type Run, type RunRequest } from '../assembly/library.js';
+import { recordRunEvent, startRun, type Run, type RunRequest } from '../assembly/library.js';
 import { traceHeadersOf } from '../../actors/observation/tracing.js';
-import { partsText, textPart } from './client.js';
+import { partsText, stateName, textPart } from './client.js';
 import { applyEvent, callerOf, visibleTo, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
 import { configuration, transportStage } from '../assembly/stages.js';
 
@@ -225,6 +225,9 @@ export class RuntimeExecutor implements AgentExecutor {
 
   #status(held: Held, state: TaskState, text: string | null, metadata?: Record<string, unknown>): void {
     const task = held.task;
+    const before = task.status?.state;
+    // a task that ended says nothing more (#publish), in its run's log neither
+    const live = this.#held.get(task.id) === held;
     const data: TaskStatusUpdateEvent = {
       taskId: task.id,
       contextId: task.contextId,
@@ -232,10 +235,42 @@ export class RuntimeExecutor implements AgentExecutor {
       metadata: metadata ? { ...metadata } : undefined,
     };
     this.#publish(held, AgentEvent.statusUpdate(data));
+    if (live) this.#tell(held, state, before, 'out', text);
+  }
+
+  /**
+   * The task in its run's log (`a2a.served`): each change of its state, each message in (the
+   * client's) and out (a status, a result), so that the studio and the monitors show it. A task
+   * without a run yet (or any more) has no log to tell.
+   */
+  #tell(held: Held, state: TaskState, before: TaskState | undefined, direction: 'in' | 'out', text: string | null): void {
+    const run = held.run;
+    if (!run) return;
+    const task = held.task;
+    try {
+      recordRunEvent(run, {
+        type: 'a2a.served',
+        planId: run.planId,
+        data: {
+          taskId: task.id,
+          contextId: task.contextId,
+          state: stateName(state),
+          ...(before !== undefined && before !== state ? { from: stateName(before) } : {}),
+          agent: held.record.agent,
+          ...(held.record.owner ? { owner: held.record.owner } : {}),
+          direction,
+          ...(text ? { text: clip(redactText(text), 1000) } : {}),
+        },
+      });
+    } catch (e) {
+      // a run that has closed its log (it failed) takes nothing more: the task's own record has it all
+      this.#notify(`a2a serve: task ${task.id}: its run did not take an event: ${errorText(e)}`);
+    }
   }
 
   #artifact(held: Held, artifact: Omit<Artifact, 'metadata' | 'extensions' | 'description'> & { description?: string }): void {
     const task = held.task;
+    if (this.#held.get(task.id) !== held) return;
     this.#publish(
       held,
       AgentEvent.artifactUpdate({
@@ -247,6 +282,8 @@ export class RuntimeExecutor implements AgentExecutor {
         metadata: undefined,
       }),
     );
+    const state = held.task.status?.state ?? TaskState.TASK_STATE_WORKING;
+    this.#tell(held, state, state, 'out', `${artifact.name ?? artifact.artifactId}: ${partsText(artifact.parts)}`);
   }
 
   #until(held: Held): Promise<void> {
@@ -261,6 +298,7 @@ export class RuntimeExecutor implements AgentExecutor {
       if (!found.task.history.some((m) => m.messageId === request.userMessage.messageId)) {
         found.task.history.push(request.userMessage);
         this.#flush(found);
+        this.#tell(found, found.task.status?.state ?? TaskState.TASK_STATE_WORKING, undefined, 'in', partsText(request.userMessage.parts));
       }
       // the client's message resumes a task that waited for it: WORKING first (the SDK ends a
       // stream whose task reads INPUT_REQUIRED, and this request's stream starts with the task)
@@ -356,6 +394,8 @@ export class RuntimeExecutor implements AgentExecutor {
       // the run id at once: it is what a restarted server resumes
       this.#flush(held);
       this.#bind(held, run);
+      // the client's message that started the task, then its first change of state, in the run's log
+      this.#tell(held, TaskState.TASK_STATE_SUBMITTED, undefined, 'in', text);
       this.#status(held, TaskState.TASK_STATE_WORKING, `run ${run.id} started: @${agent} works on it`);
       await waiting;
     }

@@ -100,13 +100,25 @@ export async function startRun(request: RunRequest): Promise<Run> {
   return runHandle(launched);
 }
 
+/** The run behind each handle, for a2a's own servers (recordRunEvent). */
+const launchedOf = new WeakMap<Run, LaunchedRun>();
+
+/**
+ * For a2a's own servers, not the package's API (index.ts does not export it): an event about a
+ * run from the program that started it (`a2a serve --a2a`'s A2A tasks), into the run's log, its
+ * display and its monitors, stamped like the run's own.
+ */
+export function recordRunEvent(run: Run, event: Omit<RunEvent, 'seq' | 'ts' | 'runId'>): void {
+  launchedOf.get(run)?.emit(event);
+}
+
 function runHandle(launched: LaunchedRun): Run {
   const control = (request: ControlRequest): string => {
     const reply = launched.control(request);
     if (!reply.ok) throw new A2AError('INVALID_STATE_TRANSITION', reply.error, { where: request.command });
     return reply.message;
   };
-  return {
+  const handle: Run = {
     id: launched.runId,
     planId: launched.planId,
     workspace: launched.workspace,
@@ -135,6 +147,8 @@ function runHandle(launched: LaunchedRun): Run {
     switchModel: (taskId, profile, by = 'code') => control({ command: 'switch_model', taskId, profile, by }),
     stop: (reason = 'stopped by the program') => launched.stop(reason),
   };
+  launchedOf.set(handle, launched);
+  return handle;
 }
 
 /** The events from now on, as an async iterator that ends after `run.finished` (or with the run). */

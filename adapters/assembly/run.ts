@@ -136,6 +136,8 @@ export interface LaunchedRun {
   readonly done: Promise<RunOutcome>;
   start(): void;
   subscribe(listener: (event: RunEvent) => void): () => void;
+  /** An event about the run from the program that started it (a2a serve's A2A tasks): into its log, display and monitors. */
+  emit(event: Omit<RunEvent, 'seq' | 'ts' | 'runId'>): void;
   /** Items waiting for a person. */
   pending(): HumanItem[];
   /** The same requests as `a2a inbox`, `a2a pause`, `a2a redirect` …: checked, then carried out. */

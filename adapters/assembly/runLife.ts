@@ -188,6 +188,7 @@ export class RunLife implements LaunchedRun {
     // a caller may hand these on detached (`onSignal(run.stop)`)
     this.start = this.start.bind(this);
     this.subscribe = this.subscribe.bind(this);
+    this.emit = this.emit.bind(this);
     this.pending = this.pending.bind(this);
     this.control = this.control.bind(this);
     this.stop = this.stop.bind(this);
@@ -212,6 +213,10 @@ export class RunLife implements LaunchedRun {
         this.#a.io.warn(`an event listener threw on ${e.type}: ${errorText(error)}`);
       }
     });
+  }
+
+  emit(event: Omit<RunEvent, 'seq' | 'ts' | 'runId'>): void {
+    this.#a.stored.bus.emit(event);
   }
 
   pending(): HumanItem[] {

@@ -13,6 +13,10 @@ import { JsonObject } from './common.js';
 /** An A2A task id or context id as this server makes them and accepts them from clients. */
 export const A2AProtocolId = z.string().regex(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/, 'letters, digits, ".", "_" and "-" (not first), at most 128');
 
+/** An A2A task's state as a2a writes it in its events (`input-required`; `unknown`: not known yet). */
+export const A2ATaskState = z.enum(['submitted', 'working', 'input-required', 'auth-required', 'completed', 'failed', 'canceled', 'rejected', 'unknown']);
+export type A2ATaskState = z.infer<typeof A2ATaskState>;
+
 /** One A2A event of a served task, numbered from 1 (its `seq` is the SSE event id a client resumes from). */
 export const A2AServedEvent = z.strictObject({
   seq: z.number().int().min(1),

@@ -73,12 +73,21 @@ export const RUN_EVENT_KINDS = {
   'workflow.completed': { audited: false, about: 'session' },
   'artifact.created': { audited: false, about: 'session' },
   'artifact.updated': { audited: false, about: 'session' },
+  /** A task `a2a serve --a2a` serves, in the run it started: a change of its state, a message in (the client's) or out (its status). */
+  'a2a.served': { audited: true, about: 'run' },
+  /** A task a session delegated to a remote A2A agent: a change of its state on that agent's server. */
+  'a2a.delegated': { audited: true, about: 'session' },
   'run.paused': { audited: false, about: 'session' },
   'run.unpaused': { audited: false, about: 'session' },
   /** An agent's MCP server: connected (its tools listed), failed (to start, died, timed out), a tool called. */
   'mcp.connected': { audited: true, about: 'session' },
   'mcp.failed': { audited: true, about: 'session' },
   'mcp.called': { audited: true, about: 'session' },
+  /** An MCP server asked for input during a call (elicitation), and how it was answered (accept, decline, cancel). */
+  'mcp.elicitation.asked': { audited: true, about: 'session' },
+  'mcp.elicitation.answered': { audited: true, about: 'session' },
+  /** A call's progress as its server reports it (at most one a second per call). */
+  'mcp.progress': { audited: false, about: 'session' },
   /** A restored session's tool call that had started and has no recorded result: not run again, its outcome unknown. */
   'effect.in_doubt': { audited: true, about: 'session' },
   'warning': { audited: false, about: 'session' },
@@ -128,7 +137,7 @@ export function auditFieldsOf(type: string): Array<keyof RunEvent> {
 
 /**
  * A record of the audit trail (`audit.jsonl`): a run event with the full context of what it is
- * about, as the README promises: the run and plan always; a task's operation its task; a
+ * about, as the docs promise: the run and plan always; a task's operation its task; a
  * session's operation (a spawn, a result, an update, a permission at any hop, a question, a
  * management act) its task, worker, sub-task, parent, depth and agent type.
  */

@@ -3,7 +3,9 @@
  * sub-task sends its task with the SDK's client to a server built with the SDK alone
  * (remoteServer.ts), or to another a2a (`serveA2A`), and reports exactly one result: success,
  * a question answered by the parent, failure, cancel, a server that dies mid-stream, a denied
- * permission, a token sent or refused.
+ * permission, a token sent or refused. The other a2a's task is cancelled when the delegating run
+ * stops, whether its sub-task follows the task (a tool call) or waits, idle, for its parent's
+ * answer to the task's question.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +15,8 @@ import { startRun, type Run } from '../../adapters/assembly/library.js';
 import { parseScript } from '../../adapters/model/scripted.js';
 import { tempDir } from '../helpers.js';
 import { waitFor } from '../nats/cluster.js';
-import { SERVE_SCRIPT } from './fixtures.js';
+import { TaskState } from '@a2a-js/sdk';
+import { clientOf, SERVE_SCRIPT } from './fixtures.js';
 import { remoteAgent, type RemoteAgent } from './remoteServer.js';
 
 const spawn = (prompt: string) => ({ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [{ agentType: '@translator', prompt, expectedOutput: 'the word' }] } });
@@ -32,6 +35,9 @@ const PARENT = parseScript(
       rule('greet', 'greet in German'),
       rule('hello', 'say hello in Python'),
       rule('which database', 'which database should the schema use', [answer('postgres')]),
+      // the parent never answers: the sub-task waits, idle, until the run is stopped
+      rule('unanswered', 'which database should the schema use'),
+      rule('forever', 'work forever'),
     ],
   },
   'the parent\'s script',
@@ -187,6 +193,43 @@ describe('a2a delegating to another a2a over A2A', () => {
       const asked = await delegate('which database', { url: served.url });
       expect(asked.statuses).toEqual(expect.arrayContaining([expect.stringMatching(/asks: Which database should I use\?/)]));
       expect(asked.result).toMatchObject({ status: 'success', output: expect.stringMatching(/schema for postgres/) });
+    } finally {
+      await served.close();
+    }
+  });
+
+  it.each([
+    { waits: 'idle, for the parent\'s answer to the served worker\'s question', word: 'unanswered', remote: 'input-required', session: 'idle', error: /session w-task\.1 ended while the remote task was input-required/ },
+    { waits: 'in its tool, following the served task', word: 'forever', remote: 'working', session: 'usingTools', error: /cancelled with session w-task\.1/ },
+  ])('cancels the served task when the delegating run stops while its sub-task waits $waits', async ({ word, remote, session, error }) => {
+    const served = await serveA2A({ workspace: tempDir('a2a-served-'), version: '1', agent: 'coder', notify: () => undefined, run: { scriptData: SERVE_SCRIPT } });
+    try {
+      const delegated: Array<Record<string, unknown>> = [];
+      const states: string[] = [];
+      const run = await startRun({
+        workspace: tempDir('a2a-delegate-'),
+        task: `delegate: ${word}`,
+        agent: '@architect',
+        store: 'memory',
+        notify: () => undefined,
+        scriptData: PARENT,
+        agents: [{ name: 'translator', description: 'another a2a', remote: { url: served.url } as never }],
+        settings: { permissions: { auto_approve: ['remote_agent_delegation'] } },
+        onEvent: (e) => {
+          if (e.type === 'a2a.delegated') delegated.push(e.data);
+          if (e.type === 'session.state' && e.subTaskId === 'w-task.1') states.push(String(e.data.state));
+        },
+      });
+      await waitFor(`the sub-task to be ${session} with the remote task ${remote}`, () => delegated.some((d) => d.state === remote) && states.at(-1) === session, 8_000);
+      const taskId = String(delegated.find((d) => d.state === remote)!.taskId);
+      run.stop('no longer needed');
+      expect((await run.done).status).toBe('cancelled');
+      // the served run stopped, and its task ended CANCELED
+      const client = await clientOf(served.url);
+      await waitFor('the served task to be cancelled', () => served.executor.held(taskId) === undefined, 8_000);
+      expect((await client.getTask({ tenant: '', id: taskId })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      // the run heard it: the remote task went from where it was to canceled
+      expect(delegated.at(-1)).toMatchObject({ taskId, state: 'canceled', url: `${served.url}/`, error: expect.stringMatching(error) });
     } finally {
       await served.close();
     }

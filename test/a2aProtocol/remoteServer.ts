@@ -38,6 +38,8 @@ export async function remoteAgent(options: { token?: string; version?: '1.0' | '
   const cancelled: string[] = [];
   const authorizations: Array<string | undefined> = [];
   const hanging = new Map<string, () => void>();
+  /** The context of each task that waits for an answer (INPUT_REQUIRED), for its cancel. */
+  const asking = new Map<string, string>();
   let server!: Server;
   const status = (bus: ExecutionEventBus, ctx: RequestContext, state: TaskState, text: string) =>
     bus.publish(AgentEvent.statusUpdate({ taskId: ctx.taskId, contextId: ctx.contextId, status: { state, message: reply(text, ctx.taskId, ctx.contextId), timestamp: new Date().toISOString() }, metadata: undefined }));
@@ -49,6 +51,7 @@ export async function remoteAgent(options: { token?: string; version?: '1.0' | '
       if (!ctx.task && /greet/i.test(text)) return bus.publish(AgentEvent.message(reply('hallo', '', ctx.contextId)));
       bus.publish(AgentEvent.task(ctx.task ?? { id: ctx.taskId, contextId: ctx.contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
       if (ctx.task) {
+        asking.delete(ctx.taskId);
         // the answer to "ask"
         bus.publish(AgentEvent.artifactUpdate({ taskId: ctx.taskId, contextId: ctx.contextId, artifact: { artifactId: 'a1', name: 'translation', description: '', parts: [textPart(`in ${text}: bonjour`)], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
         return status(bus, ctx, TaskState.TASK_STATE_COMPLETED, 'done');
@@ -58,7 +61,10 @@ export async function remoteAgent(options: { token?: string; version?: '1.0' | '
         bus.publish(AgentEvent.artifactUpdate({ taskId: ctx.taskId, contextId: ctx.contextId, artifact: { artifactId: 'a1', name: 'translation', description: '', parts: [textPart('bonjour')], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
         return status(bus, ctx, TaskState.TASK_STATE_COMPLETED, 'done');
       }
-      if (/ask/i.test(text)) return status(bus, ctx, TaskState.TASK_STATE_INPUT_REQUIRED, 'Which language?');
+      if (/ask/i.test(text)) {
+        asking.set(ctx.taskId, ctx.contextId);
+        return status(bus, ctx, TaskState.TASK_STATE_INPUT_REQUIRED, 'Which language?');
+      }
       if (/fail/i.test(text)) return status(bus, ctx, TaskState.TASK_STATE_FAILED, 'no such language');
       if (/hang/i.test(text)) {
         status(bus, ctx, TaskState.TASK_STATE_WORKING, 'still working');
@@ -75,9 +81,15 @@ export async function remoteAgent(options: { token?: string; version?: '1.0' | '
       }
       return status(bus, ctx, TaskState.TASK_STATE_REJECTED, `no behaviour for "${text}"`);
     },
-    async cancelTask(taskId) {
+    async cancelTask(taskId, bus) {
       cancelled.push(taskId);
-      hanging.get(taskId)?.();
+      const release = hanging.get(taskId);
+      if (release) return release();
+      // a task that waits for an answer has no execute running: the cancel ends it here (the SDK waits for that)
+      const contextId = asking.get(taskId);
+      if (contextId === undefined) return;
+      asking.delete(taskId);
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: reply('cancelled while waiting for an answer', taskId, contextId), timestamp: new Date().toISOString() }, metadata: undefined }));
     },
   };
   const app = express();

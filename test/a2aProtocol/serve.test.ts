@@ -12,6 +12,8 @@ import { TaskState, type StreamResponse } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveA2A, type RunningA2AServer } from '../../adapters/a2aProtocol/server.js';
+import { FileRunStore } from '../../adapters/store/file.js';
+import type { RunEvent } from '../../machines/protocol/index.js';
 import { tempDir } from '../helpers.js';
 import { waitFor } from '../nats/cluster.js';
 import { artifacts, clientOf, drain, lastStatusText, message, send, SERVE_SCRIPT, seqOf, states, taskIdOf } from './fixtures.js';
@@ -42,6 +44,15 @@ const terminalStates = (read: { events: Array<{ event: Record<string, unknown> }
     .map((e) => (e.event as { statusUpdate?: { status?: { state?: string } } }).statusUpdate?.status?.state)
     .filter((state): state is string => state !== undefined && ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'].includes(state));
 
+/** The a2a.served events of a task in its run's log (the run's file store in the served workspace), once the run has ended. */
+async function servedEvents(on: RunningA2AServer, taskId: string): Promise<RunEvent[]> {
+  const record = (await on.executor.records.read(taskId))?.record;
+  if (!record?.runId) throw new Error(`task ${taskId} has no run`);
+  const store = new FileRunStore(record.workspace);
+  await waitFor(`run ${record.runId} to end`, () => store.read(record.runId!)?.status !== 'running', 8_000);
+  return store.events(record.runId).filter((e) => e.type === 'a2a.served' && e.data.taskId === taskId);
+}
+
 const inputRequired = (e: StreamResponse) => e.payload?.$case === 'statusUpdate' && [TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED].includes(e.payload.value.status!.state);
 
 describe('a2a serve --a2a', () => {
@@ -69,6 +80,21 @@ describe('a2a serve --a2a', () => {
     expect(task.metadata?.agent).toBe('@coder');
     // every status and artifact event is numbered, from 2 (1 is the task itself)
     expect(events.map(seqOf).filter((n) => n !== undefined)).toEqual([2, 3, 4]);
+  });
+
+  it('tells its run\'s log where the task stands (a2a.served): each state it reaches, the client\'s messages in and its own out', async () => {
+    const first = await drain(send(client, message('Design the schema: which database?', { skill: 'coder', contextId: 'ctx-log' })));
+    const id = taskIdOf(first);
+    await drain(send(client, message('postgres', { taskId: id, contextId: 'ctx-log' })));
+    const served = await servedEvents(server, id);
+    // one line per change of state, in order, each naming the state it left
+    const changes = served.filter((e) => e.data.from !== undefined || e.data.state === 'submitted').map((e) => `${String(e.data.from ?? '')}>${String(e.data.state)}`);
+    expect(changes).toEqual(['>submitted', 'submitted>working', 'working>input-required', 'input-required>working', 'working>completed']);
+    const said = (direction: string) => served.filter((e) => e.data.direction === direction).map((e) => String(e.data.text));
+    expect(said('in')).toEqual(['Design the schema: which database?', 'postgres']);
+    expect(said('out')).toEqual(expect.arrayContaining(['Which database should I use?', 'result: schema for postgres', 'done']));
+    expect(served[0]).toMatchObject({ planId: 'a2a-task', data: { taskId: id, contextId: 'ctx-log', agent: 'coder' } });
+    expect(served.some((e) => e.data.owner !== undefined)).toBe(false);
   });
 
   it('answers a blocking SendMessage with the finished task', async () => {
@@ -319,9 +345,14 @@ describe('a2a serve --a2a with a token', () => {
       // alice's own answer and cancel work
       expect(states(await drain(send(alice, message('postgres', { taskId: waiting })))).at(-1)).toBe('COMPLETED');
       expect((await alice.cancelTask({ tenant: '', id: running, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-      // the records say whose each task is
+      // the records say whose each task is, and so do the runs' logs (the studio and the monitors read them)
       expect((await shared.executor.records.read(waiting))?.record.owner).toBe('alice');
       expect((await shared.executor.records.read(bobs))?.record.owner).toBe('bob');
+      const served = await servedEvents(shared, waiting);
+      expect(served.length).toBeGreaterThan(0);
+      expect(served.every((e) => e.data.owner === 'alice')).toBe(true);
+      const cancelled = await servedEvents(shared, running);
+      expect(cancelled.at(-1)?.data).toMatchObject({ state: 'canceled', from: 'working', owner: 'alice', text: 'cancelled by the A2A client' });
       const refused = await fetch(`${shared.url}/a2a/jsonrpc`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer someone-else-0123456789' }, body: '{}' });
       expect(refused.status).toBe(401);
     } finally {

@@ -171,7 +171,7 @@ function answerOf(decision: PermissionDecision): LoopCommand {
   return {
     type: 'PERMISSION_ANSWER',
     requestId: decision.requestId,
-    answer: { approved: decision.approved, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}) },
+    answer: { approved: decision.approved, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}), ...(decision.text !== undefined ? { text: decision.text } : {}) },
   };
 }
 
@@ -446,6 +446,8 @@ export const sessionSetup = setup({
           ? { role: 'assistant', content: reply.text, toolCalls: reply.toolCalls }
           : { role: 'assistant', content: reply.text };
       if (output.replyId) assistant.replyId = output.replyId;
+      if (output.model) assistant.model = output.model;
+      if (output.profile) assistant.profile = output.profile;
       const consumedBatch = output.consumedUpTo !== null && context.batch !== null && context.batch.upTo <= output.consumedUpTo;
       enqueue.assign({
         // a conversation summarized to fit the model's window replaces the history it summarized
@@ -525,6 +527,7 @@ export const sessionSetup = setup({
         via: [context.spec.id],
         timestamp: 0,
         ...(params.ask.needsPerson ? { needsPerson: true } : {}),
+        ...(params.ask.elicitation ? { elicitation: params.ask.elicitation } : {}),
       };
       enqueue.assign({ perms: { ...context.perms, own: request } });
       enqueue.emit({ type: 'permission.requested', request });

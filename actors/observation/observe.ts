@@ -26,7 +26,13 @@ interface SessionSnapshot {
   context?: { spec?: SessionSpec; messages: ChatMessage[]; usage: Usage; turns: number; meta?: { epoch: number } };
 }
 
-const clipped = (text: string, max = 2_000) => (text.length > max ? `${text.slice(0, max)}…` : text);
+/**
+ * What of a message the log keeps: all of it up to 100,000 characters (as much as a tool result
+ * may give a model), so that a transcript is read whole (the studio folds long entries); past that
+ * it is cut, and says so.
+ */
+const MAX_TOLD = 100_000;
+const clipped = (text: string, max = MAX_TOLD) => (text.length > max ? `${text.slice(0, max)}… [${text.length - max} more characters not kept]` : text);
 
 export function observeSessions(root: AnyActorRef, events: EventSink): Subscription | null {
   if (events.listening === false) return null;
@@ -79,6 +85,8 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
             ...(u.cacheWriteTokens ? { cacheWriteTokens: u.cacheWriteTokens - (p?.cacheWriteTokens ?? 0) } : {}),
             ...(u.costUsd !== undefined ? { costUsd: u.costUsd - (p?.costUsd ?? 0) } : {}),
             ...(m.replyId ? { replyId: m.replyId } : {}),
+            ...(m.model ? { model: m.model } : {}),
+            ...(m.profile ? { profile: m.profile } : {}),
           },
         });
       } else if (m.role === 'tool' && m.clipped !== true) {
@@ -87,7 +95,7 @@ export function observeSessions(root: AnyActorRef, events: EventSink): Subscript
         events.emit({ type: 'tool.called', ...corr, data: { name: m.name, isError: m.isError === true, content: clipped(m.content), callId: m.toolCallId, turn: context.turns, ...(epoch ? { epoch } : {}) } });
       } else if (m.role === 'user' && m.synthetic === true) {
         // child results, inquiries, answers and notes as the session's model read them (the task itself is its spawn's prompt)
-        events.emit({ type: 'message.injected', ...corr, data: { text: clipped(m.content, 4_000) } });
+        events.emit({ type: 'message.injected', ...corr, data: { text: clipped(m.content) } });
       }
     }
     // between microsteps a session passes through transient states: only a final one is told early

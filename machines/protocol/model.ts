@@ -36,6 +36,9 @@ export const ChatMessage = z.discriminatedUnion('role', [
      * back from the effect journal after a restore keeps it, so that its `model.called` is told once.
      */
     replyId: z.string().optional(),
+    /** The model that answered (its provider's name) and the profile it came from. */
+    model: z.string().optional(),
+    profile: z.string().optional(),
   }),
   z.object({
     role: z.literal('tool'),

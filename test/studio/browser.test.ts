@@ -3,14 +3,20 @@
  * (`a2a run` in its own process, the scripted model slowed down so that a person could watch):
  * the tree fills in live; a sub-task's transcript; a permission approved from the page goes on
  * and is audited; pause and resume; a reconnect (streams dropped, then the studio restarted)
- * loses and repeats no event; the NATS view with two hosts; every control reachable by keyboard
- * and labelled. Screenshots of the main views go to test-results/studio/.
+ * loses and repeats no event; an MCP server's question answered from the inbox; time travel (the
+ * slider, its keys, a link) and the charts drawn as diagrams; the NATS view with two hosts; a task served over A2A (`serveA2A`
+ * in this process) with the task its worker delegated; every control reachable by keyboard and
+ * labelled. Screenshots of the main views go to test-results/studio/.
  */
-import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { startStudio, type RunningStudio } from '../../adapters/studio/server.js';
+import { serveA2A } from '../../adapters/a2aProtocol/server.js';
+import { parseScript } from '../../adapters/model/scripted.js';
+import { clientOf, drain, message, send, states, taskIdOf } from '../a2aProtocol/fixtures.js';
+import { remoteAgent } from '../a2aProtocol/remoteServer.js';
 import { watchNamespace, type NatsWatch } from '../../adapters/studio/nats.js';
 import { connectNats } from '../../adapters/transport/nats.js';
 import { FileRunStore } from '../../adapters/store/file.js';
@@ -137,8 +143,12 @@ describe('a2a studio in a browser', () => {
     const worker = p.locator('[aria-label="Transcript of w-design"]');
     await expect.poll(() => worker.textContent()).toContain('a2a_spawn_parallel_subtasks(');
     expect(await worker.textContent()).toContain('injected by the runtime');
-    expect(await p.locator('.chart .st.active').first().textContent()).toContain('completed');
-    expect(await p.getAttribute('a:has-text("open in the Stately inspector")', 'href')).toBe('http://127.0.0.1:8080');
+    // its chart drawn as a diagram: where it is now, and the transitions it took
+    expect(await p.locator('svg.diagram .st.active text').first().textContent()).toBe('completed');
+    expect(await p.locator('svg.diagram .ed.taken').count()).toBeGreaterThan(1);
+    // nothing listens at the inspector's address: no link to it, a hint instead
+    expect(await p.locator('a:has-text("open in the Stately inspector")').count()).toBe(0);
+    expect(await p.locator('#session').textContent()).toContain('a2a inspect');
     await shot(p, 'run-transcript');
   });
 
@@ -186,6 +196,38 @@ describe('a2a studio in a browser', () => {
     await expect.poll(() => rows.count()).toBeGreaterThan(0);
     expect(await rows.allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('permission.decided')]));
     await shot(p, 'audit');
+  });
+
+  it("answers an MCP server's question from the page: the server gets the fields typed", async () => {
+    const ws = tempDir('a2a-studio-');
+    const config = join(ws, 'user-config');
+    const seen = join(ws, 'server');
+    mkdirSync(join(config, 'agents'), { recursive: true });
+    mkdirSync(seen);
+    const server = join(import.meta.dirname, '..', 'mcp', 'fixtures', 'clientServers.mjs');
+    // the server is declared in the user's own config (a workspace's file may not start servers)
+    writeFileSync(
+      join(config, 'agents', 'traveller.agent.md'),
+      `---\nname: traveller\ndescription: Books stays\ntools: [a2a_subtask_complete]\nmcpServers:\n  hotel:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(server)}, v2, ${JSON.stringify(seen)}]\n    permission: auto_approve\n---\nBook what you are asked to.\n`,
+    );
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'trip', tasks: [{ id: 'stay', agent: '@traveller', prompt: 'book a stay' }] }));
+    writeFileSync(join(ws, 'script.json'), JSON.stringify({ rules: [{ agent: 'traveller', turns: [{ toolCalls: [{ name: 'mcp__hotel__book', arguments: {} }] }, { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'booked' } }] }] }] }));
+    const proc = a2aProcess(['run', 'plan.json', '--script', 'script.json', '--run-id', 'mcp-ask', '--no-tree'], ws, { ...process.env, A2A_CONFIG_HOME: config });
+    await waitFor("the server's question", () => events(ws, 'mcp-ask').some((e) => e.type === 'mcp.elicitation.asked'), 15_000, proc.out);
+    const p = await open(ws, '#/run/mcp-ask/inbox');
+    const answer = p.getByLabel(/^Answer to item 1: Where should the stay be booked\?/);
+    await answer.waitFor({ timeout: 8_000 }).catch(async (e) => {
+      await shot(p, 'inbox-mcp-question-failed');
+      throw new Error(`${String(e)}\npage: ${await p.locator('#body').innerHTML()}`);
+    });
+    expect(await p.locator('.elicit').textContent()).toMatch(/hotel asks: Where should the stay be booked\?\s*wants city\* string · Where to, nights integer/);
+    await shot(p, 'inbox-mcp-question');
+    await answer.fill('{"city": "Lisbon", "nights": 3}');
+    await p.getByRole('button', { name: 'Send the answer to hotel' }).click();
+    expect(await exited(proc, 15_000), proc.out()).toBe(0);
+    expect(readFileSync(join(seen, 'calls'), 'utf8')).toContain('book accept {"city":"Lisbon","nights":3}');
+    const answered = events(ws, 'mcp-ask').find((e) => e.type === 'human.answered');
+    expect(answered?.data).toMatchObject({ approved: true, by: USER });
   });
 
   it('pauses and resumes a run from the page', async () => {
@@ -263,7 +305,8 @@ describe('a2a studio in a browser', () => {
     expect(await exited(proc), proc.out()).toBe(0);
     const p = await open(ws, '#/run/wf-1/workflow');
     await p.locator('[aria-label="Workflow state"] h2', { hasText: 'COMPLETED' }).waitFor({ timeout: 5_000 });
-    expect(await p.locator('.chart .st.active .name').first().textContent()).toBe('COMPLETED');
+    expect(await p.locator('svg.diagram .st.active text').first().textContent()).toBe('COMPLETED');
+    expect(await p.locator('svg.diagram .ed.taken').count()).toBeGreaterThan(5);
     const artifacts = p.locator('[aria-label="Artifacts"] tbody tr');
     await expect.poll(() => artifacts.count(), { timeout: 5_000 }).toBeGreaterThan(3);
     expect(await p.locator('[aria-label="Artifacts"] tbody tr').first().textContent()).toMatch(/^implementation_plan-1v2approvedarchitectPlan: greet\(name\)/);
@@ -324,6 +367,106 @@ describe('a2a studio in a browser', () => {
     expect(await exited(proc), proc.out()).toBe(0);
   });
 
+  it('shows a task served over A2A: its state, client and messages, and the remote task its worker delegated', async () => {
+    const ws = tempDir('a2a-studio-');
+    const remote = await remoteAgent();
+    cleanups.push(() => remote.close());
+    const script = parseScript(
+      {
+        rules: [
+          {
+            agent: 'coder',
+            depth: 0,
+            turns: [{ toolCalls: [{ name: 'a2a_spawn_parallel_subtasks', arguments: { subtasks: [{ agentType: '@translator', prompt: 'translate hello', expectedOutput: 'the word' }] } }] }, { text: 'Waiting.' }],
+            reactions: [{ when: 'All your sub-tasks have finished', turn: { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'hello is bonjour' } }] } }],
+          },
+        ],
+      },
+      'the served worker',
+    );
+    const server = await serveA2A({
+      workspace: ws,
+      version: '1',
+      agent: 'coder',
+      notify: () => undefined,
+      run: { scriptData: script, agents: [{ name: 'translator', description: 'a remote translator', remote: { url: remote.url } as never }], settings: { permissions: { auto_approve: ['remote_agent_delegation'] } } },
+    });
+    cleanups.push(() => server.close());
+    const streamed = await drain(send(await clientOf(server.url), message('Translate hello for me', { skill: 'coder' })));
+    expect(states(streamed).at(-1)).toBe('COMPLETED');
+    const taskId = taskIdOf(streamed);
+    const runId = (await server.executor.records.read(taskId))!.record.runId!;
+    await waitFor(`run ${runId} to end`, () => events(ws, runId).some((e) => e.type === 'run.finished'), 8_000);
+    const p = await open(ws, `#/run/${runId}/a2a`);
+    const row = p.locator(`[aria-label="Served A2A tasks"] tr[data-a2a-task="${taskId}"]`);
+    await row.waitFor({ timeout: 8_000 });
+    expect(await row.textContent()).toContain('completed');
+    expect(await p.locator('#tab-a2a').textContent()).toBe('A2A (2)');
+    const said = p.locator(`[aria-label="Messages of A2A task ${taskId}"]`);
+    expect(await said.textContent()).toContain('client →');
+    expect(await said.textContent()).toContain('Translate hello for me');
+    expect(await said.textContent()).toContain('result: hello is bonjour');
+    const delegated = p.locator('[aria-label="Delegated A2A tasks"] tbody tr');
+    expect(await delegated.count()).toBe(1);
+    expect(await delegated.textContent()).toContain(`${remote.url}/`);
+    expect(await delegated.textContent()).toContain('completed');
+    await shot(p, 'a2a');
+    // the delegating session's node shows its remote task, and so does its view
+    await p.getByRole('link', { name: 'w-task.1' }).click();
+    const node = p.locator('button[data-node="w-task.1"] .chip.remote');
+    await node.waitFor({ timeout: 5_000 });
+    expect(await node.textContent()).toContain('completed');
+    expect(await p.locator('[aria-label="Remote A2A task of w-task.1"]').textContent()).toContain(`${remote.url}/`);
+    await shot(p, 'a2a-session');
+  });
+
+  it('travels in time: the slider, its keys and a link redraw the tree, the chart, the inbox and the cost as they were', async () => {
+    const ws = slowOauth(0);
+    const proc = run(ws, 'time-1');
+    expect(await exited(proc), proc.out()).toBe(0);
+    const log = events(ws, 'time-1');
+    const spawned = log.findIndex((e) => e.type === 'subtask.spawned');
+    const p = await open(ws, '#/run/time-1/tree/w-design');
+    await p.locator('#runhead .stat', { hasText: 'completed' }).waitFor({ timeout: 5_000 });
+    const slider = p.locator('#time');
+    expect(await slider.getAttribute('max')).toBe(String(log.length - 1));
+    expect(await nodeCount(p)).toBe(4);
+    // to the event before the first sub-task: one worker, running, in a state of its own
+    await slider.fill(String(spawned - 1));
+    await expect.poll(() => nodeCount(p)).toBe(1);
+    expect(await p.locator('#runhead .stat').first().textContent()).toBe('running');
+    expect(await p.locator('.timebar .when').textContent()).toContain(`event ${spawned} of ${log.length}`);
+    expect(p.url()).toContain(`/run/time-1/tree/w-design?at=${spawned - 1}`);
+    const before = await p.locator('svg.diagram .st.active text').first().textContent();
+    expect(before).not.toBe('completed');
+    // nothing can be changed in the past: no pause, stop or manage
+    expect(await p.locator('button[data-act="pause"], button[data-act="stop"], button[data-act="redirect"]').count()).toBe(0);
+    await shot(p, 'time-slider');
+    // ] steps forward to the spawn: the sub-tasks appear
+    await slider.focus();
+    await p.keyboard.press(']');
+    await expect.poll(() => nodeCount(p)).toBeGreaterThan(1);
+    expect(p.url()).toContain(`?at=${spawned}`);
+    // the link opens another page on the same event and view
+    const link = await p.locator('.timebar a[aria-label^="Link to the run at event"]').getAttribute('href');
+    const other = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    cleanups.push(() => other.close());
+    await other.goto(`${studio!.url}${link}`);
+    await expect.poll(() => other.locator('button[data-node]').count(), { timeout: 5_000 }).toBe(await nodeCount(p));
+    expect(await other.locator('.timebar .when').textContent()).toContain(`event ${spawned + 1} of`);
+    // the events view: each line a link to the run at that event, the slider's marked
+    await p.locator('#tab-events').click();
+    expect(await p.locator('.events a.ev.here').textContent()).toContain(String(spawned + 1));
+    await p.locator('.events a.ev').nth(2).click();
+    await expect.poll(() => p.locator('.timebar .when').textContent()).toContain(`event 3 of ${log.length}`);
+    // back to live
+    await p.locator('button[data-time="live"]').first().click();
+    await expect.poll(() => p.locator('.timebar .when').textContent()).toContain(`live · ${log.length} events`);
+    await p.locator('#tab-tree').click();
+    await expect.poll(() => nodeCount(p)).toBe(4);
+    await shot(p, 'live-chart');
+  });
+
   it('lets every control be reached by keyboard, each with a name', async () => {
     const ws = slowOauth(0);
     const proc = run(ws, 'a11y-1');
@@ -338,7 +481,7 @@ describe('a2a studio in a browser', () => {
     await p.locator('button[data-node="w-design"]').focus();
     await p.keyboard.press('Enter');
     await p.locator('[aria-label="Transcript of w-design"]').waitFor({ timeout: 5_000 });
-    for (const tab of ['tree', 'inbox', 'audit', 'cost', 'workflow', 'events']) {
+    for (const tab of ['tree', 'inbox', 'audit', 'cost', 'workflow', 'a2a', 'events']) {
       await p.locator(`#tab-${tab}`).focus();
       await p.keyboard.press('Enter');
       await expect.poll(() => p.locator(`#tab-${tab}`).getAttribute('aria-selected')).toBe('true');

@@ -69,15 +69,27 @@ button.danger { color: var(--bad); border-color: var(--bad); }
 .msg header { font-size:11px; color:var(--dim); margin-bottom:2px; }
 .msg.assistant { background:#f5f8ff; } .msg.tool { background:#f7f7f7; font-family: ui-monospace, monospace; font-size:12px; } .msg.injected { background:#fff8e6; } .msg.error { border-color: var(--bad); }
 .call { font-family: ui-monospace, monospace; font-size:12px; background:#eef1f5; border-radius:4px; padding:2px 6px; margin-top:4px; }
-.chart .st { border:1px solid var(--line); border-radius:8px; padding:3px 6px; margin:4px 0 4px 10px; background:#fff; }
-.chart .st.active { border:2px solid var(--accent); background:#eaf0fc; } .chart .st.on-path { border-color:#8fa9e8; }
-.chart .st > .name { font-weight:600; font-size:12px; } .chart .tr { font-size:11px; color:var(--dim); font-family: ui-monospace, monospace; }
+.chartbox { overflow:auto; max-height: 520px; border:1px solid var(--line); border-radius:6px; background:#fcfdff; }
+.diagram { display:block; font: 11px system-ui, sans-serif; }
+.diagram .st rect { fill:#fff; stroke:#9aa5b1; } .diagram .st .ring { fill:none; }
+.diagram .st.visited rect { stroke: var(--accent); stroke-width:1.6; } .diagram .st.active rect { fill: var(--accent); stroke: var(--accent); } .diagram .st.active text { fill:#fff; font-weight:600; }
+.diagram .st.any rect { fill:#f1f3f6; stroke-dasharray:3 2; } .diagram .st.any text { fill: var(--dim); font-size:10px; }
+.diagram .cl rect { fill:#f7f9fc; stroke:#d3dae3; } .diagram .cl text { fill: var(--dim); font-weight:600; } .diagram .cl.on-path rect { stroke:#8fa9e8; } .diagram .cl.visited rect { stroke:#b9cbf2; }
+.diagram .ed path { fill:none; stroke:#b3bcc7; } .diagram .ed text { fill:#7a8592; font-size:9.5px; } .diagram .head { fill:#b3bcc7; }
+.diagram .ed.taken path { stroke: var(--accent); stroke-width:2; } .diagram .ed.taken text { fill: var(--accent); font-weight:600; } .diagram .head.taken { fill: var(--accent); }
+.timebar { display:flex; gap:6px; align-items:center; flex-wrap:wrap; margin: 0 0 6px; } .timebar input[type=range] { flex: 1 1 320px; }
+.timebar .when { font-size:12px; color: var(--dim); max-width: 60ch; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; } .timebar .when.past { color: var(--warn); font-weight:600; }
+.past-note { background:#fff8e6; border:1px solid #f0d9a6; border-radius:6px; padding:4px 10px; }
+.events a.ev { display:block; color:inherit; text-decoration:none; } .events a.ev:hover { background:#eef1f5; } .events a.ev.here { background:#eaf0fc; font-weight:600; } .events a.ev.later { color: var(--dim); }
 .group h3 { font-size:13px; margin: 10px 0 4px; }
 .item { display:flex; flex-wrap:wrap; gap:8px; align-items:center; padding:6px 0; border-bottom:1px solid var(--line); }
 .item .title { flex: 1 1 300px; }
 .row { display:flex; gap:8px; align-items:center; flex-wrap:wrap; margin: 6px 0; }
 .bar { height:8px; background:var(--chip); border-radius:4px; overflow:hidden; width:160px; display:inline-block; vertical-align:middle; }
 .bar > span { display:block; height:100%; background: var(--accent); } .bar.over > span { background: var(--bad); }
+dl.remote { display:grid; grid-template-columns: max-content 1fr; gap:2px 10px; margin:4px 0 8px; } dl.remote dt { color:var(--dim); } dl.remote dd { margin:0; word-break:break-all; }
+.a2a-messages { margin:4px 0 10px; padding-left:20px; } .a2a-messages li { white-space:pre-wrap; word-break:break-word; margin:2px 0; } .a2a-messages li.in { color:#1d3f8a; }
+.msg.a2a { background:#eefaf3; } .panel .bad { color: var(--bad); }
 .events { font-family: ui-monospace, monospace; font-size:12px; white-space:pre-wrap; max-height: 70vh; overflow:auto; }
 #toast { position:fixed; bottom:12px; right:12px; max-width:480px; }
 #toast div { background:#fff; border:1px solid var(--line); border-left:4px solid var(--accent); padding:8px 12px; margin-top:6px; border-radius:4px; box-shadow: 0 2px 6px rgba(0,0,0,.08); }

@@ -1,7 +1,7 @@
 /**
  * The studio's page (bundled into page.js by `npm run build`; no framework). Routes:
  *   #/                      the runs of the workspace
- *   #/run/<id>[/<tab>]      a run: tree (and the selected session), inbox, audit, cost, workflow, events
+ *   #/run/<id>[/<tab>]      a run: tree (and the selected session), inbox, audit, cost, workflow, A2A, events
  *   #/nats                  the namespace's hosts and live runs (with --nats)
  * A run's events arrive over server-sent events from the run's log, each with its index; after a
  * reconnect the stream resumes after the last index received, so nothing is lost or repeated.
@@ -22,12 +22,16 @@ import type { NodeView } from '../../../actors/observation/runView.js';
 import { formatElapsed } from '../../../actors/observation/runView.js';
 import { describeEvent } from '../../terminal.js';
 import type { MonitorSnapshot, TreeNode } from '../../monitor.js';
-import { StudioRun, permissionLine, type Badge } from './view.js';
+import { StudioRun, a2aStateClass, permissionLine, type Badge, type SessionExtra } from './view.js';
+import { Timeline, queueOf, trailOf } from './timeline.js';
+import { chartSvg } from './diagram.js';
 
 interface Info {
   workspace: string;
   user: string;
   inspectorUrl: string;
+  /** Something listens at inspectorUrl (asked again each time a run opens). */
+  inspectorListening: boolean;
   nats: { servers: string; namespace: string } | null;
 }
 type RunEntry = RunListEntry;
@@ -77,7 +81,13 @@ let refreshTimer: number | null = null;
 
 interface RunPage {
   runId: string;
+  /** The run as the views draw it: `live`, or `live` as it was at event `at` (the time slider). */
   run: StudioRun;
+  /** Everything received of the run. */
+  live: StudioRun;
+  /** The event the slider is on (an index into what was received), null when following the run live. */
+  at: number | null;
+  timeline: Timeline;
   status: Status | null;
   record: RunRecord | null;
   tab: string;
@@ -96,8 +106,8 @@ let page: RunPage | null = null;
 
 /** For tests and the curious: what the page received of the open run. */
 (window as unknown as { a2aStudio: unknown }).a2aStudio = {
-  received: () => page?.run.indices.slice() ?? [],
-  seqs: () => page?.run.events.map((e) => e.seq) ?? [],
+  received: () => page?.live.indices.slice() ?? [],
+  seqs: () => page?.live.events.map((e) => e.seq) ?? [],
   reconnects: () => page?.reconnects ?? 0,
 };
 
@@ -105,11 +115,15 @@ let page: RunPage | null = null;
 // routing
 
 function route(): void {
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const [path = '', query = ''] = location.hash.replace(/^#\/?/, '').split('?');
+  const parts = path.split('/').map(decodeURIComponent);
+  // #/run/<id>/<tab>/<session>?at=<event>: the run as it was at that event
+  const at = /^\d+$/.test(new URLSearchParams(query).get('at') ?? '') ? Number(new URLSearchParams(query).get('at')) : null;
   if (parts[0] === 'run' && parts[1] && page?.runId === parts[1] && closeStream) {
     // another view of the open run: its stream goes on
     page.tab = parts[2] ?? 'tree';
     page.selected = parts[3] ?? page.selected;
+    page.at = at;
     render(true);
     return;
   }
@@ -117,7 +131,7 @@ function route(): void {
   closeStream = null;
   if (refreshTimer) clearInterval(refreshTimer);
   refreshTimer = null;
-  if (parts[0] === 'run' && parts[1]) return openRun(parts[1], parts[2] ?? 'tree', parts[3] ?? null);
+  if (parts[0] === 'run' && parts[1]) return openRun(parts[1], parts[2] ?? 'tree', parts[3] ?? null, at);
   if (parts[0] === 'nats') return openNats();
   page = null;
   void showRuns();
@@ -151,15 +165,24 @@ async function showRuns(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // a run
 
-function openRun(runId: string, tab: string, selected: string | null): void {
+function openRun(runId: string, tab: string, selected: string | null, at: number | null): void {
   const same = page?.runId === runId;
   if (!same || !page) {
-    page = { runId, run: new StudioRun(), status: null, record: null, tab, selected, auditFilter: { actor: '', action: '', decision: '' }, dirty: true, last: -1, reconnects: 0, stopArmedAt: 0, artifacts: null };
+    const live = new StudioRun();
+    page = { runId, run: live, live, at, timeline: new Timeline(live), status: null, record: null, tab, selected, auditFilter: { actor: '', action: '', decision: '' }, dirty: true, last: -1, reconnects: 0, stopArmedAt: 0, artifacts: null };
   } else {
     page.tab = tab;
     page.selected = selected;
+    page.at = at;
   }
   const p = page;
+  // is an inspector listening now? (the link to it is shown only then)
+  void api<Info>('/api/info')
+    .then((fresh) => {
+      info = fresh;
+      if (page === p) render(false);
+    })
+    .catch(() => undefined);
   $main.innerHTML = `<div id="runhead"></div><div class="tabs" role="tablist" aria-label="Run views" id="tabs"></div><div id="body"></div>`;
   connect(p);
   render(true);
@@ -176,7 +199,7 @@ function connect(p: RunPage): void {
     source.addEventListener('run', (m) => {
       const index = Number((m as MessageEvent).lastEventId);
       const event = JSON.parse((m as MessageEvent).data as string) as RunEvent;
-      if (p.run.apply(index, event)) {
+      if (p.live.apply(index, event)) {
         p.last = index;
         schedule();
       }
@@ -223,8 +246,51 @@ const TABS: Array<[string, string]> = [
   ['audit', 'Audit'],
   ['cost', 'Cost'],
   ['workflow', 'Workflow'],
+  ['a2a', 'A2A'],
   ['events', 'Events'],
 ];
+
+/** Is the slider on an event before the last one received? */
+const inPast = (p: RunPage): boolean => p.at !== null && p.at < p.live.events.length - 1;
+
+/** The link that opens the studio on this view of the run at event `at`. */
+const linkAt = (p: RunPage, at: number, tab = p.tab) =>
+  `#/run/${encodeURIComponent(p.runId)}/${tab}${p.selected && tab === 'tree' ? `/${encodeURIComponent(p.selected)}` : ''}?at=${at}`;
+
+/** One event as a line a person reads: the terminal's line, else its type, session and what it says. */
+function eventLine(e: RunEvent): string {
+  const told = describeEvent(e);
+  if (told) return told;
+  const fields = Object.entries(e.data ?? {})
+    .filter(([, v]) => v !== null && v !== undefined && typeof v !== 'object')
+    .slice(0, 4)
+    .map(([k, v]) => `${k} ${String(v).slice(0, 60)}`);
+  return `${e.type}${e.subTaskId ? ` · ${e.subTaskId}` : ''}${fields.length ? `: ${fields.join(', ')}` : ''}`;
+}
+
+/** The time slider: every event of the run received so far, the one shown, and the way back to live. */
+function timeBar(p: RunPage, past: boolean): string {
+  const count = p.live.events.length;
+  if (count === 0) return '';
+  const at = past ? p.at! : count - 1;
+  const e = p.live.events[at]!;
+  const where = `event ${at + 1} of ${count} · ${time(e.ts)} · ${eventLine(e)}`;
+  return `<div class="timebar" role="group" aria-label="Time travel">
+    <button data-time="back" aria-label="One event back" title="One event back ([)" ${at === 0 ? 'disabled' : ''}>◀</button>
+    <input type="range" id="time" min="0" max="${count - 1}" value="${at}" aria-label="Event shown" aria-valuetext="${esc(where)}">
+    <button data-time="forward" aria-label="One event forward" title="One event forward (])" ${past ? '' : 'disabled'}>▶</button>
+    <span class="when ${past ? 'past' : ''}">${past ? esc(where) : `live · ${count} events`}</span>
+    ${past ? `<button data-time="live" class="primary" title="Follow the run live (L)">Back to live</button><a href="${esc(linkAt(p, at))}" aria-label="Link to the run at event ${at + 1}">link</a>` : ''}
+  </div>`;
+}
+
+/** Moves the slider to `at` (null: live); the address follows, so that it can be shared. */
+function travel(p: RunPage, at: number | null): void {
+  const last = p.live.events.length - 1;
+  p.at = at === null || at >= last ? null : Math.max(0, at);
+  history.replaceState(null, '', p.at === null ? linkAt(p, 0).replace(/\?at=\d+$/, '') : linkAt(p, p.at));
+  render(true);
+}
 
 function render(full: boolean): void {
   const p = page;
@@ -233,26 +299,34 @@ function render(full: boolean): void {
   const tabs = document.getElementById('tabs');
   const body = document.getElementById('body');
   if (!head || !tabs || !body) return;
+  const past = inPast(p);
+  p.run = past ? p.timeline.at(p.at!) : p.live;
   const v = p.run.view;
-  const status = p.record?.status ?? v.status;
+  // in the past, the run's files (which hold only the present) say nothing: the log alone does
+  const status = past ? v.status : (p.record?.status ?? v.status);
   const running = status === 'running';
   const nodes = [...v.nodes.values()];
   const ended = nodes.filter((n) => n.endedAt !== null).length;
-  const pending = p.status && running ? p.status.pending.length : 0;
-  const paused = Boolean(p.record?.paused) || p.run.paused;
+  const pending = past ? p.run.asked.size : p.status && running ? p.status.pending.length : 0;
+  const paused = past ? p.run.paused : Boolean(p.record?.paused) || p.run.paused;
   const budget = p.run.budgets.runUsd;
+  const until = past ? p.run.events[p.run.events.length - 1]!.ts : ((p.record?.finishedAt ?? v.finishedAt) || Date.now());
   morph(head, `<div class="runhead">
     <h1>${esc(p.runId)}</h1>
     <span class="stat s-${esc(status)}" aria-label="status">${esc(status)}${paused && running ? ' · paused' : ''}</span>
-    <span class="stat">${formatElapsed(((p.record?.finishedAt ?? v.finishedAt) || Date.now()) - (v.startedAt ?? p.record?.startedAt ?? Date.now()))}</span>
+    <span class="stat">${formatElapsed(until - (v.startedAt ?? p.record?.startedAt ?? Date.now()))}</span>
     <span class="stat">${ended}/${nodes.length} sessions ended</span>
     <span class="stat">${usd(v.costUsd)}${budget ? ` of ${usd(budget)}` : ''}</span>
     <span class="stat">${pending} waiting for a person</span>
     <span class="row" style="margin-left:auto">
-      ${running ? (paused ? `<button data-act="unpause" class="primary">Resume run</button>` : `<button data-act="pause">Pause run</button>`) : ''}
-      ${running ? (Date.now() - p.stopArmedAt < 10_000 ? `<button data-act="stop" class="danger" aria-label="Confirm: stop the run now">Confirm stop</button>` : `<button data-act="stop" class="danger" aria-label="Stop the run: cancels every worker and sub-task">Stop run</button>`) : ''}
-    </span></div>`);
-  morph(tabs, TABS.map(([id, label]) => `<button role="tab" id="tab-${id}" aria-controls="body" aria-selected="${p.tab === id}" data-tab="${id}">${id === 'inbox' && pending ? `${label} (${pending})` : label}</button>`).join(''));
+      ${running && !past ? (paused ? `<button data-act="unpause" class="primary">Resume run</button>` : `<button data-act="pause">Pause run</button>`) : ''}
+      ${running && !past ? (Date.now() - p.stopArmedAt < 10_000 ? `<button data-act="stop" class="danger" aria-label="Confirm: stop the run now">Confirm stop</button>` : `<button data-act="stop" class="danger" aria-label="Stop the run: cancels every worker and sub-task">Stop run</button>`) : ''}
+    </span></div>${timeBar(p, past)}`);
+  const slider = document.getElementById('time') as HTMLInputElement | null;
+  // the attribute is only the slider's start: once moved, its value is a property
+  if (slider && slider.value !== slider.getAttribute('value')) slider.value = slider.getAttribute('value')!;
+  const a2a = p.run.a2a.size;
+  morph(tabs, TABS.map(([id, label]) => `<button role="tab" id="tab-${id}" aria-controls="body" aria-selected="${p.tab === id}" data-tab="${id}">${id === 'inbox' && pending ? `${label} (${pending})` : id === 'a2a' && a2a ? `${label} (${a2a})` : label}</button>`).join(''));
   // a form being filled in is left alone until it is sent (morph() would keep it, but nothing in it needs the news)
   const active = document.activeElement;
   const typing = active instanceof HTMLInputElement || active instanceof HTMLTextAreaElement || active instanceof HTMLSelectElement;
@@ -274,16 +348,32 @@ function render(full: boolean): void {
       morph(body, workflowView(p));
       if (full) void loadArtifacts(p);
       break;
+    case 'a2a':
+      morph(body, a2aView(p));
+      break;
     case 'events':
-      morph(body, `<div class="panel events" aria-label="Events" tabindex="0">${p.run.events
-        .slice(-1000)
-        .map((e) => esc(`${time(e.ts)}  ${describeEvent(e) ?? e.type}`))
-        .join('\n')}</div>`);
+      morph(body, eventsView(p));
       break;
     default:
       morph(body, treeView(p));
   }
   p.dirty = false;
+  centreCharts();
+}
+
+/** Scrolls each diagram to its current state when that changed (a person's own scrolling is left alone otherwise). */
+const centred = new WeakMap<Element, string>();
+function centreCharts(): void {
+  for (const box of document.querySelectorAll<HTMLElement>('.chartbox')) {
+    const active = box.querySelector<SVGGraphicsElement>('.st.active');
+    const id = active?.dataset.state ?? '';
+    // morph() keeps the box's element while it is drawn: what it was centred on is remembered with it
+    if (!active || centred.get(box) === id) continue;
+    centred.set(box, id);
+    const r = active.getBBox();
+    box.scrollLeft = Math.max(0, r.x + r.width / 2 - box.clientWidth / 2);
+    box.scrollTop = Math.max(0, r.y + r.height / 2 - box.clientHeight / 2);
+  }
 }
 
 /**
@@ -332,6 +422,15 @@ function sync(into: Node, like: Node): void {
 
 const BADGE_TEXT: Record<Badge, string> = { permission: 'waiting for permission', question: 'waiting for an answer', inquiry: 'idle: inquiry', model: 'model switched', stuck: 'stuck', paused: 'paused' };
 
+/** A session's model: its profile, and the model that answered its last call (a session on the default profile has one too). */
+function modelChip(x: SessionExtra | undefined): string {
+  const profile = x?.model ?? x?.answeredProfile;
+  const name = x?.answeredBy;
+  if (!profile && !name) return '';
+  const text = profile && name && name !== profile ? `${profile} · ${name}` : (profile ?? name)!;
+  return `<span class="chip" title="model${profile ? ` profile ${profile}` : ''}${name ? `, answered by ${name}` : ''}">${esc(text)}</span>`;
+}
+
 function treeView(p: RunPage): string {
   const v = p.run.view;
   const now = Date.now();
@@ -339,15 +438,18 @@ function treeView(p: RunPage): string {
     const x = p.run.extras.get(n.id);
     const badges = p.run.badgesOf(n);
     const duration = formatElapsed((n.endedAt ?? v.finishedAt ?? now) - n.startedAt);
-    const label = `${n.id}, ${n.agentType}, ${n.status}${badges.length ? `, ${badges.map((b) => BADGE_TEXT[b]).join(', ')}` : ''}`;
+    // a session that delegated to a remote A2A agent: its remote task and where that stands
+    const remote = p.run.a2a.delegatedBy(n.id);
+    const label = `${n.id}, ${n.agentType}, ${n.status}${badges.length ? `, ${badges.map((b) => BADGE_TEXT[b]).join(', ')}` : ''}${remote ? `, remote task ${remote.taskId} ${remote.state}` : ''}`;
     const children = n.children.map((c) => v.nodes.get(c)).filter((c): c is NodeView => Boolean(c));
     return `<li role="treeitem" aria-expanded="${children.length ? 'true' : 'false'}" aria-label="${esc(label)}">
       <button class="node" id="node-${esc(n.id)}" data-node="${esc(n.id)}" aria-current="${p.selected === n.id}">
         <span class="id">${esc(n.id)}</span><span class="chip">${esc(n.agentType)}</span>
-        ${x?.model ? `<span class="chip" title="model">${esc(x.model)}</span>` : ''}
+        ${modelChip(x)}
         <span class="s-${esc(n.status)}">${esc(n.status)}</span>
         <span class="chip" title="depth">d${n.depth}</span>
         ${x?.host ? `<span class="chip" title="host">@${esc(x.host)}</span>` : ''}
+        ${remote ? `<span class="chip remote" title="remote A2A task at ${esc(remote.url)}">⇄ <span class="${a2aStateClass(remote.state)}">${esc(remote.state)}</span> ${esc(remote.taskId.slice(0, 8))}</span>` : ''}
         <span class="dim">${duration}</span>${n.costUsd ? `<span class="dim">${usd(n.costUsd)}</span>` : ''}
         ${badges.map((b) => `<span class="badge b-${b}">${BADGE_TEXT[b]}</span>`).join('')}
         ${n.note ? `<span class="dim" style="font-size:12px">${esc(n.note)}</span>` : ''}
@@ -370,7 +472,7 @@ function sessionView(p: RunPage, n: NodeView): string {
   const perms = p.run.permissions(n.id);
   const chart = charts?.[worker ? 'worker' : 'subtask'];
   const manage =
-    worker && task && running
+    worker && task && running && !inPast(p)
       ? `<h3>Manage ${esc(task.id)}</h3>
       <div class="row"><label for="m-redirect">Redirect</label><input id="m-redirect" size="32" placeholder="new instructions" aria-label="Instructions to redirect ${esc(task.id)} with"><button data-act="redirect" data-task="${esc(task.id)}">Redirect</button></div>
       <div class="row"><label for="m-reassign">Reassign to</label><input id="m-reassign" size="16" placeholder="@debugger" aria-label="Agent type to reassign ${esc(task.id)} to"><button data-act="reassign" data-task="${esc(task.id)}">Reassign</button></div>
@@ -379,51 +481,87 @@ function sessionView(p: RunPage, n: NodeView): string {
       : '';
   return `<h2 style="font-size:16px;margin:4px 0">${esc(n.id)} <span class="chip">${esc(n.agentType)}</span> <span class="s-${esc(n.status)}">${esc(n.status)}</span></h2>
     <p class="dim" style="margin:0 0 6px">parent ${esc(n.parentId)} · depth ${n.depth}${n.taskId ? ` · task ${esc(n.taskId)}` : ''} ·
-      <a href="${esc(info?.inspectorUrl ?? '')}" target="_blank" rel="noopener" aria-label="Open in the Stately inspector (run a2a inspect, and the run with --inspect)">open in the Stately inspector</a></p>
+      ${info?.inspectorListening ? `<a href="${esc(info.inspectorUrl)}" target="_blank" rel="noopener" aria-label="Open in the Stately inspector (the run started with --inspect)">open in the Stately inspector</a>` : '<span class="dim" title="nothing listens at the inspector\'s address">to watch it in the Stately inspector: <code>a2a inspect</code>, and the run with <code>--inspect</code></span>'}</p>
     ${manage}
+    ${remoteTaskView(p, n)}
     <h3>Transcript</h3><div class="transcript" aria-label="Transcript of ${esc(n.id)}">${transcript
       .map(
-        (t) => `<div class="msg ${t.kind}${t.error ? ' error' : ''}"><header>${time(t.ts)} · ${esc(t.title)}</header>${esc(t.text)}${(t.calls ?? [])
-          .map((c) => `<div class="call">→ ${esc(c.name)}(${esc(c.arguments)})</div>`)
+        (t) => `<div class="msg ${t.kind}${t.error ? ' error' : ''}"><header>${time(t.ts)} · ${esc(t.title)}</header>${folded(t.text)}${(t.calls ?? [])
+          .map((c) => `<div class="call">→ ${esc(c.name)}(${folded(c.arguments)})</div>`)
           .join('')}</div>`,
       )
       .join('')}</div>
     <h3>Permissions</h3>${perms.length ? `<ul>${perms.map((e) => `<li>${time(e.ts)} ${esc(permissionLine(e))}</li>`).join('')}</ul>` : '<p class="dim">none asked</p>'}
     <h3>Statechart <span class="dim" style="font-weight:normal">(${worker ? 'worker' : 'subtask'}, now in ${esc(p.run.chartState(n))})</span></h3>
-    ${chart ? chartView(chart, p.run.chartState(n)) : '<p class="dim">loading…</p>'}`;
+    ${chart ? `<div class="chartbox">${chartSvg(chart, { current: p.run.chartState(n), trail: trailOf(p.run, n) }, `${worker ? 'worker' : 'subtask'} ${n.id}`)}</div>` : '<p class="dim">loading…</p>'}`;
 }
 
-/** A statechart as nested boxes (compound states hold their children), each with its transitions; the current state and its ancestors marked. */
-function chartView(chart: GraphJson, current: string): string {
-  const byParent = new Map<string | null, GraphJson['states']>();
-  for (const s of chart.states) byParent.set(s.parent, [...(byParent.get(s.parent) ?? []), s]);
-  const key = (id: string) => id.split('.').pop()!;
-  const activeId = chart.states.find((s) => s.parent !== null && key(s.id) === current)?.id ?? null;
-  const onPath = new Set<string>();
-  for (let id = activeId; id; ) {
-    onPath.add(id);
-    id = chart.states.find((s) => s.id === id)?.parent ?? null;
-  }
-  const box = (s: GraphJson['states'][number]): string => {
-    const trs = chart.transitions.filter((t) => t.source === s.id);
-    const cls = s.id === activeId ? 'st active' : onPath.has(s.id) ? 'st on-path' : 'st';
-    const children = byParent.get(s.id) ?? [];
-    const transitions = trs.map((t) => `<div class="tr">${esc(t.event.replace(/^xstate\.after\.(\d+)\..*$/, 'after $1 ms'))} → ${esc(t.targets.map(key).join(', ') || '(self)')}${t.guard ? ` [${esc(t.guard)}]` : ''}</div>`).join('');
-    const name = `${esc(key(s.id))}${s.type === 'final' ? ' ◉' : ''}`;
-    // a compound state off the current path is folded (a keyboard-reachable <details>): the picture stays readable
-    if (children.length && !onPath.has(s.id)) {
-      return `<details class="${cls}"><summary class="name">${name} <span class="dim">(${children.length} states)</span></summary>${transitions}${children.map(box).join('')}</details>`;
-    }
-    return `<div class="${cls}" ${s.id === activeId ? 'aria-current="step"' : ''}><div class="name">${name}</div>${transitions}${children.map(box).join('')}</div>`;
-  };
-  const root = chart.states.find((s) => s.parent === null);
-  return `<div class="chart" aria-label="Statechart ${esc(chart.machine)}">${root ? (byParent.get(root.id) ?? []).map(box).join('') : ''}</div>`;
+/** A long text of a transcript: its beginning, and the rest folded (a click away, never cut). */
+function folded(text: string): string {
+  const SHOWN = 1_200;
+  if (text.length <= SHOWN + 300) return esc(text);
+  return `${esc(text.slice(0, SHOWN))}<details class="more"><summary>${(text.length - SHOWN).toLocaleString('en')} more characters</summary>${esc(text.slice(SHOWN))}</details>`;
+}
+
+/** A delegating session's remote A2A task: where it is, where it stands, what its agent said last. */
+function remoteTaskView(p: RunPage, n: NodeView): string {
+  const t = p.run.a2a.delegatedBy(n.id);
+  if (!t) return '';
+  return `<h3>Remote A2A task</h3><dl class="remote" aria-label="Remote A2A task of ${esc(n.id)}">
+      <dt>agent</dt><dd>${esc(t.url)}</dd>
+      <dt>task</dt><dd>${esc(t.taskId)} <span class="dim">context ${esc(t.contextId)}</span></dd>
+      <dt>state</dt><dd><span class="${a2aStateClass(t.state)}">${esc(t.state)}</span> <span class="dim">${esc(t.states.join(' → '))}</span></dd>
+      ${t.message ? `<dt>its agent said</dt><dd>${esc(t.message)}</dd>` : ''}
+      ${t.error ? `<dt>given up</dt><dd class="bad">${esc(t.error)}</dd>` : ''}
+    </dl>`;
+}
+
+/** The run's events as lines, each a link to the run as it was then; the slider's event marked. */
+function eventsView(p: RunPage): string {
+  const events = p.live.events;
+  const at = inPast(p) ? p.at! : events.length - 1;
+  const from = Math.max(0, Math.min(at - 500, events.length - 1000));
+  const lines = events.slice(from, from + 1000).map((e, i) => {
+    const k = from + i;
+    return `<a href="${esc(linkAt(p, k, 'events'))}" class="ev${k === at ? ' here' : ''}${k > at ? ' later' : ''}"${k === at ? ' aria-current="true"' : ''}>${esc(`${String(k + 1).padStart(5)}  ${time(e.ts)}  ${eventLine(e)}`)}</a>`;
+  });
+  return `<div class="panel events" aria-label="Events" tabindex="0">${from > 0 ? `<div class="dim">${from} earlier events (move the slider to see them)</div>` : ''}${lines.join('')}</div>`;
 }
 
 // ---------------------------------------------------------------------------------------------
 // inbox and queue
 
+/** The inbox as it was at the slider's event, told by the log: the people's open items and the orchestrator's queue, read only. */
+function pastInboxView(p: RunPage): string {
+  const items = [...p.run.asked.values()];
+  const queued = queueOf(p.run.events);
+  return `<p class="past-note">the run as it was at event ${p.at! + 1}: nothing here can be answered (<button data-time="live">back to live</button>)</p>
+    <section class="panel" aria-label="Waiting for a person"><h2 style="font-size:16px;margin:0">Waiting for a person (${items.length})</h2>
+      ${items.length ? `<ul>${items.map((e) => `<li><span class="chip">${esc(e.data.kind)}</span> ${esc(e.data.title)} <span class="dim">from ${esc(e.data.requesterId ?? e.subTaskId)} · asked ${time(e.ts)} · id ${esc(e.data.id)}</span></li>`).join('')}</ul>` : '<p class="dim">nothing waited for a person</p>'}
+    </section>
+    <section class="panel" aria-label="Orchestrator inbox" style="margin-top:12px"><h2 style="font-size:16px;margin:0 0 6px">Orchestrator inbox</h2>
+      ${queued.length ? `<table aria-label="Queued messages"><thead><tr><th>priority</th><th>type</th><th>task</th><th>from</th><th>id</th></tr></thead><tbody>${queued.map((q) => `<tr><td>${esc(q.priority)}</td><td>${esc(q.type)}</td><td>${esc(q.taskId)}</td><td>${esc(q.subTaskId ?? '')}</td><td class="dim">${esc(q.id)}</td></tr>`).join('')}</tbody></table>` : '<p class="dim">empty</p>'}
+    </section>`;
+}
+
+/**
+ * An MCP server's question (elicitation): its message, the fields it wants, a box for the answer (a
+ * JSON object of those fields, or the one value when it wants one) and Decline. Approving without
+ * an answer is not offered: the server gets what was typed, checked against its schema by the run.
+ */
+function elicitationForm(i: PendingItem, n: number): string {
+  const ask = i.request!.elicitation!;
+  const props = (ask.requestedSchema as { properties?: Record<string, { type?: string; description?: string; enum?: unknown[] }>; required?: string[] }).properties ?? {};
+  const required = new Set((ask.requestedSchema as { required?: string[] }).required ?? []);
+  const fields = Object.entries(props).map(([name, f]) => `<code>${esc(name)}</code>${required.has(name) ? '*' : ''} <span class="dim">${esc(f.enum ? f.enum.join(' | ') : (f.type ?? ''))}${f.description ? ` · ${esc(f.description)}` : ''}</span>`);
+  return `<span class="elicit"><b>${esc(ask.server)}</b> asks: ${esc(ask.message)}${fields.length ? `<br><span class="dim">wants</span> ${fields.join(', ')}` : ''}</span>
+    <label class="sr" for="answer-${esc(i.id)}">Answer to item ${n}: ${esc(ask.message)}</label><input id="answer-${esc(i.id)}" size="30" placeholder="${esc(Object.keys(props).length === 1 ? 'the value' : `{${Object.keys(props).map((k) => `"${k}": …`).join(', ')}}`)}">
+    <button class="primary" data-act="elicit" data-id="${esc(i.id)}" aria-label="Send the answer to ${esc(ask.server)}">Answer</button>
+    <button class="danger" data-act="deny" data-id="${esc(i.id)}" aria-label="Decline ${esc(ask.server)}'s question">Decline</button>`;
+}
+
 function inboxView(p: RunPage): string {
+  if (inPast(p)) return pastInboxView(p);
   const status = p.status;
   const running = (p.record?.status ?? p.run.view.status) === 'running';
   if (!status) return '<p class="dim">the run has written no status yet</p>';
@@ -455,7 +593,9 @@ function inboxView(p: RunPage): string {
               const n = position(i);
               return `<div class="item" data-item="${esc(i.id)}"><span class="chip">${esc(i.kind)}</span><span class="title">${esc(i.title)}<br><span class="dim">from ${esc(i.requesterId)} · ${esc(left(i))} · id ${esc(i.id)}</span></span>
               ${
-                i.kind === 'permission'
+                i.request?.elicitation
+                  ? elicitationForm(i, n)
+                  : i.kind === 'permission'
                   ? `<label class="sr" for="why-${esc(i.id)}">Reason for item ${n}</label><input id="why-${esc(i.id)}" size="14" placeholder="reason (optional)">
                    <button class="primary" data-act="approve" data-id="${esc(i.id)}" aria-label="Approve: ${esc(i.title)}">Approve</button>
                    <button class="danger" data-act="deny" data-id="${esc(i.id)}" aria-label="Deny: ${esc(i.title)}">Deny</button>`
@@ -539,18 +679,57 @@ async function loadArtifacts(p: RunPage): Promise<void> {
 
 function workflowView(p: RunPage): string {
   const w = p.run.workflow;
-  const s = p.status?.workflow;
+  const s = inPast(p) ? undefined : p.status?.workflow;
   if (!w && !s) return '<p class="dim">this run is not a workflow (a2a run --workflow sdlc "&lt;goal&gt;" runs one)</p>';
   const state = w?.state ?? s?.state ?? 'IDLE';
   const chart = charts?.sdlcWorkflow;
   const artifacts = p.artifacts;
   return `<div class="cols"><section class="panel" aria-label="Workflow state"><h2 style="font-size:16px;margin:0">Workflow: ${esc(state)}${w?.round != null ? ` (round ${w.round})` : ''}</h2>
       ${s ? `<p class="dim">active agents: ${s.activeAgents.map((a) => `${esc(a.role)} (${esc(a.workerId)})`).join(', ') || 'none'}${s.error ? ` · error: ${esc(s.error)}` : ''}</p>` : ''}
-      ${chart ? chartView(chart, state) : ''}</section>
+      ${chart ? `<div class="chartbox">${chartSvg(chart, { current: state, trail: p.run.events.filter((e) => e.type === 'workflow.state').map((e) => String(e.data.state)) }, 'sdlc workflow')}</div>` : ''}</section>
     <section class="panel" aria-label="Artifacts and decisions"><h3>Artifacts</h3>
       ${artifacts && artifacts.length ? `<table aria-label="Artifacts"><thead><tr><th>artifact</th><th>version</th><th>status</th><th>by</th><th>summary</th></tr></thead><tbody>${artifacts.map((a) => `<tr><td>${esc(a.id)}</td><td>v${esc(a.version)}</td><td>${esc(a.status)}</td><td>${esc(a.producerRole ?? a.producer)}</td><td>${esc((a.summary as { brief?: string } | undefined)?.brief ?? '')}</td></tr>`).join('')}</tbody></table>` : w?.artifacts.length ? `<ul>${w.artifacts.map((a) => `<li>${esc(a.artifactId)} v${a.version} [${esc(a.status)}] by ${esc(a.producerRole)}: ${esc(a.brief)}</li>`).join('')}</ul>` : '<p class="dim">none yet</p>'}
       <h3>Organiser's decisions</h3>${w?.decisions.length ? `<ol>${w.decisions.map((d) => `<li>${time(d.ts)} in ${esc(d.state)}: <b>${esc(d.action)}</b>${d.nextState ? ` → ${esc(d.nextState)}` : ''}<br><span class="dim">${esc(d.reasoning)}</span></li>`).join('')}</ol>` : '<p class="dim">none yet</p>'}
       ${w?.refused.length ? `<h3>Refused</h3><ul>${w.refused.map((r) => `<li>${esc(r.code)}: ${esc(r.reason)}</li>`).join('')}</ul>` : ''}</section></div>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A2A: the task this run serves, and the tasks its sessions delegated
+
+function a2aView(p: RunPage): string {
+  const { served, delegated } = p.run.a2a;
+  const runLink = (id: string) => `<a href="#/run/${encodeURIComponent(p.runId)}/tree/${encodeURIComponent(id)}">${esc(id)}</a>`;
+  const servedRows = [...served.values()];
+  const delegatedRows = [...delegated.values()];
+  return `<section class="panel" aria-label="A2A tasks">
+    <h2 style="font-size:16px;margin:0 0 6px">Served to an A2A client</h2>
+    ${
+      servedRows.length
+        ? `<table aria-label="Served A2A tasks"><thead><tr><th>task</th><th>context</th><th>state</th><th>client</th><th>agent</th><th>run</th><th>messages</th></tr></thead><tbody>${servedRows
+            .map(
+              (t) => `<tr data-a2a-task="${esc(t.taskId)}"><td>${esc(t.taskId)}</td><td>${esc(t.contextId)}</td><td class="${a2aStateClass(t.state)}">${esc(t.state)}</td><td>${esc(t.owner ?? '–')}</td><td>@${esc(t.agent)}</td><td>${esc(t.runId)}</td><td>${t.messages.length + t.dropped}</td></tr>`,
+            )
+            .join('')}</tbody></table>
+          ${servedRows
+            .map(
+              (t) => `<h3>Messages of task ${esc(t.taskId)} <span class="dim" style="font-weight:normal">${esc(t.states.join(' → '))}</span></h3>
+              <ol class="a2a-messages" aria-label="Messages of A2A task ${esc(t.taskId)}">${t.dropped ? `<li class="dim">${t.dropped} earlier message(s) not shown</li>` : ''}${t.messages
+                .map((m) => `<li class="${m.direction}"><span class="dim">${time(m.ts)} · ${m.direction === 'in' ? 'client →' : '← a2a'} · ${esc(m.state)}</span> ${esc(m.text)}</li>`)
+                .join('')}</ol>`,
+            )
+            .join('')}`
+        : '<p class="dim">this run serves no A2A task (a2a serve --a2a starts one run per task it is sent)</p>'
+    }
+    <h2 style="font-size:16px;margin:12px 0 6px">Delegated to remote A2A agents</h2>
+    ${
+      delegatedRows.length
+        ? `<table aria-label="Delegated A2A tasks"><thead><tr><th>session</th><th>agent URL</th><th>remote task</th><th>context</th><th>state</th><th>last word</th></tr></thead><tbody>${delegatedRows
+            .map(
+              (t) => `<tr data-remote-task="${esc(t.taskId)}"><td>${runLink(t.sessionId)} <span class="chip">${esc(t.agentType)}</span></td><td>${esc(t.url)}</td><td>${esc(t.taskId)}</td><td>${esc(t.contextId)}</td><td class="${a2aStateClass(t.state)}">${esc(t.state)}</td><td>${t.error ? `<span class="bad">${esc(t.error)}</span>` : esc(t.message)}</td></tr>`,
+            )
+            .join('')}</tbody></table>`
+        : '<p class="dim">no session of this run delegated to a remote A2A agent (an agent file with <code>remote:</code> makes one)</p>'
+    }</section>`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -571,14 +750,14 @@ function openNats(): void {
 }
 
 function drawNats(s: MonitorSnapshot): void {
-  const node = (n: TreeNode): string => `<li role="treeitem" aria-label="${esc(`${n.id} on ${n.host ?? '?'}, ${n.status}`)}"><span class="id">${esc(n.id)}</span> <span class="chip">${esc(n.agentType)}</span> <span class="s-${esc(n.status)}">${esc(n.status)}</span> <span class="chip">@${esc(n.host ?? '?')}${n.placed ? '' : ' (local)'}</span>${n.restored ? ` <span class="badge b-model">restored ${n.restored}×</span>` : ''} <span class="dim">${formatElapsed(n.elapsedMs)}</span>${n.children.length ? `<ul class="tree" role="group">${n.children.map(node).join('')}</ul>` : ''}</li>`;
+  const node = (n: TreeNode): string => `<li role="treeitem" aria-label="${esc(`${n.id} on ${n.host ?? '?'}, ${n.status}`)}"><span class="id">${esc(n.id)}</span> <span class="chip">${esc(n.agentType)}</span> <span class="s-${esc(n.status)}">${esc(n.status)}</span> <span class="chip">@${esc(n.host ?? '?')}${n.placed ? '' : ' (local)'}</span>${n.remoteTask ? ` <span class="chip" title="remote A2A task at ${esc(n.remoteTask.url)}">⇄ <span class="${a2aStateClass(n.remoteTask.state)}">${esc(n.remoteTask.state)}</span> ${esc(n.remoteTask.taskId.slice(0, 8))}</span>` : ''}${n.restored ? ` <span class="badge b-model">restored ${n.restored}×</span>` : ''} <span class="dim">${formatElapsed(n.elapsedMs)}</span>${n.children.length ? `<ul class="tree" role="group">${n.children.map(node).join('')}</ul>` : ''}</li>`;
   $main.innerHTML = `<h1 style="font-size:18px">Namespace ${esc(info?.nats?.namespace)} <span class="dim" style="font-size:13px">${esc(info?.nats?.servers)}</span></h1>
     <section class="panel" aria-label="Hosts"><h2 style="font-size:16px;margin:0 0 6px">Hosts (${s.metrics.hosts.alive} alive, ${s.metrics.hosts.lost} lost)</h2>
     <table aria-label="Hosts"><thead><tr><th>host</th><th>state</th><th>agents</th><th>load</th><th>last heartbeat</th><th>memory</th></tr></thead><tbody>
     ${s.hosts.map((h) => `<tr data-host="${esc(h.id)}"><td>${esc(h.id)}</td><td class="${h.alive ? 's-success' : 's-failed'}">${esc(h.state)}</td><td>${esc(h.agents.join(', '))}</td><td>${h.running}/${h.capacity}</td><td>${formatElapsed(h.lastSeenMs)} ago</td><td>${h.memory ? `${Math.round(h.memory.rss / 1048576)} MB` : ''}</td></tr>`).join('')}
     </tbody></table></section>
     <section class="panel" aria-label="Live runs" style="margin-top:12px"><h2 style="font-size:16px;margin:0 0 6px">Runs</h2>
-    ${s.runs.length ? s.runs.map((r) => `<h3>${esc(r.runId)} <span class="s-${esc(r.status)}">${esc(r.status)}</span> <span class="dim">${r.sessions} sessions · processes ${esc(r.processes.join(', '))}</span></h3><ul class="tree" role="tree" aria-label="Tree of ${esc(r.runId)}">${r.tree.map(node).join('')}</ul>`).join('') : '<p class="dim">no run heard yet</p>'}
+    ${s.runs.length ? s.runs.map((r) => `<h3>${esc(r.runId)} <span class="s-${esc(r.status)}">${esc(r.status)}</span> <span class="dim">${r.sessions} sessions · processes ${esc(r.processes.join(', '))}</span></h3>${(r.a2a?.served ?? []).map((t) => `<p class="a2a-served" aria-label="A2A task ${esc(t.taskId)} of ${esc(r.runId)}">⇄ A2A task ${esc(t.taskId)} <span class="${a2aStateClass(t.state)}">${esc(t.state)}</span>${t.owner ? ` · client ${esc(t.owner)}` : ''} · @${esc(t.agent)}</p>`).join('')}<ul class="tree" role="tree" aria-label="Tree of ${esc(r.runId)}">${r.tree.map(node).join('')}</ul>`).join('') : '<p class="dim">no run heard yet</p>'}
     <p class="dim">completion ${s.metrics.completionRate === null ? '–' : `${Math.round(s.metrics.completionRate * 100)}%`} · sessions ${s.metrics.sessions.spawned} spawned, ${s.metrics.sessions.running} running · queue latency p50 ${s.metrics.queueLatencyMs.p50 ?? '–'} ms · invalid messages ${s.invalidMessages}</p></section>`;
 }
 
@@ -586,21 +765,47 @@ function drawNats(s: MonitorSnapshot): void {
 // actions (one listener for the whole page: the views are redrawn as events arrive)
 
 document.addEventListener('click', (e) => {
-  const target = (e.target as HTMLElement).closest<HTMLElement>('button[data-tab], button[data-node], button[data-act]');
+  const target = (e.target as HTMLElement).closest<HTMLElement>('button[data-tab], button[data-node], button[data-act], button[data-time]');
   if (!target || !page) return;
   const p = page;
+  if (target.dataset.time) {
+    const now = inPast(p) ? p.at! : p.live.events.length - 1;
+    travel(p, target.dataset.time === 'live' ? null : now + (target.dataset.time === 'back' ? -1 : 1));
+    return;
+  }
   if (target.dataset.tab) {
-    location.hash = `#/run/${encodeURIComponent(p.runId)}/${target.dataset.tab}${p.selected && target.dataset.tab === 'tree' ? `/${encodeURIComponent(p.selected)}` : ''}`;
+    location.hash = inPast(p) ? linkAt(p, p.at!, target.dataset.tab) : `#/run/${encodeURIComponent(p.runId)}/${target.dataset.tab}${p.selected && target.dataset.tab === 'tree' ? `/${encodeURIComponent(p.selected)}` : ''}`;
     return;
   }
   if (target.dataset.node) {
     p.selected = target.dataset.node;
-    history.replaceState(null, '', `#/run/${encodeURIComponent(p.runId)}/tree/${encodeURIComponent(p.selected)}`);
+    history.replaceState(null, '', inPast(p) ? linkAt(p, p.at!, 'tree') : `#/run/${encodeURIComponent(p.runId)}/tree/${encodeURIComponent(p.selected)}`);
     render(false);
     document.getElementById(`node-${p.selected}`)?.focus();
     return;
   }
   void act(p, target);
+});
+
+// the slider, dragged or stepped with its arrow keys
+document.addEventListener('input', (e) => {
+  const slider = e.target as HTMLInputElement;
+  if (slider.id !== 'time' || !page) return;
+  travel(page, Number(slider.value));
+});
+
+// [ and ] step through the run's events, L goes back to live (not while typing)
+document.addEventListener('keydown', (e) => {
+  const p = page;
+  const t = e.target as HTMLElement;
+  if (!p || e.ctrlKey || e.metaKey || e.altKey || t instanceof HTMLTextAreaElement || (t instanceof HTMLInputElement && t.type !== 'range') || t instanceof HTMLSelectElement) return;
+  const now = inPast(p) ? p.at! : p.live.events.length - 1;
+  if (e.key === '[') travel(p, now - 1);
+  else if (e.key === ']') travel(p, now + 1);
+  else if (e.key === 'l' || e.key === 'L') travel(p, null);
+  else return;
+  e.preventDefault();
+  document.getElementById('time')?.focus();
 });
 
 document.addEventListener('submit', (e) => {
@@ -624,6 +829,9 @@ async function act(p: RunPage, button: HTMLElement): Promise<void> {
     }
     case 'answer':
       body = { command: 'answer', id: button.dataset.id, text: input(`answer-${button.dataset.id}`) };
+      break;
+    case 'elicit':
+      body = { command: 'answer', id: button.dataset.id, approved: true, text: input(`answer-${button.dataset.id}`) };
       break;
     case 'approve_all':
     case 'pause':
@@ -686,7 +894,7 @@ async function start(): Promise<void> {
   route();
   // durations and time left age even when nothing arrives
   window.setInterval(() => {
-    if (page && (page.record?.status ?? page.run.view.status) === 'running' && (page.tab === 'tree' || page.tab === 'inbox')) render(false);
+    if (page && !inPast(page) && (page.record?.status ?? page.live.view.status) === 'running' && (page.tab === 'tree' || page.tab === 'inbox')) render(false);
   }, 1_000);
 }
 

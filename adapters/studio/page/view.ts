@@ -2,16 +2,22 @@
  * What the studio's page knows of one run, rebuilt from its events alone: the tree of
  * actors/observation/runView.ts (the one `a2a run` and `a2a monitor` draw) plus, per session, its model, its
  * host and its badges (waiting for permission or an answer, idle inquiry, model switched, stuck,
- * paused); the transcript of a session; the workflow's state and the organiser's decisions. Pure
+ * paused); the transcript of a session; the workflow's state and the organiser's decisions; its
+ * A2A tasks (the one it serves, those its sessions delegated: actors/observation/a2aView.ts). Pure
  * (no DOM), so that it is tested without a browser.
  */
 import type { RunEvent } from '../../../machines/protocol/index.js';
 import { decisionText, permissionRequester, RunView, type NodeView } from '../../../actors/observation/runView.js';
+import { A2AView } from '../../../actors/observation/a2aView.js';
 
 export type Badge = 'permission' | 'question' | 'inquiry' | 'model' | 'stuck' | 'paused';
 
 export interface SessionExtra {
+  /** The profile it was given (at its start, or by a model switch). */
   model: string | null;
+  /** The model that answered its last call (the provider's name), and the profile that came from: every session has one once it called. */
+  answeredBy: string | null;
+  answeredProfile: string | null;
   host: string | null;
   badges: Set<Badge>;
   /** The pending permission requests of this session (request ids). */
@@ -19,7 +25,7 @@ export interface SessionExtra {
 }
 
 export interface TranscriptEntry {
-  kind: 'task' | 'assistant' | 'tool' | 'injected' | 'result' | 'permission' | 'question' | 'inquiry' | 'management' | 'state';
+  kind: 'task' | 'assistant' | 'tool' | 'injected' | 'result' | 'permission' | 'question' | 'inquiry' | 'management' | 'state' | 'a2a';
   ts: number;
   title: string;
   text: string;
@@ -40,6 +46,8 @@ const FINAL = new Set(['success', 'partial', 'failed', 'timeout', 'cancelled']);
 
 export class StudioRun {
   readonly view = new RunView();
+  /** Its A2A tasks: the one it serves, and those its sessions delegated. */
+  readonly a2a = new A2AView();
   readonly events: RunEvent[] = [];
   /** Log indices received, in order (a reconnect must neither lose nor repeat one). */
   readonly indices: number[] = [];
@@ -56,13 +64,14 @@ export class StudioRun {
     this.indices.push(index);
     this.events.push(event);
     this.view.apply(event);
+    this.a2a.apply(event);
     this.#extra(event);
     return true;
   }
 
   extra(id: string): SessionExtra {
     let e = this.extras.get(id);
-    if (!e) this.extras.set(id, (e = { model: null, host: null, badges: new Set(), asking: new Set() }));
+    if (!e) this.extras.set(id, (e = { model: null, answeredBy: null, answeredProfile: null, host: null, badges: new Set(), asking: new Set() }));
     return e;
   }
 
@@ -125,6 +134,10 @@ export class StudioRun {
         break;
       case 'inquiry.answered':
         x.badges.delete('inquiry');
+        break;
+      case 'model.called':
+        if (typeof d.model === 'string') x.answeredBy = d.model;
+        if (typeof d.profile === 'string') x.answeredProfile = d.profile;
         break;
       case 'model.switched':
         x.model = String(d.to);
@@ -254,6 +267,9 @@ export class StudioRun {
         case 'stuck.detected':
           out.push({ kind: 'management', ts: e.ts, title: e.type, text: managementLine(e) });
           break;
+        case 'a2a.delegated':
+          out.push({ kind: 'a2a', ts: e.ts, title: `remote task ${String(d.taskId)} at ${String(d.url)}: ${d.from ? `${String(d.from)} → ` : ''}${String(d.state)}`, text: String(d.error ?? d.message ?? ''), error: d.state === 'failed' || d.state === 'rejected' || (d.state === 'canceled' && Boolean(d.error)) });
+          break;
         case 'subtask.result':
           out.push({ kind: 'result', ts: e.ts, title: `result: ${String(d.status)} (${String(d.how ?? '')})`, text: `${String(d.output ?? '')}${d.error ? `\nerror: ${String(d.error)}` : ''}`, error: !['success', 'partial'].includes(String(d.status)) });
           break;
@@ -273,6 +289,14 @@ export class StudioRun {
   workerCosts(): Array<{ id: string; taskId: string | undefined; costUsd: number }> {
     return this.view.roots.map((id) => ({ id, taskId: this.view.nodes.get(id)?.taskId, costUsd: this.view.subtreeCost(id) }));
   }
+}
+
+/** The status class (`s-…`) an A2A task's state is drawn with: as a session's result of the same meaning. */
+export function a2aStateClass(state: string): string {
+  if (state === 'completed') return 's-success';
+  if (state === 'failed' || state === 'rejected' || state === 'canceled') return 's-failed';
+  if (state === 'input-required' || state === 'auth-required') return 's-partial';
+  return 's-running';
 }
 
 export function permissionLine(e: RunEvent): string {

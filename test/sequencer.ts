@@ -18,6 +18,8 @@ export const SLOWEST = [
   'test/faults/killRun.test.ts',
   'test/faults/fuzz.test.ts',
   'test/library/package.test.ts',
+  // builds the documentation site (TypeDoc, VitePress) before its browser tests: 35-50 s beside the suite
+  'test/docs/site.test.ts',
   'test/nats/transport.test.ts',
   'test/faults/killHost.test.ts',
   'test/workflow/pauseKill.test.ts',

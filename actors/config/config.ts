@@ -161,7 +161,7 @@ export const RunConfig = z.strictObject({
     .prefault({}),
   /** The sandbox of run_command: mode, the environment commands see, extra read-only paths. */
   sandbox: SandboxConfig.prefault({}),
-  /** Tool calls with effects outside the run (see the README's "Durable runs"). */
+  /** Tool calls with effects outside the run (see docs/guide/durability.md, "Durable effects"). */
   effects: z
     .strictObject({
       /**

@@ -1,5 +1,5 @@
 /**
- * A machine's graph as a Mermaid `stateDiagram-v2` or as JSON, for `a2a graph` and the README.
+ * A machine's graph as a Mermaid `stateDiagram-v2` or as JSON, for `a2a graph` and the docs (docs/reference/machines.md).
  *
  * Mermaid cannot draw a transition between inner states of different composite states, so a
  * transition is drawn between the ancestors of its source and target that are siblings (inside

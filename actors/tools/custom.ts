@@ -24,7 +24,7 @@ export interface CustomToolContext {
    * This call's key, the same if the call is made again after a restore (run, session, call id):
    * pass it on to the service you call (an `Idempotency-Key` header), or check it before acting,
    * so that a repeat is recognised. A call that had started when the process stopped, with no
-   * recorded result, is not made again unless the tool is `idempotent` (see the README's "Durable runs").
+   * recorded result, is not made again unless the tool is `idempotent` (see docs/guide/durability.md, "Durable effects").
    */
   idempotencyKey: string;
 }

@@ -9,7 +9,7 @@
  * which could do the same without a system call, gets ENOSYS (libuv and others then use threads).
  *
  * For x86-64 (with its i386 and x32 system calls) and arm64 (with arm32); on another machine no
- * filter is set (the README says so).
+ * filter is set (docs/how-to/security.md says so).
  */
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

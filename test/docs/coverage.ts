@@ -1,8 +1,8 @@
 /**
- * The README's model-coverage table (between `<!-- coverage -->` and `<!-- /coverage -->`): one row
- * per machine with its states, transitions and the number of generated paths, as
- * `npm run test:model` prints them when every state and transition is covered. `npm run docs`
- * writes it; test/model/model.test.ts checks each machine's row against what it ran.
+ * The model-coverage table of docs/reference/machines.md (between `<!-- coverage -->` and
+ * `<!-- /coverage -->`): one row per machine with its states, transitions and the number of
+ * generated paths, as `npm run test:model` prints them when every state and transition is covered.
+ * `npm run docs` writes it; test/model/suite.ts checks each machine's row against what it ran.
  */
 import { generatePaths, machineGraph } from '../../actors/graph/paths.js';
 import { chartModels as models } from '../../actors/graph/charts/index.js';
@@ -38,8 +38,8 @@ export function coverageBlock(rows: CoverageRow[]): string {
   return `<!-- coverage -->\n\`\`\`\n${formatCoverage(rows)}\n\`\`\`\n<!-- /coverage -->`;
 }
 
-/** The rows of the README's table, by machine (empty when the README has none). */
-export function readmeCoverage(text: string): Map<string, CoverageRow> {
+/** The rows of a page's table, by machine (empty when the page has none). */
+export function pageCoverage(text: string): Map<string, CoverageRow> {
   const block = /<!-- coverage -->\n```\n([\s\S]*?)\n```\n<!-- \/coverage -->/.exec(text)?.[1] ?? '';
   const rows = new Map<string, CoverageRow>();
   for (const line of block.split('\n').slice(2)) {

@@ -1,8 +1,9 @@
 /**
  * The package as a user gets it: built from these sources, packed with `npm pack` (so the `files`
  * list, `exports` and the declarations are what is tested), installed from the tarball into an
- * empty project, and every "Use it from code" example of the README type-checked with
- * `tsc --strict` (the package's declarations included: skipLibCheck off) and run with node.
+ * empty project, and every program of the docs (the README's and docs/**: `<!-- example: name.ts
+ * -->` blocks, test/docs/markdown.ts) type-checked with `tsc --strict` (the package's
+ * declarations included: skipLibCheck off) and run with node.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { buildSync } from 'esbuild';
@@ -11,21 +12,14 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, wri
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
+import { docExamples } from '../docs/markdown.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';
 import { startReceiver } from '../otel/receiver.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
-/** The README's examples: a `<!-- example: name.ts -->` line, then a ```ts block. */
-export function readmeExamples(readme: string): Array<{ name: string; code: string }> {
-  const found: Array<{ name: string; code: string }> = [];
-  const pattern = /<!-- example: ([\w-]+\.ts) -->\n```ts\n([\s\S]*?)\n```/g;
-  for (let m = pattern.exec(readme); m; m = pattern.exec(readme)) found.push({ name: m[1]!, code: `${m[2]!}\n` });
-  return found;
-}
-
-const examples = readmeExamples(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+const examples = docExamples();
 
 /**
  * The input types as a user writes against them (type-checked with the examples, never run): a
@@ -161,9 +155,18 @@ describe('the packed package', () => {
     expect(tarballFiles.filter((f) => f.startsWith('dist/test/') || f.startsWith('test/'))).toEqual([]);
   });
 
-  it('type-checks every README example with tsc --strict, the package declarations included; the input types refuse misspelt keys', () => {
-    expect(examples.map((e) => e.name)).toEqual(['run-task.ts', 'human.ts', 'own-model.ts', 'hosts.ts']);
+  it('type-checks every example of the docs with tsc --strict, the package declarations included; the input types refuse misspelt keys', () => {
+    expect(examples.map((e) => e.name)).toEqual(['first-program.ts', 'run-task.ts', 'human.ts', 'own-model.ts', 'hosts.ts']);
     expect(tscOutput).toBe('');
+  });
+
+  it('runs the README\'s program and prints what the README shows', () => {
+    const documented = examples.filter((e) => e.output !== null);
+    expect(documented.map((e) => e.name)).toEqual(['first-program.ts']);
+    for (const { name, output } of documented) {
+      const printed = runExample(name).trim().split('\n').sort();
+      expect(printed, name).toEqual(output!.trim().split('\n').sort());
+    }
   });
 
   it('exports exactly the documented names', async () => {

@@ -9,8 +9,8 @@
  * rest (charts.test.ts), so that the suite's workers share them: the three big ones take 8-13 s each.
  */
 import { readFileSync } from 'node:fs';
-import { readmeCoverage } from '../docs/coverage.js';
-import { README } from '../docs/readme.js';
+import { pageCoverage } from '../docs/coverage.js';
+import { MACHINES_PAGE } from '../docs/graphs.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describePath, executePath, generatePaths, machineGraph, type Coverage } from './graph.js';
 import { chartModels as models } from '../../actors/graph/charts/index.js';
@@ -82,8 +82,8 @@ function describeMachine(base: (typeof models)[number], table: Array<{ machine: 
         paths: total,
       });
       expect(missingStates, 'states no generated path reaches').toEqual([]);
-      // the README's table says what ran (npm run docs writes it)
-      expect(readmeCoverage(readFileSync(README, 'utf8')).get(model.name), 'the README\'s coverage row (run npm run docs)').toEqual({
+      // the docs' table says what ran (docs/reference/machines.md; npm run docs writes it)
+      expect(pageCoverage(readFileSync(MACHINES_PAGE, 'utf8')).get(model.name), 'the coverage row of docs/reference/machines.md (run npm run docs)').toEqual({
         machine: model.name,
         states: `${graph.states.length}/${graph.states.length}`,
         transitions: `${graph.transitions.length}/${graph.transitions.length}`,

@@ -13,22 +13,16 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 import { A2AError, defineAgent, startRun, type HumanItem, type RunEvent } from '../../index.js';
-import { parseScript, ScriptedModel } from '../../adapters/model/scripted.js';
-import { realClock } from '../../adapters/clock.js';
 import { tempDir } from '../helpers.js';
+import { call, calls, complete, model, runWith } from '../mcp/fixtures/clientRun.js';
 import { AgentRegistry } from '../../actors/config/registry.js';
 
 const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'mcpServer.mjs');
-const complete = (output: string) => ({ toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output } }] });
-const call = (name: string, args: object = {}) => ({ toolCalls: [{ name, arguments: args }] });
 
 function stdioServer(dir: string, extra: object = {}, mode = 'none') {
   return { command: process.execPath, args: [FIXTURE, dir, mode], ...extra };
 }
 
-function model(turns: object[]) {
-  return new ScriptedModel(parseScript({ rules: [{ prompt: '', turns }] }, 'test'), realClock);
-}
 
 /**
  * The servers the fixture ran for a client (`pid-`: initialized), or every process it started
@@ -49,23 +43,7 @@ function serverProcesses(dir: string, which: 'pid-' | 'proc-' = 'pid-'): Array<{
     });
 }
 
-const calls = (dir: string) => (existsSync(join(dir, 'calls')) ? readFileSync(join(dir, 'calls'), 'utf8').trim().split('\n') : []);
 
-async function runWith(options: { servers: Record<string, object>; turns: object[]; human?: (item: HumanItem) => { approved: boolean; by: string } | undefined }) {
-  const m = model(options.turns);
-  const events: RunEvent[] = [];
-  const run = await startRun({
-    task: 'use the MCP tools',
-    agent: '@toolsmith',
-    agents: [defineAgent({ name: 'toolsmith', description: 'Uses MCP tools', tools: ['a2a_subtask_complete'], mcpServers: options.servers as never })],
-    model: m,
-    store: 'memory',
-    workspace: tempDir(),
-    onEvent: (e) => events.push(e),
-    ...(options.human ? { human: options.human } : {}),
-  });
-  return { run, events, model: m, results: () => events.filter((e) => e.type === 'tool.called').map((e) => String(e.data.content)) };
-}
 
 describe('MCP servers as tools (stdio)', () => {
   it('lists the server\'s tools with their schemas, runs a call, and stops the server when the session ends', async () => {

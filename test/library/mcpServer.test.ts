@@ -15,41 +15,8 @@ import { mcpCommand } from '../../bin/commands/mcp.js';
 import { McpRuns, serveHttp } from '../../adapters/mcp/server.js';
 import { a2aBundle } from '../nats/cluster.js';
 import { tempDir } from '../helpers.js';
+import { textOf, waitFor, workspace, type ToolResult } from '../mcp/fixtures/serverKit.js';
 
-function workspace(): string {
-  const dir = tempDir();
-  writeFileSync(
-    join(dir, 'script.json'),
-    JSON.stringify({
-      rules: [
-        {
-          agent: 'coder',
-          prompt: 'notes',
-          turns: [
-            { toolCalls: [{ name: 'write_file', arguments: { path: 'NOTES.md', content: 'written through MCP\n' } }] },
-            { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { status: 'success', output: 'NOTES.md written' } }] },
-          ],
-        },
-        { agent: 'researcher', prompt: 'forever', turns: [{ text: 'thinking', hang: true }] },
-      ],
-    }),
-  );
-  writeFileSync(join(dir, 'a2a.config.json'), JSON.stringify({ model: { script: 'script.json' }, permissions: { ask_user: ['file_creation_in_worktree'] }, git: { worktrees: 'off' } }));
-  return dir;
-}
-
-type ToolResult = { content: Array<{ type: string; text?: string }>; isError?: boolean; structuredContent?: Record<string, unknown> };
-const textOf = (r: ToolResult) => r.content.map((c) => c.text ?? '').join('\n');
-
-async function waitFor<T>(probe: () => Promise<T | null>, what: string, ms = 8_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const found = await probe();
-    if (found !== null) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const clients: Client[] = [];
 afterEach(async () => {

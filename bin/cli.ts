@@ -419,7 +419,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .description('A web page to watch and steer runs: the live tree, transcripts, the inbox with approvals, audit, cost, workflows (and a NATS namespace with --nats)')
     .addOption(new Option('--port <n>', 'port (default: any free port)').argParser(int('--port')))
     .option('--host <host>', 'interface to bind (default 127.0.0.1; another one warns: the token is then the only protection)')
-    .option('--nats <url>', 'also show the live runs and hosts of a NATS namespace')
+    .option('--nats <url>', 'also show the live runs and hosts of a NATS namespace, and open and steer its runs through their control subjects (as NATS user A2A_NATS_NAME, else A2A_NATS_USER)')
     .option('--namespace <ns>', 'the NATS namespace (default: default)')
     .option('--inspector <url>', 'the Stately inspector page sessions link to (a2a inspect; default http://127.0.0.1:8080)')
     .option('--workspace <dir>', 'workspace directory (default: the current directory)')
@@ -441,12 +441,13 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
   const nats = program.command('nats').description('NATS deployment helpers');
   nats
     .command('users')
-    .description('Write a nats-server configuration with one user per process (orchestrator, each host and gateway, the monitor, external agents) and the least rights each needs, and each process\'s credentials')
+    .description('Write a nats-server configuration with one user per process (orchestrator, each host and gateway, the monitor, studios, external agents) and the least rights each needs, and each process\'s credentials')
     .requiredOption('--out <dir>', 'directory for server.conf (and, with nkeys, a <user>.nk seed file and <user>.env per process, mode 0600)')
     .option('--namespace <ns>', 'namespace', 'default')
     .option('--host <id[=agents]>', 'a host (a2a host --id <id>); =coder,reviewer pins the agent types whose spawns it may take (repeatable)', collect, [])
     .option('--gateway <id[=agents]>', 'a gateway (a2a gateway --id <id>), as --host (repeatable)', collect, [])
     .option('--agent <id>', 'an external agent (seed 004) (repeatable)', collect, [])
+    .option('--studio <name>', 'a studio (a2a studio --nats) that may steer the runs (approve, answer, pause, stop …) as user studio-<name> (repeatable)', collect, [])
     .addOption(new Option('--runs <n>', 'runs of the namespace at once: the run box slots the orchestrator may read').argParser(int('--runs')).default(16))
     .option('--passwords', 'users with passwords read from the server\'s environment ($A2A_<USER>_PASSWORD) instead of nkeys')
     .option('--listen <addr>', 'the server\'s listen address', '127.0.0.1:4222')

@@ -71,6 +71,18 @@ export function subjects(ns: string) {
     /** A run's pause (`a2a pause`): its hosts' agents wait before their next model call. */
     runPause: (runId: string) => `${root}.runs.${runId}.pause`,
     runPauses: `${root}.runs.*.pause`,
+    /**
+     * A run's control subject (request/reply), answered by the run's process: `user` is who asks,
+     * a NATS user's name the server lets only that user publish under (`a2a nats users --studio`).
+     */
+    control: (runId: string, user: string) => `${root}.control.${runId}.${user}`,
+    controlOf: (runId: string) => `${root}.control.${runId}.*`,
+    /** Who asked on a control subject (its last token), or null when the subject is not one of `runId`'s. */
+    controlUser: (subject: string, runId: string): string | null => {
+      const prefix = `${root}.control.${runId}.`;
+      const user = subject.startsWith(prefix) ? subject.slice(prefix.length) : '';
+      return user && !user.includes('.') ? user : null;
+    },
     /** Key-value buckets (`a2a_<ns>_snapshots` …); `pauses`: each paused run's pause, for hosts that start later. */
     buckets: { snapshots: 'snapshots', hosts: 'hosts', pauses: 'pauses', boxes: 'boxes' },
   };

@@ -4,8 +4,9 @@
  *   actorStage      the runtime the actors run on, the human channel, the inbox's journal
  *   wireStage       the run's events to NATS and to the program; its hosts' events into its log
  *   inspectorStage  the Stately inspector, when asked for
- *   RunLife         start, checkpoints, control and pauses, and the finish that closes what the
- *                   run opened before `done` settles: the LaunchedRun a caller holds
+ *   RunLife         start, checkpoints, control and pauses (the control directory, and with NATS
+ *                   the run's control subject), and the finish that closes what the run opened
+ *                   before `done` settles: the LaunchedRun a caller holds
  */
 import type { RunSummary } from '../../machines/orchestrator.machine.js';
 import { ControlRequest as ControlRequestSchema, type ControlRequest, type HumanAnswer, type HumanItem, type RunEvent, type SubTaskResult } from '../../machines/protocol/index.js';
@@ -13,13 +14,15 @@ import type { TypedRunEvent } from '../../machines/runEvents.js';
 import { errorText } from '../../machines/errorText.js';
 import { describeIssues } from '../../actors/errors.js';
 import { startRun, startStandalone } from '../../actors/run.js';
-import { pendingHumanItems } from '../../actors/observation/runStatus.js';
+import { pendingHumanItems, runStatus } from '../../actors/observation/runStatus.js';
 import type { RunView } from '../../actors/observation/runView.js';
 import { createRuntime } from '../../actors/runtime.js';
 import { mailboxOf } from '../../actors/distribution/mailbox.js';
 import { Checkpointer, ControlServer, handleControl, type ControlReply, type ResumePlan } from '../runHost.js';
 import { publishRunEvents, relayHostEvents } from '../transport/events.js';
 import { publishPause } from '../transport/pause.js';
+import { serveRunControl, type RunControlHandlers } from '../transport/runControl.js';
+import { RunFeed } from '../studio/feed.js';
 import type { InspectorConnection } from '../inspector.js';
 import { codeChannel } from '../humanPrompt.js';
 import type { LaunchedRun, RunOutcome, RunRequest, RunUsage } from './run.js';
@@ -172,6 +175,8 @@ export class RunLife implements LaunchedRun {
   #stopBefore: string | null = null;
   #orchestrator: { getSnapshot(): unknown; send(event: unknown): void } | null = null;
   #finished = false;
+  /** The run's control subject (with NATS), answered from start() until the run's transport closes. */
+  #natsControl: Promise<{ stop(): Promise<void> } | null> = Promise.resolve(null);
 
   constructor(assembled: Assembled) {
     this.#a = assembled;
@@ -201,7 +206,23 @@ export class RunLife implements LaunchedRun {
     const { commands } = this.#a.tools;
     // in the run's log and display too, not only on stderr (here, so that every listener hears it)
     if (commands.warning) this.#a.stored.bus.emit({ type: 'warning', planId: this.planId, data: { message: commands.warning, sandbox: 'none' } });
-    void this.#finish(() => (this.#a.inputs.orchestrated ? this.#runOrchestrated() : this.#runStandalone()));
+    const { transport, ns } = this.#a.connected;
+    if (transport) {
+      this.#natsControl = serveRunControl(transport, ns, this.runId, this.#controlHandlers(), (message) => this.#a.io.warn(message)).catch((error: unknown) => {
+        // the run goes on: only the studio over NATS cannot reach it (a user without the right to its control subject)
+        this.#a.stored.bus.emit({
+          type: 'warning',
+          planId: this.planId,
+          data: { message: `the run's control subject is not answered (a studio cannot steer it over NATS; a server configuration from before \`a2a nats users --studio\` lacks the right): ${errorText(error)}` },
+        });
+        return null;
+      });
+    }
+    // the control subject is answered from the run's first event on: whoever hears it may ask at once
+    void this.#finish(async () => {
+      await this.#natsControl;
+      return this.#a.inputs.orchestrated ? this.#runOrchestrated() : this.#runStandalone();
+    });
   }
 
   subscribe(listener: (event: RunEvent) => void): () => void {
@@ -240,6 +261,55 @@ export class RunLife implements LaunchedRun {
   abandon(): void {
     this.#a.logged.log?.close();
     this.#a.stored.store?.update(this.runId, { status: 'cancelled', finishedAt: Date.now() });
+  }
+
+  /**
+   * What the run's control subject does (adapters/transport/runControl.ts): what `control()` does,
+   * the stop, and the run's files as the studio reads them locally (run.json, status.json taken
+   * now, the log read as it grows, the artifacts).
+   */
+  #controlHandlers(): RunControlHandlers {
+    const { stored, logged, tools, p } = this.#a;
+    const { store, bus } = stored;
+    const startedAt = Date.now();
+    // a run without files (memory store): its events are kept here from its start
+    const kept: RunEvent[] = [];
+    if (!store) bus.subscribe((e) => void kept.push(e));
+    // the log as read for a studio, let go a minute after the last read (no studio follows the run then)
+    let feed: RunFeed | null = null;
+    let release: NodeJS.Timeout | null = null;
+    return {
+      control: (request) => this.control(request),
+      stop: (reason, by) => {
+        if (this.#finished) return { ok: false, error: 'the run has already ended' };
+        this.#a.io.notify(`a2a: stop requested by ${by}`);
+        this.stop(reason);
+        return { ok: true, message: `stop requested for run ${this.runId}: every worker and sub-task is being cancelled` };
+      },
+      status: () => {
+        let record: unknown;
+        try {
+          record = store?.read(this.runId);
+        } catch {
+          // being replaced: the fields below say enough
+        }
+        record ??= { runId: this.runId, pid: process.pid, status: this.#finished ? 'completed' : 'running', startedAt, planId: this.planId, source: p.target.source };
+        // without the conversations (the log has them as events): a long run's would outgrow a NATS message
+        const status = this.#orchestrator ? { ...runStatus(this.#orchestrator as never, Date.now()), conversations: {}, paused: (record as { paused?: unknown }).paused ?? null } : null;
+        return { record, status };
+      },
+      events: () => {
+        if (!store) return kept;
+        logged.log?.flush();
+        feed ??= new RunFeed(store, this.runId);
+        feed.poll();
+        if (release) clearTimeout(release);
+        release = setTimeout(() => (feed = null), 60_000);
+        release.unref();
+        return feed.events;
+      },
+      artifacts: () => tools.artifacts(this.runId).list({ includeArchived: true }),
+    };
   }
 
   /** Tells the run's hosts that it is paused or resumed (a failure is a warning: the run goes on). */
@@ -289,6 +359,8 @@ export class RunLife implements LaunchedRun {
         if (over) await connected.box.release();
       },
       () => logged.log?.close(),
+      // the last: a studio reads the run's final record and log until its transport closes
+      async () => (await this.#natsControl)?.stop(),
       cleanup,
     ];
     for (const close of closing) {

@@ -4,20 +4,31 @@
  * for a deployment's), plus each process's credentials.
  *
  *   orchestrator        `a2a run --nats`: spawns, commands down, its run box's reports and host
- *                       events (the slots rs0..rs<runs-1> of the boxes bucket, and no other box)
+ *                       events (the slots rs0..rs<runs-1> of the boxes bucket, and no other box);
+ *                       it answers its runs' control subjects (asked by the studios only)
  *   host-<id>           `a2a host --id <id>`: heartbeats, registration, its key of the hosts bucket
  *                       and reports up in its own name only; consumers only on its own boxes and on
  *                       the spawn queues of its agents (all agents when none are named)
  *   gateway-<id>        `a2a gateway --id <id>`: a host, plus the swarm subjects (seed 004)
  *   monitor             `a2a monitor`: an account of its own; hears events, reads the hosts bucket
+ *   studio-<name>       `a2a studio --nats` (--studio <name>): what the monitor may, plus requests on
+ *                       the runs' control subjects under its own name only (approve, answer, pause,
+ *                       stop …, and reading a run's log and status)
  *   agent-<id>          an external agent (seed 004): its own subjects only
+ *
+ * Why a studio is a user of its own rather than the monitor: the monitor only watches, and its
+ * credentials can be handed to any dashboard; a studio changes runs, so only those who may approve
+ * get its credentials, and each studio's name is who the runs' audit says asked ("ann (studio) via
+ * studio-ops"): the server lets studio-<name> publish on `a2a.<ns>.control.<run>.studio-<name>` only.
  *
  * What no user may do: create a consumer on another process's box (a host's own boxes are
  * `up-h-<id>` / `down-h-<id>` with their filters pinned in the subject of the create request),
  * publish a heartbeat, a registration, a hosts-bucket key or a report in another host's name,
- * delete a stream or purge a queue. What hosts still share, because taking a dead host's sessions
- * over needs it: the snapshots and effects buckets (a session's record says who holds it, claimed by
- * compare-and-set), reading (not creating) the other hosts' box consumers, and `down`.
+ * delete a stream or purge a queue; a host, the monitor or an agent may not ask anything of a run on
+ * its control subject, and a studio may ask only in its own name. What hosts still share, because
+ * taking a dead host's sessions over needs it: the snapshots and effects buckets (a session's record
+ * says who holds it, claimed by compare-and-set), reading (not creating) the other hosts' box
+ * consumers, and `down`.
  *
  * Credentials: nkeys by default (the configuration holds public keys only; each process gets a
  * seed file, A2A_NATS_NKEY), or passwords read from the server's environment (`--passwords`: the
@@ -40,6 +51,8 @@ export interface NatsUsersPlan {
   gateways: ProcessSpec[];
   /** External agents (seed 004) by id. */
   agents: string[];
+  /** Studios (`a2a studio --nats`) by name: each may steer the namespace's runs as user studio-<name>. */
+  studios?: string[];
   /** How many runs of the namespace may be going at once: the run box slots the orchestrator may read. */
   runs: number;
   auth: 'nkey' | 'password';
@@ -49,7 +62,7 @@ export interface NatsUsersPlan {
 
 export interface NatsUser {
   name: string;
-  role: 'orchestrator' | 'host' | 'gateway' | 'monitor' | 'agent';
+  role: 'orchestrator' | 'host' | 'gateway' | 'monitor' | 'studio' | 'agent';
   /** What the process needs in its environment, besides its secret. */
   env: Record<string, string>;
   /** nkey mode: the user's seed (the secret) and public key. */
@@ -68,6 +81,7 @@ export function natsUsersCommand(plan: NatsUsersPlan): string {
     ...plan.hosts.map((h) => `--host ${spec(h)}`),
     ...plan.gateways.map((g) => `--gateway ${spec(g)}`),
     ...plan.agents.map((a) => `--agent ${a}`),
+    ...(plan.studios ?? []).map((n) => `--studio ${n}`),
     `--runs ${plan.runs}`,
     ...(plan.auth === 'password' ? ['--passwords'] : []),
     ...(plan.listen !== DEFAULT_LISTEN ? [`--listen ${plan.listen}`] : []),
@@ -101,6 +115,12 @@ export function assertPlan(plan: NatsUsersPlan): void {
     idOf('--agent', a);
     if (agents.has(a)) throw bad('--agent', `"${a}" is given twice`);
     agents.add(a);
+  }
+  const studios = new Set<string>();
+  for (const n of plan.studios ?? []) {
+    idOf('--studio', n);
+    if (studios.has(n)) throw bad('--studio', `"${n}" is given twice`);
+    studios.add(n);
   }
   if (plan.hosts.length + plan.gateways.length === 0) throw bad('--host', 'give at least one host (--host <id>, or --host <id>=<agent>,<agent> to pin its agent types)');
   if (!Number.isInteger(plan.runs) || plan.runs < 1 || plan.runs > 1024) throw bad('--runs', `must be an integer from 1 to 1024 (the runs of the namespace going at once), got ${plan.runs}`);
@@ -142,6 +162,9 @@ export function natsUsers(plan: NatsUsersPlan): { conf: string; users: NatsUser[
   const makeConsumer = (queue: string, consumer: string, filter: string) => [`$JS.API.CONSUMER.CREATE.${q(queue)}.${consumer}.${filter}`];
 
   const orchestrator = user('orchestrator', 'orchestrator', { A2A_NATS_INBOX_PREFIX: '_INBOX_orchestrator' });
+  const studioNames = plan.studios ?? [];
+  /** A run's control subjects (`a2a.<ns>.control.<run>.<user>`): served by the orchestrator, asked by the studios (exported to their account). */
+  const control = `${root}.control.*.*`;
   const slots = Array.from({ length: plan.runs }, (_, n) => `rs${n}`);
   const hostIds = [...plan.hosts, ...plan.gateways].map((p) => p.id);
 
@@ -166,7 +189,10 @@ export function natsUsers(plan: NatsUsersPlan): { conf: string; users: NatsUser[
           ...bucket('artifacts'), ...bucket('protocol_tasks'), ...bucket('pauses'), ...bucket('boxes'),
         ],
         publishDeny: [`${root}.up.>`, `${root}.hostevents.>`, '$JS.API.STREAM.DELETE.>', '$JS.API.STREAM.PURGE.>', '$JS.API.CONSUMER.DELETE.>'],
-        subscribe: ['_INBOX_orchestrator.>', `${root}.events.>`, `${root}.hosts.*.heartbeat`, `${root}.hosts.*.registration`],
+        // its runs' control subjects (asked by the studios, from their account: the reply goes to a
+        // subject the server makes, `_R_.…`); with no studio nobody may ask, and a run answers nothing
+        subscribe: ['_INBOX_orchestrator.>', `${root}.events.>`, `${root}.hosts.*.heartbeat`, `${root}.hosts.*.registration`, control],
+        allowResponses: true,
       },
     ),
   );
@@ -226,13 +252,28 @@ export function natsUsers(plan: NatsUsersPlan): { conf: string; users: NatsUser[
     );
   }
   const monitor = user('monitor', 'monitor', { A2A_NATS_INBOX_PREFIX: '_INBOX_monitor', A2A_NATS_JS_API_PREFIX: 'JS.A2A.API' });
-  const monitorBlock = userBlock(['`a2a monitor`: hears events and heartbeats, reads the hosts bucket (imported); publishes nothing into A2A.'], credential(monitor), {
+  const watchRights = (inbox: string) => ({
     publish: [`JS.A2A.API.STREAM.INFO.${kv('hosts')}`, `JS.A2A.API.DIRECT.GET.${kv('hosts')}.>`, `JS.A2A.API.STREAM.MSG.GET.${kv('hosts')}`],
-    subscribe: [`${root}.events.>`, `${root}.hostevents.>`, `${root}.hosts.*.heartbeat`, `${root}.hosts.*.registration`, '_INBOX_monitor.>'],
+    subscribe: [`${root}.events.>`, `${root}.hostevents.>`, `${root}.hosts.*.heartbeat`, `${root}.hosts.*.registration`, `${inbox}.>`],
   });
+  const monitorBlocks = [userBlock(['`a2a monitor`: hears events and heartbeats, reads the hosts bucket (imported); publishes nothing into A2A.'], credential(monitor), watchRights('_INBOX_monitor'))];
+  for (const n of studioNames) {
+    const name = `studio-${n}`;
+    const u = user(name, 'studio', { A2A_NATS_INBOX_PREFIX: `_INBOX_${name}`, A2A_NATS_JS_API_PREFIX: 'JS.A2A.API', A2A_NATS_NAME: name });
+    const rights = watchRights(`_INBOX_${name}`);
+    monitorBlocks.push(
+      userBlock(
+        [`\`a2a studio --nats …\` (${n}): what the monitor may, plus requests on the runs' control subjects in its own name only`, `(a2a.${ns}.control.<run>.${name}: approve, answer, pause, stop …, and reading a run's log and status).`],
+        credential(u),
+        { ...rights, publish: [...rights.publish, `${root}.control.*.${name}`] },
+      ),
+    );
+  }
 
   const exported = [`${root}.events.>`, `${root}.hostevents.>`, `${root}.hosts.*.heartbeat`, `${root}.hosts.*.registration`];
   const services = [`$JS.API.STREAM.INFO.${kv('hosts')}`, `$JS.API.DIRECT.GET.${kv('hosts')}.>`, `$JS.API.STREAM.MSG.GET.${kv('hosts')}`];
+  // a run's control subject, asked from MONITOR (the studios), answered in A2A: imported under its own name
+  const controlServices = studioNames.length ? [control] : [];
   const conf = [
     `# nats-server configuration for a2a, namespace \`${ns}\`, made by:`,
     `#   ${natsUsersCommand(plan)}`,
@@ -272,6 +313,8 @@ export function natsUsers(plan: NatsUsersPlan): { conf: string; users: NatsUser[
       [`$KV.a2a_${ns}_boxes.slot.<n>`, 'which run reads box rs<n> (orchestrator)'],
       [`$KV.a2a_${ns}_<bucket>.…`, 'effects (hosts), artifacts, pauses, protocol_tasks (served A2A tasks)'],
       [`${root}.runs.<run>.pause`, 'a run paused (core); and the external-agent protocol, swarm.…'],
+      [`${root}.control.<run>.<user>`, "a run's control (request/reply, answered by its process): a studio asks"],
+      ['', 'in its own name only (studio-<name>: --studio)'],
     ]),
     '# JetStream is driven through request/reply on `$JS.API.…`; a consumer is made with',
     '# `$JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter>`, which is how its name and filter are pinned below.',
@@ -287,9 +330,9 @@ export function natsUsers(plan: NatsUsersPlan): { conf: string; users: NatsUser[
     `  store_dir: "${plan.storeDir}"`,
     '}',
     '',
-    '# Two accounts: A2A holds what a2a runs on; MONITOR holds only the monitor, which sees what A2A',
-    '# exports to it. Apart because whoever may send a JetStream API request names its reply subject, and',
-    '# the server delivers the answer there unchecked; across accounts the answer comes back to the asker.',
+    '# Two accounts: A2A holds what a2a runs on; MONITOR holds only the monitor and the studios, which see',
+    '# what A2A exports to them. Apart because whoever may send a JetStream API request names its reply subject,',
+    '# and the server delivers the answer there unchecked; across accounts the answer comes back to the asker.',
     '# No `no_auth_user`: a client without credentials is refused.',
     'accounts {',
     '  A2A {',
@@ -300,15 +343,17 @@ export function natsUsers(plan: NatsUsersPlan): { conf: string; users: NatsUser[
     '    exports = [',
     ...exported.map((s) => `      { stream: "${s}", accounts: [ MONITOR ] }`),
     ...services.map((s) => `      { service: "${s}", accounts: [ MONITOR ] }`),
+    ...controlServices.map((s) => `      { service: "${s}", accounts: [ MONITOR ] }`),
     '    ]',
     '  }',
     '  MONITOR {',
     '    imports = [',
     ...exported.map((s) => `      { stream: { account: A2A, subject: "${s}" } }`),
     ...services.map((s) => `      { service: { account: A2A, subject: "${s}" }, to: "${s.replace('$JS.API.', 'JS.A2A.API.')}" }`),
+    ...controlServices.map((s) => `      { service: { account: A2A, subject: "${s}" } }`),
     '    ]',
     '    users = [',
-    indent(monitorBlock, 6),
+    ...monitorBlocks.map((b) => indent(b, 6)),
     '    ]',
     '  }',
     '}',
@@ -327,6 +372,8 @@ function processOf(u: NatsUser): string {
       return `a2a gateway --id ${u.name.slice('gateway-'.length)}`;
     case 'monitor':
       return 'a2a monitor';
+    case 'studio':
+      return `a2a studio --nats … (${u.name.slice('studio-'.length)})`;
     case 'agent':
       return `external agent ${u.name.slice('agent-'.length)}`;
   }
@@ -341,7 +388,7 @@ function table(rows: Array<[string, string]>): string[] {
 const quoted = (items: string[]) => items.map((s) => `"${s}"`);
 
 /** One user's block: a comment, its credential lines, its permissions. */
-function userBlock(comment: string[], credential: string[], rights: { publish: string[]; publishDeny?: string[]; subscribe: string[] }): string {
+function userBlock(comment: string[], credential: string[], rights: { publish: string[]; publishDeny?: string[]; subscribe: string[]; allowResponses?: boolean }): string {
   const list = (items: string[]) => ['[', ...quoted(items).map((s) => `  ${s},`), ']'];
   const field = (name: string, items: string[]) => {
     const [first, ...rest] = list(items);
@@ -360,6 +407,8 @@ function userBlock(comment: string[], credential: string[], rights: { publish: s
     ...field('allow', rights.subscribe).map((l) => `      ${l}`),
     ...(rights.subscribe.some((s) => s.startsWith('_INBOX_')) ? ['      deny: [ "_INBOX.>" ]'] : []),
     '    }',
+    // it may answer the requests it receives (one reply each), whatever their reply subject
+    ...(rights.allowResponses ? ['    allow_responses: true'] : []),
     '  }',
     '}',
   ].join('\n');

@@ -15,6 +15,7 @@ export interface NatsUsersOptions {
   host?: string[];
   gateway?: string[];
   agent?: string[];
+  studio?: string[];
   runs: number;
   passwords?: boolean;
   listen?: string;
@@ -38,6 +39,7 @@ export function natsUsersCommand(options: NatsUsersOptions, out: NodeJS.Writable
     hosts: (options.host ?? []).map((h) => processSpec(h, '--host')),
     gateways: (options.gateway ?? []).map((g) => processSpec(g, '--gateway')),
     agents: options.agent ?? [],
+    ...(options.studio?.length ? { studios: options.studio } : {}),
     runs: options.runs,
     auth: options.passwords ? 'password' : 'nkey',
     listen: options.listen ?? DEFAULT_LISTEN,
@@ -66,6 +68,8 @@ export function natsUsersCommand(options: NatsUsersOptions, out: NodeJS.Writable
   if (plan.auth === 'nkey') {
     out.write(`wrote a seed file <user>.nk and an environment file <user>.env per user in ${dir} (mode 0600): give each process only its own\n`);
     out.write(`  nats-server -c ${confFile}\n  set -a; . ${join(dir, `${users.find((u) => u.role === 'host' || u.role === 'gateway')!.name}.env`)}; set +a; a2a host --nats nats://${plan.listen} --id ${[...plan.hosts, ...plan.gateways][0]!.id} …\n`);
+    const studio = users.find((u) => u.role === 'studio');
+    if (studio) out.write(`  set -a; . ${join(dir, `${studio.name}.env`)}; set +a; a2a studio --nats nats://${plan.listen}\n`);
   } else {
     out.write(`the server reads each password from its environment: ${users.map((u) => `$${u.passwordVar}`).join(', ')}\n`);
   }

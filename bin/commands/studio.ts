@@ -46,7 +46,15 @@ export async function studioCommand(
     const namespace = options.namespace ?? 'default';
     const transport = await connectNats({ servers: options.nats, namespace, name: 'a2a-studio', ...natsCredentials() });
     closeTransport = () => transport.close();
-    nats = await watchNamespace(transport, { servers: describeServers(options.nats), namespace });
+    // the NATS user it connects as names who asks on a run's control subject: A2A_NATS_NAME (its
+    // .env from `a2a nats users --studio`), else the password user's name
+    const controlUser = process.env.A2A_NATS_NAME ?? process.env.A2A_NATS_USER ?? 'studio';
+    try {
+      nats = await watchNamespace(transport, { servers: describeServers(options.nats), namespace, controlUser });
+    } catch (error) {
+      await transport.close();
+      throw error;
+    }
   }
   try {
     const studio = await startStudio({

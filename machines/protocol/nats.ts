@@ -5,9 +5,9 @@
 import { z } from 'zod';
 import { RunId } from './common.js';
 import { SubTaskResult, TaskUpdate } from './subtasks.js';
-import { PermissionRequest } from './permissions.js';
+import { HumanItem, PermissionRequest } from './permissions.js';
 import { SessionSpec } from './limits.js';
-import { SessionCommand } from './actors.js';
+import { ControlRequest, SessionCommand } from './actors.js';
 
 // ---------------------------------------------------------------------------------------------
 // Between actor systems (NATS): a session runs on a host, its owner elsewhere
@@ -150,3 +150,61 @@ export const HostHeartbeat = z.object({
   memory: z.object({ rss: z.number(), heapUsed: z.number() }).optional(),
 });
 export type HostHeartbeat = z.infer<typeof HostHeartbeat>;
+
+// ---------------------------------------------------------------------------------------------
+// A run's control subject: the studio (or any operator) steering a run that runs elsewhere
+
+/**
+ * Who asks on a run's control subject `a2a.<ns>.control.<runId>.<user>`: its last token, a NATS
+ * user's name. The server lets each studio user publish under its own name only (`a2a nats users
+ * --studio <name>`), so the run's process takes it from the subject, not from the payload.
+ */
+export const ControlUser = z.string().min(1).max(128).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, "_" and "-" (a NATS subject token)');
+
+/**
+ * A request on a run's control subject: the changes a run's control directory takes
+ * (`ControlRequest`: answer, approve_all, pause, unpause, retry, redirect, reassign, reinitialize,
+ * resume, switch_model), the emergency stop, and what the studio reads of a run it has no files
+ * of (its status, its log, its artifacts), which change nothing.
+ */
+export const RunControlMessage = z.discriminatedUnion('command', [
+  ...ControlRequest.options,
+  /** `a2a stop`: every worker and sub-task is cancelled, each still reports `cancelled`. */
+  z.strictObject({ command: z.literal('stop'), by: z.string().trim().min(1), reason: z.string().max(1_000).optional() }),
+  /** The run's record and its live status (tasks, inbox, pending items, workflow); read only. */
+  z.strictObject({ command: z.literal('status') }),
+  /** The run's log from index `after + 1` (-1: from its start), as much as one reply holds; read only. */
+  z.strictObject({ command: z.literal('events'), after: z.number().int().min(-1) }),
+  /** The run's artifacts with their versions and summaries; read only. */
+  z.strictObject({ command: z.literal('artifacts') }),
+]);
+export type RunControlMessage = z.infer<typeof RunControlMessage>;
+
+/** The reply to a change or a stop: what was done, or why nothing was (the same as the control directory's). */
+export const ControlReplyMessage = z.union([z.strictObject({ ok: z.literal(true), message: z.string() }), z.strictObject({ ok: z.literal(false), error: z.string() })]);
+export type ControlReplyMessage = z.infer<typeof ControlReplyMessage>;
+
+/**
+ * The reply to `status`: the run's record (as `run.json` holds it) and its status (as
+ * `status.json` holds it, taken now); both parsed further by their readers, the items waiting for
+ * a person here.
+ */
+export const RunStatusReply = z.strictObject({
+  ok: z.literal(true),
+  record: z.looseObject({ runId: z.string(), status: z.string(), startedAt: z.number(), planId: z.string() }),
+  status: z.looseObject({ runId: z.string(), state: z.string(), pending: z.array(HumanItem), tasks: z.array(z.unknown()) }).nullable(),
+});
+export type RunStatusReply = z.infer<typeof RunStatusReply>;
+
+/** The reply to `events`: the log's events from index `from`, and whether more were there than one reply holds. */
+export const RunEventsReply = z.strictObject({
+  ok: z.literal(true),
+  from: z.number().int().min(0),
+  /** Each parsed by the reader with `RunEvent` (one it cannot read is counted, not passed on). */
+  events: z.array(z.unknown()),
+  more: z.boolean(),
+});
+export type RunEventsReply = z.infer<typeof RunEventsReply>;
+
+/** The reply to `artifacts`: each parsed by the reader with `ArtifactMeta` (machines/protocol/workflow.ts). */
+export const RunArtifactsReply = z.strictObject({ ok: z.literal(true), artifacts: z.array(z.unknown()) });

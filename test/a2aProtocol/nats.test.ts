@@ -1,11 +1,13 @@
 /**
  * `a2a serve --a2a --nats` with the example server's permissions (the orchestrator user): tasks
  * are kept in the namespace's KV bucket, so that another server of the namespace, in another
- * workspace, reads them (GetTask, ListTasks, SubscribeToTask's replay).
+ * workspace, reads them (GetTask, ListTasks, SubscribeToTask's replay). A served task's run answers
+ * its control subject (the example's studio user asks it, as `a2a studio --nats` does).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';
+import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { a2aHost, a2aProcess, killAll, served, waitFor, type Proc } from '../nats/cluster.js';
 import { examplePasswords, freePort, startNatsServer, type NatsServer } from '../nats/server.js';
@@ -66,9 +68,21 @@ describe('a2a serve --a2a --nats', () => {
     await expect(drain(other.resubscribeTask({ tenant: '', id: taskId }))).rejects.toThrow(/has ended \(TASK_STATE_COMPLETED\): SubscribeToTask follows a task that is not finished; read it with GetTask/);
   });
 
-  it('refuses a message or a cancel for a task another server runs, and leaves the task as it is', async () => {
+  it('refuses a message or a cancel for a task another server runs, and leaves the task as it is; its run answers its control subject', async () => {
+    // the studio user of the example: it hears which run serves the task, and asks that run
+    const studio = await connect({ servers: nats.url, user: 'studio-ops', pass: passwords.A2A_STUDIO_OPS_PASSWORD, inboxPrefix: '_INBOX_studio-ops' });
+    const runs = new Map<string, string>();
+    studio.subscribe('a2a.default.events.*.a2a.served', { callback: (_e, m) => void (({ runId, data }) => runs.set(data.taskId, runId))(m.json<{ runId: string; data: { taskId: string } }>()) });
+    await studio.flush();
     const onA = await clientOf(a);
     const running = taskIdOf(await drain(send(onA, message('work forever', { skill: 'coder', contextId: 'ctx-nats-2' })), (e) => states([e])[0] === 'WORKING'));
+    await waitFor('the served task\'s run to be heard', () => runs.has(running), 5_000);
+    const ask = async (body: unknown) => (await studio.request(`a2a.default.control.${runs.get(running)!}.studio-ops`, JSON.stringify(body), { timeout: 3_000 })).json<Record<string, unknown>>();
+    expect(await ask({ command: 'status' })).toMatchObject({ ok: true, record: { runId: runs.get(running), status: 'running' } });
+    const log = (await ask({ command: 'events', after: -1 })) as { events: Array<{ type: string; data: { taskId?: string; state?: string } }> };
+    expect(log.events.filter((e) => e.type === 'a2a.served').map((e) => e.data.taskId)).toContain(running);
+    expect(await ask({ command: 'redirect', taskId: 'task', by: 'ann' })).toEqual({ ok: false, error: expect.stringMatching(/^invalid request: instructions: /) });
+    await studio.close();
     const onB = await clientOf(b);
     await expect(onB.cancelTask({ tenant: '', id: running, metadata: undefined })).rejects.toThrow(/runs on the A2A server serving .*: send its messages and its cancel there/);
     await expect(drain(send(onB, message('more', { taskId: running, contextId: 'ctx-nats-2' })))).rejects.toThrow(/runs on the A2A server serving/);

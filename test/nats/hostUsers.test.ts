@@ -3,7 +3,9 @@
  * command writes, a plan runs across two hosts and a run with the server refusing nothing, a host
  * killed -9 is taken over by the other (which reads its boxes without the right to make them);
  * and each attempt of one host to act as another, or of any process to make a consumer on another's
- * queue, is refused by the server's subject permissions, not by a2a's own checks.
+ * queue, is refused by the server's subject permissions, not by a2a's own checks. A run's control
+ * subject: a studio user asks the run's process (an invalid request refused naming the field, a
+ * stop carried out); a host, the monitor, or a studio under another's name is refused by the server.
  */
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +27,7 @@ const { conf, users } = natsUsers({
   hosts: [{ id: 'alpha', agents: ['architect'] }, { id: 'beta', agents: ['coder'] }, { id: 'gamma', agents: ['architect'] }, { id: 'delta', agents: ['coder'] }],
   gateways: [],
   agents: [],
+  studios: ['ops'],
   runs: 4,
   auth: 'nkey',
   listen: '127.0.0.1:4222',
@@ -255,12 +258,88 @@ describe('what one process may not do in another\'s name', () => {
   }, 30_000);
 });
 
+describe("a run's control subject", () => {
+  /**
+   * A live run as the orchestrator user, in this process: its @coder task runs on host beta (its
+   * own user) and waits for a person's approval of its command.
+   */
+  async function waitingRun(runId: string) {
+    const ws = tempDir('a2a-nats-control-');
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'waits', tasks: [{ id: 'build', agent: '@coder', prompt: 'build it' }] }));
+    writeFileSync(
+      join(ws, 'script.json'),
+      JSON.stringify({ rules: [{ agent: 'coder', turns: [{ toolCalls: [{ name: 'run_command', arguments: { command: 'echo built' } }] }, { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'built' } }] }] }] }),
+    );
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ permissions: { ask_user: ['command_execution'] } }));
+    const host = a2aHost(server.url, ws, 'beta', 'coder', { env: envOf('host-beta') });
+    const studio = await as('studio-ops');
+    // the item waiting for a person, heard as the run says it
+    const asked = new Promise<void>((resolve) => {
+      const sub = studio.subscribe(`a2a.default.events.${runId}.human.asked`, { callback: () => (sub.unsubscribe(), resolve()) });
+    });
+    await studio.flush();
+    await waitFor('the host to serve', () => host.out().includes(' serves ') || host.child.exitCode !== null, 8_000, host.out);
+    const c = capture();
+    const done = asUser('orchestrator', () => main(['run', join(ws, 'plan.json'), '--nats', server.url, '--script', join(ws, 'script.json'), '--workspace', ws, '--no-tree', '--run-id', runId], c.io));
+    await Promise.race([asked, done.then((code) => Promise.reject(new Error(`the run ended (${code}) before it asked:\n${c.out()}${c.err()}`)))]);
+    const ask = async (message: unknown) => JSON.parse(new TextDecoder().decode((await studio.request(`a2a.default.control.${runId}.studio-ops`, JSON.stringify(message), { timeout: 3_000 })).data)) as Record<string, unknown>;
+    return { ws, done, ask, output: () => c.out() + c.err() };
+  }
+
+  it("answers a studio user's requests as the run's control directory does: an invalid one refused naming the field, changing nothing; stop ends the run", async () => {
+    // the file's other tests make these users refused on purpose: this one's are counted from here
+    const before = { orchestrator: violations('orchestrator').length, studio: violations('studio-ops').length };
+    const run = await waitingRun('ctl-1');
+    const pending = () => run.ask({ command: 'status' }).then((r) => (r.status as { pending: Array<{ title: string }> }).pending.map((i) => i.title));
+    expect(await run.ask({ command: 'status' })).toMatchObject({ ok: true, record: { runId: 'ctl-1', status: 'running' } });
+    expect(await pending()).toEqual(['command_execution: echo built']);
+    // each invalid request is refused with the field it is about, and nothing happens
+    expect(await run.ask({ command: 'answer', id: '1', approved: 'yes', by: 'ann' })).toEqual({ ok: false, error: expect.stringMatching(/^invalid request: approved: /) });
+    expect(await run.ask({ command: 'redirect', taskId: 'build', by: 'ann' })).toEqual({ ok: false, error: expect.stringMatching(/^invalid request: instructions: /) });
+    expect(await run.ask({ command: 'delete_everything', by: 'ann' })).toEqual({ ok: false, error: expect.stringMatching(/^invalid request: command: /) });
+    expect(await run.ask({ command: 'events', after: -2 })).toEqual({ ok: false, error: expect.stringMatching(/^invalid request: after: /) });
+    expect(await pending()).toEqual(['command_execution: echo built']);
+    // a valid change is checked against the live run, as from the control directory
+    expect(await run.ask({ command: 'answer', id: '7', approved: true, by: 'ann' })).toEqual({ ok: false, error: expect.stringMatching(/^nothing pending with id "7"; pending: 1\. /) });
+    expect(await run.ask({ command: 'pause', by: 'ann' })).toMatchObject({ ok: true });
+    const log = await run.ask({ command: 'events', after: -1 });
+    expect(log).toMatchObject({ ok: true, from: 0, more: false });
+    const events = log.events as Array<{ type: string; data: Record<string, unknown> }>;
+    // who paused: the person the payload names, through the studio user the subject names (the server binds it)
+    expect(events.filter((e) => e.type === 'run.paused').map((e) => e.data.by)).toEqual(['ann via studio-ops']);
+    expect(events.map((e) => e.type)).toEqual(new FileRunStore(run.ws).events('ctl-1').map((e) => e.type).slice(0, events.length));
+    expect(await run.ask({ command: 'stop', by: 'ann' })).toMatchObject({ ok: true, message: expect.stringContaining('every worker and sub-task is being cancelled') });
+    expect(await run.done, run.output()).toBe(130);
+    expect(new FileRunStore(run.ws).read('ctl-1').status).toBe('cancelled');
+    expect(violations('orchestrator').slice(before.orchestrator)).toEqual([]);
+    expect(violations('studio-ops').slice(before.studio)).toEqual([]);
+  });
+
+  it('refuses a request of a host or the monitor, and a studio user\'s under another name: the server, not a2a', async () => {
+    const subject = (user: string) => `a2a.default.control.any-run.${user}`;
+    for (const [name, user] of [['host-alpha', 'host-alpha'], ['host-alpha', 'studio-ops'], ['monitor', 'monitor'], ['studio-ops', 'studio-ann']] as const) {
+      const nc = await as(name);
+      const error = await nc.request(subject(user), JSON.stringify({ command: 'stop', by: 'mallory' }), { timeout: 2_000 }).then(
+        () => 'answered',
+        (e: unknown) => String(e),
+      );
+      expect(error, `${name} on ${subject(user)}`).toMatch(/[Pp]ermissions [Vv]iolation/);
+      await waitFor(`the server to log the refusal of ${name}`, () => violations(name).some((l) => l.includes(subject(user))), 5_000);
+    }
+    // nor may a host listen to a run's control subject (to answer in the run's place)
+    const host = await as('host-alpha');
+    host.subscribe('a2a.default.control.>', { callback: () => undefined });
+    await host.flush().catch(() => undefined);
+    await waitFor('the refusal of the subscription', () => violations('host-alpha').some((l) => l.includes('Subscription Violation') && l.includes('a2a.default.control.>')), 5_000);
+  });
+});
+
 describe('a2a nats users', () => {
   it('wrote examples/nats/server.conf: the example is the command\'s output, so the two cannot drift', () => {
     const example = readFileSync(join(import.meta.dirname, '../../examples/nats/server.conf'), 'utf8');
     const command = /^#\s+(a2a nats users .*)$/m.exec(example)?.[1];
-    expect(command).toBe('a2a nats users --host alpha --host beta --gateway gw --agent alpha --agent beta --runs 16 --passwords');
-    const made = natsUsers({ namespace: 'default', hosts: [{ id: 'alpha' }, { id: 'beta' }], gateways: [{ id: 'gw' }], agents: ['alpha', 'beta'], runs: 16, auth: 'password', listen: '127.0.0.1:4222', storeDir: '/var/lib/nats/a2a' });
+    expect(command).toBe('a2a nats users --host alpha --host beta --gateway gw --agent alpha --agent beta --studio ops --runs 16 --passwords');
+    const made = natsUsers({ namespace: 'default', hosts: [{ id: 'alpha' }, { id: 'beta' }], gateways: [{ id: 'gw' }], agents: ['alpha', 'beta'], studios: ['ops'], runs: 16, auth: 'password', listen: '127.0.0.1:4222', storeDir: '/var/lib/nats/a2a' });
     expect(made.conf).toBe(example);
   });
 

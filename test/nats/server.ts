@@ -342,6 +342,7 @@ export function examplePasswords() {
     A2A_HOST_BETA_PASSWORD: secret('host-beta'),
     A2A_GATEWAY_GW_PASSWORD: secret('gateway'),
     A2A_MONITOR_PASSWORD: secret('mon'),
+    A2A_STUDIO_OPS_PASSWORD: secret('studio-ops'),
     A2A_AGENT_ALPHA_PASSWORD: secret('alpha'),
     A2A_AGENT_BETA_PASSWORD: secret('beta'),
   };

@@ -65,6 +65,8 @@ export class RunView {
   costUsd = 0;
   /** A session run without an orchestrator (`a2a run --standalone`). */
   standalone = false;
+  /** Counts the nodes added: a drawing of the tree's shape (the studio's rows) is current while it is unchanged. */
+  shape = 0;
 
   apply(event: RunEvent): void {
     this.startedAt ??= event.ts;
@@ -107,6 +109,7 @@ export class RunView {
           const parent = event.parentId ? this.nodes.get(event.parentId) : undefined;
           if (parent) parent.children.push(id);
           else this.roots.push(id);
+          this.shape++;
         }
         return;
       }

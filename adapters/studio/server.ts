@@ -9,7 +9,8 @@
  *   GET  /api/info                 the workspace, the NATS namespace, the inspector's address and whether it listens
  *   GET  /api/runs                 the runs: status, duration, cost, counts
  *   GET  /api/runs/<id>            a run's record and status (tasks, inbox, pending items, workflow)
- *   GET  /api/runs/<id>/stream     its events (server-sent events), from `after` / Last-Event-ID, then live
+ *   GET  /api/runs/<id>/stream     its events (server-sent events), from `after` / Last-Event-ID, then live;
+ *                                  `batch=1` (the page's) puts up to 1,000 events in a message
  *   GET  /api/runs/<id>/audit      its audit trail, filtered (actor, action, decision), JSON or Markdown
  *   GET  /api/runs/<id>/artifacts  its artifacts with their versions and summaries
  *   GET  /api/charts               every statechart (states and transitions), to draw a session's
@@ -18,6 +19,10 @@
  *                                  through the run's control directory as `a2a inbox` sends it, or
  *                                  {"command":"stop"} as `a2a stop` does
  *   GET  /api/nats/stream          the namespace's hosts and runs (server-sent events), with --nats
+ *
+ * A run that is not in the workspace nor indexed, with --nats, is looked for on the namespace: the
+ * same routes then read it and change it through its process's control subject
+ * (adapters/studio/natsRun.ts, adapters/transport/runControl.ts) instead of its files.
  *
  * Security (like Jupyter): bound to 127.0.0.1 by default; a random token, printed in the URL at
  * start, is required on every request, compared in constant time. The URL's `?token=` is taken
@@ -40,7 +45,7 @@ import { userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ControlRequest, RunEvent, StudioAuditQuery, StudioStop, StudioStreamQuery } from '../../machines/protocol/index.js';
 import { A2AError, isA2AError } from '../../actors/errors.js';
-import { renderAuditMarkdown } from '../../actors/durability/audit.js';
+import { isAudited, renderAuditMarkdown } from '../../actors/durability/audit.js';
 import { machines, toGraphJson } from '../../actors/graph/index.js';
 import { ArtifactStore } from '../../actors/organiser/artifacts.js';
 import { redactText } from '../../actors/config/secrets.js';
@@ -50,7 +55,9 @@ import { FileArtifactBackend } from '../store/artifactFiles.js';
 import { indexedRuns } from '../store/runIndex.js';
 import { sendControl, stopRunProcess } from '../runHost.js';
 import { hostNamesServer, ownOrigin } from '../hostGuard.js';
-import { RunFeed, summarize, type RunListEntry } from './feed.js';
+import { RunFeed, summarize, type FeedListener, type RunListEntry } from './feed.js';
+import { NatsRunFeed } from './natsRun.js';
+import { errorText } from '../../machines/errorText.js';
 import { studioPage } from './page/html.js';
 import type { NatsWatch } from './nats.js';
 
@@ -101,6 +108,9 @@ export function defaultPageScript(): string {
 }
 
 const SSE_KEEPALIVE_MS = 15_000;
+/** Events a message of a batched stream (`?batch=1`, the page's) holds at most, and a backlog's slice: one write each. */
+const STREAM_BATCH = 1_000;
+const STREAM_SLICE = 4_000;
 
 class HttpError extends Error {
   constructor(
@@ -111,7 +121,16 @@ class HttpError extends Error {
   }
 }
 
-const STATUS_OF_CODE: Record<string, number> = { VALIDATION_ERROR: 400, NOT_FOUND: 404, INVALID_STATE_TRANSITION: 409, WORKFLOW_PAUSED: 409, AGENT_TIMEOUT: 504 };
+const STATUS_OF_CODE: Record<string, number> = { VALIDATION_ERROR: 400, NOT_FOUND: 404, INVALID_STATE_TRANSITION: 409, WORKFLOW_PAUSED: 409, AGENT_TIMEOUT: 504, AGENT_ERROR: 502 };
+
+/** What a page's stream reads of a run: its log followed from its files (RunFeed) or over NATS (NatsRunFeed). */
+interface StreamFeed {
+  readonly events: readonly RunEvent[];
+  poll(): unknown;
+  status(): unknown;
+  record(): unknown;
+  subscribe(listener: FeedListener): () => void;
+}
 
 export async function startStudio(options: StudioOptions): Promise<RunningStudio> {
   const host = options.host ?? '127.0.0.1';
@@ -145,6 +164,8 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
   };
   const home = new FileRunStore(options.workspace);
   const feeds = new Map<string, RunFeed>();
+  /** Runs of the NATS namespace read over their control subject, each opened once (its whole log read). */
+  const remotes = new Map<string, { feed: NatsRunFeed; opened: Promise<void> }>();
   const streams = new Set<ServerResponse>();
   /** List summaries, kept while a run's log and status are unchanged. */
   const summaries = new Map<string, { key: string; entry: RunListEntry }>();
@@ -172,10 +193,50 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     return feed;
   }
 
+  const notHere = (runId: string) => `no run "${runId}" in ${home.root}${options.indexed !== false ? ' or among the indexed runs' : ''}`;
+
   function runOf(runId: string): { store: FileRunStore; workspace: string; feed: RunFeed } {
     const found = locate(runId);
-    if (!found) throw new HttpError(404, `no run "${runId}" in ${home.root}${options.indexed !== false ? ' or among the indexed runs' : ''}`);
+    if (!found) throw new HttpError(404, notHere(runId));
     return { ...found, feed: feedOf(runId, found.store) };
+  }
+
+  /**
+   * A NATS run's feed brought up to date, waiting 1 s at most: a run whose process just ended
+   * does not answer, and from the studio's account the server says so only at the timeout.
+   */
+  async function fresh(feed: NatsRunFeed): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([feed.sync(), new Promise<void>((resolve) => (timer = setTimeout(resolve, 1_000)))]);
+    clearTimeout(timer);
+  }
+
+  /** The run: its files, else (with --nats) its process on the namespace, read over its control subject. */
+  async function anyRun(runId: string): Promise<{ local: { store: FileRunStore; workspace: string; feed: RunFeed } } | { nats: NatsRunFeed }> {
+    const found = locate(runId);
+    if (found) return { local: { ...found, feed: feedOf(runId, found.store) } };
+    const watch = options.nats;
+    if (!watch) throw new HttpError(404, notHere(runId));
+    const before = remotes.get(runId);
+    let entry = before;
+    // a run read to its end is shown as it was read, unless it was heard from since (resumed): then read again
+    if (!entry || (entry.feed.ended && watch.lastHeard(runId) > entry.feed.endedAt)) {
+      const feed = new NatsRunFeed(watch, runId, Math.max(options.pollMs ?? 150, 250));
+      entry = { feed, opened: feed.open() };
+      remotes.set(runId, entry);
+    }
+    try {
+      await entry.opened;
+    } catch (error) {
+      entry.feed.close();
+      if (remotes.get(runId) === entry) {
+        if (before?.feed.ended) remotes.set(runId, before);
+        else remotes.delete(runId);
+      }
+      if (before?.feed.ended) return { nats: before.feed };
+      throw new HttpError(404, `${notHere(runId)}, and no process of namespace "${watch.namespace}" answers for it on NATS (${errorText(error)})`);
+    }
+    return { nats: entry.feed };
   }
 
   /** Every run, each record read once: the workspace's, then the indexed ones elsewhere. */
@@ -289,12 +350,17 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     const header = req.headers.authorization;
     if (!header?.startsWith('Bearer ') && req.headers['x-a2a-studio'] === undefined) throw new HttpError(403, 'a change must carry the token in its Authorization header (Bearer), or come from the studio\'s page (its x-a2a-studio header)');
     const body = await readBody(req);
-    const { store } = runOf(runId);
+    const run = await anyRun(runId);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'the request body must be a JSON object with a "command"');
     if ((body as { command?: unknown }).command === 'stop') {
       const stop = StudioStop.safeParse(body);
       if (!stop.success) throw new HttpError(400, stop.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; '));
-      json(res, 200, { ok: true, message: stopRunProcess(store, runId) });
+      if ('local' in run) {
+        json(res, 200, { ok: true, message: stopRunProcess(run.local.store, runId) });
+        return;
+      }
+      const reply = await run.nats.control({ command: 'stop', by: user });
+      json(res, reply.ok ? 200 : 409, reply);
       return;
     }
     if ('by' in body) throw new HttpError(400, 'by: set by the studio (who runs it), not by the page');
@@ -303,12 +369,11 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
       const commands = ['answer', 'approve_all', 'pause', 'unpause', 'retry', 'redirect', 'reassign', 'reinitialize', 'resume', 'switch_model', 'stop'];
       throw new HttpError(400, `${parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')} (commands: ${commands.join(', ')})`);
     }
-    const reply = await sendControl(store, runId, parsed.data);
+    const reply = 'local' in run ? await sendControl(run.local.store, runId, parsed.data) : await run.nats.control(parsed.data);
     json(res, reply.ok ? 200 : 409, reply.ok ? reply : { ok: false, error: reply.error });
   }
 
-  function stream(runId: string, req: IncomingMessage, res: ServerResponse, url: URL): void {
-    const { feed } = runOf(runId);
+  function stream(feed: StreamFeed, req: IncomingMessage, res: ServerResponse, url: URL): void {
     const q = query(StudioStreamQuery, url);
     const last = req.headers['last-event-id'];
     const lastId = typeof last === 'string' && /^\d+$/.test(last) ? Number(last) : undefined;
@@ -316,32 +381,53 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     let next = Math.max(q.after ?? -1, lastId ?? -1) + 1;
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
     res.write('retry: 1000\n\n');
-    const send = (events: readonly RunEvent[], first: number) => {
+    /** Writes `events[from..to)` not sent yet (`first` is the index of `events[0]`); false when the socket's buffer is full. */
+    const send = (events: readonly RunEvent[], first: number, to = events.length): boolean => {
+      const from = Math.max(0, next - first);
+      if (from >= to) return true;
       let chunk = '';
-      for (let i = 0; i < events.length; i++) {
-        const index = first + i;
-        if (index < next) continue;
-        chunk += `id: ${index}\nevent: run\ndata: ${JSON.stringify(events[i])}\n\n`;
-        next = index + 1;
+      if (q.batch === '1') {
+        for (let i = from; i < to; i += STREAM_BATCH) {
+          const end = Math.min(to, i + STREAM_BATCH);
+          const json: string[] = [];
+          for (let k = i; k < end; k++) json.push(JSON.stringify(events[k]));
+          chunk += `id: ${first + end - 1}\nevent: runs\ndata: {"first":${first + i},"events":[${json.join(',')}]}\n\n`;
+        }
+      } else {
+        for (let k = from; k < to; k++) chunk += `id: ${first + k}\nevent: run\ndata: ${JSON.stringify(events[k])}\n\n`;
       }
-      if (chunk) res.write(chunk);
+      next = first + to;
+      return res.write(chunk);
     };
-    feed.poll();
-    // what the page has not seen yet, then the current files, then live
-    send(feed.events, 0);
-    res.write(`event: files\ndata: ${JSON.stringify({ status: feed.status(), record: feed.record() })}\n\n`);
-    const unsubscribe = feed.subscribe({
-      events: send,
-      files: (changed) => res.write(`event: files\ndata: ${JSON.stringify(changed)}\n\n`),
-    });
-    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), SSE_KEEPALIVE_MS);
+    let unsubscribe = () => {};
+    let keepAlive: NodeJS.Timeout | undefined;
+    const gone = () => res.destroyed || res.writableEnded;
     streams.add(res);
-    const end = () => {
+    res.on('close', () => {
       clearInterval(keepAlive);
       unsubscribe();
       streams.delete(res);
+    });
+    // what the page has not seen yet, in slices (the first bytes leave at once, a page that reads
+    // slowly holds back the rest instead of the server holding all of it), then the current
+    // files, then live; the log read meanwhile is in feed.events, so nothing falls between
+    feed.poll();
+    const backlog = () => {
+      if (gone()) return;
+      if (next < feed.events.length) {
+        const written = send(feed.events, 0, Math.min(feed.events.length, next + STREAM_SLICE));
+        if (!written) res.once('drain', backlog);
+        else setImmediate(backlog);
+        return;
+      }
+      res.write(`event: files\ndata: ${JSON.stringify({ status: feed.status(), record: feed.record() })}\n\n`);
+      unsubscribe = feed.subscribe({
+        events: (events, first) => void send(events, first),
+        files: (changed) => res.write(`event: files\ndata: ${JSON.stringify(changed)}\n\n`),
+      });
+      keepAlive = setInterval(() => res.write(': keep-alive\n\n'), SSE_KEEPALIVE_MS);
     };
-    res.on('close', end);
+    backlog();
   }
 
   function natsStream(res: ServerResponse): void {
@@ -357,13 +443,19 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
     });
   }
 
-  function audit(runId: string, res: ServerResponse, url: URL): void {
-    const { store } = runOf(runId);
+  async function audit(runId: string, res: ServerResponse, url: URL): Promise<void> {
+    const run = await anyRun(runId);
     const q = query(StudioAuditQuery, url);
     const records: RunEvent[] = [];
-    for (const line of store.logLines(runId, 'audit')) {
-      const parsed = RunEvent.safeParse(line);
-      if (parsed.success && matches(parsed.data, q)) records.push(parsed.data);
+    if ('local' in run) {
+      for (const line of run.local.store.logLines(runId, 'audit')) {
+        const parsed = RunEvent.safeParse(line);
+        if (parsed.success && matches(parsed.data, q)) records.push(parsed.data);
+      }
+    } else {
+      // the audit trail is the log's audited events (what the run's audit.jsonl holds)
+      await fresh(run.nats);
+      for (const e of run.nats.events) if (isAudited(e) && matches(e, q)) records.push(e);
     }
     if (q.format === 'md') {
       res.writeHead(200, { 'content-type': 'text/markdown; charset=utf-8', 'content-disposition': `attachment; filename="${runId}-audit.md"`, ...SECURITY_HEADERS });
@@ -379,7 +471,9 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
   }
 
   async function artifacts(runId: string, res: ServerResponse): Promise<void> {
-    const { store } = runOf(runId);
+    const run = await anyRun(runId);
+    if ('nats' in run) return json(res, 200, await run.nats.artifacts());
+    const { store } = run.local;
     const artifactStore = new ArtifactStore(new FileArtifactBackend(store.root), runId, realClock);
     json(res, 200, await artifactStore.list({ includeArchived: true }));
   }
@@ -428,14 +522,22 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
       const runId = decodeURIComponent(run[1]!);
       if (!/^[A-Za-z0-9._-]+$/.test(runId)) throw new HttpError(400, `invalid run id "${runId}": use letters, digits, ".", "_" and "-"`);
       switch (run[2]) {
-        case 'stream':
-          return stream(runId, req, res, url);
+        case 'stream': {
+          const run = await anyRun(runId);
+          return stream('local' in run ? run.local.feed : run.nats, req, res, url);
+        }
         case 'audit':
           return audit(runId, res, url);
         case 'artifacts':
           return artifacts(runId, res);
         case undefined: {
-          const { feed, workspace } = runOf(runId);
+          const run = await anyRun(runId);
+          if ('nats' in run) {
+            await fresh(run.nats);
+            const record = run.nats.record();
+            return json(res, 200, { record, status: run.nats.status(), workspace: record?.invocation?.workspace ?? null, invalidLines: run.nats.invalid, nats: { namespace: options.nats!.namespace, reachable: run.nats.reachable } });
+          }
+          const { feed, workspace } = run.local;
           return json(res, 200, { record: feed.record(), status: feed.status(), workspace, invalidLines: feed.invalid });
         }
       }
@@ -477,6 +579,7 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
       for (const s of streams) s.destroy();
       streams.clear();
       for (const f of feeds.values()) f.close();
+      for (const r of remotes.values()) r.feed.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

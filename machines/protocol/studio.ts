@@ -10,6 +10,8 @@ import { z } from 'zod';
 /** Which events a page's stream starts after (`?after=`, or the `Last-Event-ID` header): an index in the run's log. */
 export const StudioStreamQuery = z.strictObject({
   after: z.coerce.number().int().min(-1).optional(),
+  /** 1: up to 1,000 events a message (`event: runs`, data `{"first": <index>, "events": [...]}`, id the last index), for a page that opens a large run; else one event a message (`event: run`). */
+  batch: z.enum(['0', '1']).optional(),
   token: z.string().optional(),
 });
 

@@ -4,7 +4,10 @@
  * the tree fills in live; a sub-task's transcript; a permission approved from the page goes on
  * and is audited; pause and resume; a reconnect (streams dropped, then the studio restarted)
  * loses and repeats no event; an MCP server's question answered from the inbox; time travel (the
- * slider, its keys, a link) and the charts drawn as diagrams; the NATS view with two hosts; a task served over A2A (`serveA2A`
+ * slider, its keys, a link) and the charts drawn as diagrams; the NATS view with two hosts; a run on
+ * a host opened from the NATS view with no file of it in the studio's workspace (its permission
+ * approved through its control subject, its cost and a transcript shown, each process with its
+ * own NATS user); a task served over A2A (`serveA2A`
  * in this process) with the task its worker delegated; every control reachable by keyboard and
  * labelled. Screenshots of the main views go to test-results/studio/.
  */
@@ -19,6 +22,7 @@ import { clientOf, drain, message, send, states, taskIdOf } from '../a2aProtocol
 import { remoteAgent } from '../a2aProtocol/remoteServer.js';
 import { watchNamespace, type NatsWatch } from '../../adapters/studio/nats.js';
 import { connectNats } from '../../adapters/transport/nats.js';
+import { natsUsers, type NatsUser } from '../../adapters/transport/natsUsers.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunEvent } from '../../machines/protocol/index.js';
 import type { Transport } from '../../machines/ports.js';
@@ -367,6 +371,71 @@ describe('a2a studio in a browser', () => {
     expect(await exited(proc), proc.out()).toBe(0);
   });
 
+  it('opens a run on a host from the NATS view and approves its permission through the run\'s control subject: its cost and a transcript shown, every process with its own user', async () => {
+    // the users `a2a nats users --host alpha=coder --studio ops` makes, nkeys
+    const { conf, users } = natsUsers({ namespace: 'default', hosts: [{ id: 'alpha', agents: ['coder'] }], gateways: [], agents: [], studios: ['ops'], runs: 2, auth: 'nkey', listen: '127.0.0.1:4222', storeDir: '/unused' });
+    const server: NatsServer = await startNatsServer({ base: conf });
+    cleanups.push(() => server.stop());
+    const keys = tempDir('a2a-studio-keys-');
+    const envOf = (name: string): NodeJS.ProcessEnv => {
+      const u = users.find((x) => x.name === name) as NatsUser;
+      writeFileSync(join(keys, `${name}.nk`), `${u.seed}\n`, { mode: 0o600 });
+      const { A2A_NATS_USER: _u, A2A_NATS_PASSWORD: _p, A2A_NATS_TOKEN: _t, ...inherited } = process.env;
+      return { ...inherited, A2A_NATS_NKEY: join(keys, `${name}.nk`), ...u.env };
+    };
+    // the run's workspace: one coder task whose command needs a person's approval, each model call priced
+    const ws = tempDir('a2a-studio-nats-run-');
+    writeFileSync(join(ws, 'plan.json'), JSON.stringify({ id: 'remote', tasks: [{ id: 'build', agent: '@coder', prompt: 'build it' }] }));
+    writeFileSync(
+      join(ws, 'script.json'),
+      JSON.stringify({ rules: [{ agent: 'coder', turns: [{ toolCalls: [{ name: 'run_command', arguments: { command: 'echo built > out.txt && echo ok' } }] }, { toolCalls: [{ name: 'a2a_subtask_complete', arguments: { output: 'built on alpha' } }] }] }] }),
+    );
+    writeFileSync(join(ws, 'a2a.config.json'), JSON.stringify({ permissions: { ask_user: ['command_execution'] }, models: { prices: { scripted: { inputPerMTok: 1_000, outputPerMTok: 1_000 } } } }));
+    const host = a2aHost(server.url, ws, 'alpha', 'coder', { env: envOf('host-alpha') });
+    // the studio as studio-ops, with a workspace of its own: it has no file of the run
+    const env = envOf('studio-ops');
+    const transport: Transport = await connectNats({ servers: server.url, namespace: 'default', name: 'studio-test', nkeyFile: env.A2A_NATS_NKEY!, inboxPrefix: env.A2A_NATS_INBOX_PREFIX!, jsApiPrefix: env.A2A_NATS_JS_API_PREFIX! });
+    cleanups.push(() => transport.close());
+    const nats = await watchNamespace(transport, { servers: server.url, namespace: 'default', intervalMs: 200, controlUser: env.A2A_NATS_NAME! });
+    cleanups.push(() => nats.close());
+    await served(host);
+    const proc = a2aProcess(['run', 'plan.json', '--nats', server.url, '--script', 'script.json', '--run-id', 'nats-perm', '--no-tree'], ws, envOf('orchestrator'));
+    const p = await open(tempDir('a2a-studio-elsewhere-'), '#/nats', { nats });
+    await p.getByRole('link', { name: 'Open run nats-perm' }).click({ timeout: 8_000 });
+    await p.getByRole('tab', { name: /^Inbox/ }).click();
+    const approve = p.getByRole('button', { name: 'Approve: command_execution: echo built > out.txt && echo ok' });
+    await approve.waitFor({ timeout: 8_000 });
+    await p.getByLabel('Reason for item 1').fill('fine on alpha');
+    await approve.click();
+    await p.locator('#toast', { hasText: 'approved (command_execution' }).waitFor({ timeout: 5_000 });
+    expect(await exited(proc), proc.out()).toBe(0);
+    // who approved: the person at the studio, through the studio's NATS user (the server binds the name)
+    const audit = new FileRunStore(ws).readLines('nats-perm', 'audit.jsonl') as RunEvent[];
+    expect(audit.find((e) => e.type === 'permission.decided' && e.data.decidedBy === 'human')?.data).toMatchObject({ approved: true, reason: 'fine on alpha', decider: `${USER} via studio-ops` });
+    // the page has the whole log, read over NATS, as the run wrote it
+    const log = events(ws, 'nats-perm');
+    await expect.poll(async () => (await p.evaluate<number[]>('window.a2aStudio.seqs()')).length, { timeout: 5_000 }).toBe(log.length);
+    expect(await p.evaluate<number[]>('window.a2aStudio.seqs()')).toEqual(log.map((e) => e.seq));
+    await expect.poll(() => p.locator('[aria-label="status"]').textContent(), { timeout: 5_000 }).toBe('completed');
+    // its cost (priced on the host), and the worker's transcript
+    const spent = log.filter((e) => e.type === 'model.called').reduce((sum, e) => sum + Number(e.data.costUsd ?? 0), 0);
+    expect(spent).toBeGreaterThan(0);
+    await p.getByRole('tab', { name: 'Cost' }).click();
+    expect(await p.locator('[aria-label="Cost"]').textContent()).toContain(`$${spent.toFixed(2)}`);
+    // the audit trail: the log's audited events, filtered as for a local run
+    await p.getByRole('tab', { name: 'Audit' }).click();
+    await p.getByLabel('Decision').selectOption('approved');
+    await p.getByRole('button', { name: 'Filter' }).click();
+    const rows = p.locator('[aria-label="Audit records"] tbody tr');
+    await expect.poll(() => rows.allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('permission.decided')]));
+    await p.getByRole('tab', { name: 'Tree' }).click();
+    await p.locator('button[data-node="w-build"]').click();
+    const transcript = p.locator('[aria-label="Transcript of w-build"]');
+    await expect.poll(() => transcript.textContent(), { timeout: 5_000 }).toContain('echo built > out.txt');
+    await shot(p, 'nats-run');
+    expect(server.log().split('\n').filter((l) => /Violation/.test(l))).toEqual([]);
+  });
+
   it('shows a task served over A2A: its state, client and messages, and the remote task its worker delegated', async () => {
     const ws = tempDir('a2a-studio-');
     const remote = await remoteAgent();
@@ -481,17 +550,27 @@ describe('a2a studio in a browser', () => {
     await p.locator('button[data-node="w-design"]').focus();
     await p.keyboard.press('Enter');
     await p.locator('[aria-label="Transcript of w-design"]').waitFor({ timeout: 5_000 });
+    // the tree's rows by their arrow keys: down to the last sub-task, and Enter selects it
+    await p.keyboard.press('End');
+    expect(await p.evaluate<string>('document.activeElement.dataset.node')).toBe('w-design.3');
+    await p.keyboard.press('ArrowUp');
+    expect(await p.evaluate<string>('document.activeElement.dataset.node')).toBe('w-design.2');
+    await p.keyboard.press('Enter');
+    await p.locator('[aria-label="Transcript of w-design.2"]').waitFor({ timeout: 5_000 });
     for (const tab of ['tree', 'inbox', 'audit', 'cost', 'workflow', 'a2a', 'events']) {
       await p.locator(`#tab-${tab}`).focus();
       await p.keyboard.press('Enter');
       await expect.poll(() => p.locator(`#tab-${tab}`).getAttribute('aria-selected')).toBe('true');
-      // every interactive element is focusable and has an accessible name
+      // every interactive element is focusable and has an accessible name; the tree is one tab
+      // stop (one row's button has it, the arrow keys reach the others)
       const unnamed = await p.evaluate<string[]>(`(() => {
         const out = [];
         for (const el of document.querySelectorAll('button, a[href], input, select, textarea')) {
           if (el.closest('[hidden]')) continue;
           const labelled = el.getAttribute('aria-label') || el.textContent.trim() || (el.id && document.querySelector('label[for="' + el.id + '"]')?.textContent.trim());
-          if (!labelled || el.tabIndex < 0) out.push(el.outerHTML.slice(0, 80));
+          const tree = el.closest('[role=tree]');
+          const reachable = el.tabIndex >= 0 || (tree && tree.querySelectorAll('button[data-node][tabindex="0"]').length === 1);
+          if (!labelled || !reachable) out.push(el.outerHTML.slice(0, 80));
         }
         return out;
       })()`);

@@ -216,6 +216,24 @@ describe('what the studio serves', () => {
     expect((await request('/api/runs/r1/stream?after=x', { headers: auth })).status).toBe(400);
   });
 
+  it('streams many events a message when asked (batch=1, the page), from an index, then what is appended', async () => {
+    const { ws } = await withRun();
+    const runs = (events: Array<{ id?: string; event: string; data: string }>) => events.filter((e) => e.event === 'runs').map((e) => ({ id: e.id, ...(JSON.parse(e.data) as { first: number; events: RunEvent[] }) }));
+    const all = runs(await readStream('/api/runs/r1/stream?batch=1', { ...auth }, (e) => e.some((x) => x.event === 'files')));
+    expect(all.map((m) => [m.id, m.first, m.events.length])).toEqual([[String(EVENTS.length - 1), 0, EVENTS.length]]);
+    expect(all[0]!.events.map((e) => e.seq)).toEqual(EVENTS.map((_, i) => i));
+    const after = runs(await readStream('/api/runs/r1/stream?after=8&batch=1', { ...auth }, (e) => e.some((x) => x.event === 'files')));
+    expect(after.map((m) => [m.id, m.first, m.events.map((e) => e.seq)])).toEqual([['10', 9, [9, 10]]]);
+    // live: what the log gains comes in one message per read of it
+    const live = readStream('/api/runs/r1/stream?after=10&batch=1', { ...auth }, (e) => e.some((x) => x.event === 'runs'));
+    const more = [11, 12].map((seq) => JSON.stringify({ type: 'warning', runId: 'r1', seq, ts: 2_000 + seq, data: { message: `w${seq}` } }));
+    appendFileSync(join(ws, '.a2a', 'runs', 'r1', 'events.jsonl'), `${more.join('\n')}\n`);
+    expect(runs(await live).map((m) => [m.id, m.first, m.events.map((e) => e.seq)])).toEqual([['12', 11, [11, 12]]]);
+    const wrong = await request('/api/runs/r1/stream?batch=yes', { headers: auth });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toContain('batch');
+  });
+
   it('filters the audit trail by actor, action and decision, and exports it', async () => {
     await withRun();
     const get = async (q: string) => JSON.parse((await request(`/api/runs/r1/audit${q ? `?${q.slice(1)}` : ''}`, { headers: auth })).body) as RunEvent[];

@@ -56,6 +56,10 @@ button.danger { color: var(--bad); border-color: var(--bad); }
 .tabs button[aria-selected="true"] { border-bottom-color: var(--accent); font-weight:600; }
 .cols { display:grid; grid-template-columns: minmax(420px, 1fr) minmax(380px, 1fr); gap: 12px; align-items:start; }
 .panel { background:#fff; border:1px solid var(--line); border-radius:6px; padding:8px 12px; overflow:auto; }
+.vtree { position:relative; overflow:auto; max-height: calc(100vh - 220px); min-height: 28px; contain: content; } .vspace { position:relative; }
+.trow { position:absolute; left:0; right:0; height:28px; display:flex; align-items:center; gap:2px; white-space:nowrap; }
+.trow .twisty { flex:0 0 16px; text-align:center; color: var(--dim); cursor:pointer; user-select:none; } .trow .node { flex-wrap:nowrap; overflow:hidden; min-width:0; }
+.trow .node > * { flex-shrink:0; } .trow .node .note { flex-shrink:1; overflow:hidden; text-overflow:ellipsis; font-size:12px; }
 .tree { list-style:none; margin:0; padding-left:0; } .tree .tree { padding-left: 18px; border-left:1px dotted var(--line); margin-left:6px; }
 .node { display:flex; flex-wrap:wrap; gap:6px; align-items:center; width:100%; text-align:left; border:1px solid transparent; background:none; padding:2px 4px; }
 .node[aria-current="true"] { background:#eaf0fc; border-color:#b9cbf2; }

@@ -2,16 +2,20 @@
  * The studio's page (bundled into page.js by `npm run build`; no framework). Routes:
  *   #/                      the runs of the workspace
  *   #/run/<id>[/<tab>]      a run: tree (and the selected session), inbox, audit, cost, workflow, A2A, events
- *   #/nats                  the namespace's hosts and live runs (with --nats)
- * A run's events arrive over server-sent events from the run's log, each with its index; after a
- * reconnect the stream resumes after the last index received, so nothing is lost or repeated.
+ *   #/nats                  the namespace's hosts and live runs (with --nats); a run opens as #/run/<id>,
+ *                           which the server reads over the run's control subject when it has no files of it
+ * A run's events arrive over server-sent events from the run's log, each with its index (up to a
+ * thousand a message); after a reconnect the stream resumes after the last index received, so
+ * nothing is lost or repeated.
  * Every change goes through the server's control endpoint (the run's control directory, as
  * `a2a inbox` uses): the page never holds state of its own that the CLI could contradict.
  *
  * Over 600 lines, for a reason: the page is one bundle with no framework, and every view renders
- * from the one open run (`RunPage`) and is redrawn by one `render`, which morphs the DOM in place;
- * the views follow the routes' order (runs, run: tree, session, chart, inbox, audit, cost,
- * workflow; NATS), then the actions.
+ * from the one open run (`RunPage`) and is redrawn by one `render`, which morphs the DOM in place
+ * (morph.ts); the views follow the routes' order (runs, run: tree, session, chart, inbox, audit,
+ * cost, workflow; NATS), then the actions. The tree draws only the rows in view (tree.ts), and the
+ * session is drawn again only when it changed, so that a run of 10,000 sessions stays fast
+ * (`npm run bench:studio`).
  */
 import type { HumanItem, RunEvent } from '../../../machines/protocol/index.js';
 import type { GraphJson } from '../../../actors/graph/render.js';
@@ -25,6 +29,10 @@ import type { MonitorSnapshot, TreeNode } from '../../monitor.js';
 import { StudioRun, a2aStateClass, permissionLine, type Badge, type SessionExtra } from './view.js';
 import { Timeline, queueOf, trailOf } from './timeline.js';
 import { chartSvg } from './diagram.js';
+import { morph } from './morph.js';
+import { readStream, type StreamMessage } from './stream.js';
+import { flatten, type TreeRow } from './rows.js';
+import { VirtualTree } from './tree.js';
 
 interface Info {
   workspace: string;
@@ -109,6 +117,9 @@ let page: RunPage | null = null;
   received: () => page?.live.indices.slice() ?? [],
   seqs: () => page?.live.events.map((e) => e.seq) ?? [],
   reconnects: () => page?.reconnects ?? 0,
+  /** The tree's rows (every session not folded away) and how many of them are in the DOM. */
+  treeRows: () => tree.size,
+  treeDrawn: () => tree.drawn,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -169,6 +180,7 @@ function openRun(runId: string, tab: string, selected: string | null, at: number
   const same = page?.runId === runId;
   if (!same || !page) {
     const live = new StudioRun();
+    tree.reset();
     page = { runId, run: live, live, at, timeline: new Timeline(live), status: null, record: null, tab, selected, auditFilter: { actor: '', action: '', decision: '' }, dirty: true, last: -1, reconnects: 0, stopArmedAt: 0, artifacts: null };
   } else {
     page.tab = tab;
@@ -190,54 +202,71 @@ function openRun(runId: string, tab: string, selected: string | null, at: number
 
 /** The run's event stream; reopened after `after` whenever it drops (the server restarted, the network blinked). */
 function connect(p: RunPage): void {
-  let source: EventSource | null = null;
+  let reading: AbortController | null = null;
   let retry: number | null = null;
   let closed = false;
-  const open = () => {
-    source = new EventSource(`/api/runs/${encodeURIComponent(p.runId)}/stream?after=${p.last}`);
-    source.addEventListener('open', () => connection('live', 'live'));
-    source.addEventListener('run', (m) => {
-      const index = Number((m as MessageEvent).lastEventId);
-      const event = JSON.parse((m as MessageEvent).data as string) as RunEvent;
-      if (p.live.apply(index, event)) {
-        p.last = index;
-        schedule();
+  /** The first files of a stream come after what the log held when it opened. */
+  let caughtUp = false;
+  const received = (m: StreamMessage) => {
+    if (m.event === 'runs') {
+      // up to 1,000 events a message (batch=1): a 10,000-session run is 70,000 events
+      const { first, events } = JSON.parse(m.data) as { first: number; events: RunEvent[] };
+      let applied = false;
+      for (let k = 0; k < events.length; k++) {
+        if (!p.live.apply(first + k, events[k]!)) continue;
+        p.last = first + k;
+        applied = true;
       }
-    });
-    source.addEventListener('files', (m) => {
-      const files = JSON.parse((m as MessageEvent).data as string) as { status?: Status | null; record?: RunRecord | null };
+      if (applied) schedule();
+    } else if (m.event === 'files') {
+      const files = JSON.parse(m.data) as { status?: Status | null; record?: RunRecord | null };
       if (files.status) p.status = files.status;
       if (files.record) p.record = files.record;
-      schedule();
-    });
-    source.addEventListener('error', () => {
-      if (closed) return;
-      connection('down', 'reconnecting…');
-      // a fresh stream from the last index received (EventSource's own retry would resend the first URL's `after`)
-      source?.close();
-      p.reconnects++;
-      console.info(`a2a studio: stream of ${p.runId} dropped after index ${p.last}; reconnecting (${p.reconnects})`);
-      retry = window.setTimeout(open, 500);
-    });
+      // what the log held when the stream opened is drawn at once, not 120 ms later
+      schedule(caughtUp ? 120 : 0);
+      caughtUp = true;
+    }
+  };
+  const open = () => {
+    caughtUp = false;
+    const signal = (reading = new AbortController()).signal;
+    readStream(`/api/runs/${encodeURIComponent(p.runId)}/stream?after=${p.last}&batch=1`, signal, () => connection('live', 'live'), received)
+      .then(() => {
+        throw new Error('the server ended the stream');
+      })
+      .catch((error: unknown) => {
+        if (closed) return;
+        // a fresh stream from the last index received
+        connection('down', 'reconnecting…');
+        p.reconnects++;
+        console.info(`a2a studio: stream of ${p.runId} dropped after index ${p.last} (${(error as Error).message}); reconnecting (${p.reconnects})`);
+        retry = window.setTimeout(open, 500);
+      });
   };
   open();
   closeStream = () => {
     closed = true;
     if (retry) clearTimeout(retry);
-    source?.close();
+    reading?.abort();
   };
 }
 
-let scheduled = false;
-function schedule(): void {
+/** A render is due (the time it is due at, and its timer), events having arrived. */
+let scheduled: { at: number; timer: number } | null = null;
+/** Renders `delay` ms from now, or sooner if a render is due sooner: events arriving in a burst are drawn once. */
+function schedule(delay = 120): void {
   if (!page) return;
   page.dirty = true;
-  if (scheduled) return;
-  scheduled = true;
-  setTimeout(() => {
-    scheduled = false;
-    render(false);
-  }, 120);
+  const at = performance.now() + delay;
+  if (scheduled && scheduled.at <= at) return;
+  if (scheduled) clearTimeout(scheduled.timer);
+  scheduled = {
+    at,
+    timer: window.setTimeout(() => {
+      scheduled = null;
+      render(false);
+    }, delay),
+  };
 }
 
 const TABS: Array<[string, string]> = [
@@ -354,8 +383,12 @@ function render(full: boolean): void {
     case 'events':
       morph(body, eventsView(p));
       break;
-    default:
+    default: {
       morph(body, treeView(p));
+      const host = document.getElementById('vtree');
+      if (host) tree.draw(host, rowsOf(p), p.selected);
+      drawSession(p);
+    }
   }
   p.dirty = false;
   centreCharts();
@@ -376,47 +409,6 @@ function centreCharts(): void {
   }
 }
 
-/**
- * Brings `el`'s content to `html` in place. The views are redrawn as events arrive (several a
- * second in a busy run): replacing them would swap a button out from under a click in progress
- * (pressed on one element, released on its replacement: no click), drop the focus and what was
- * typed. Nodes that stay (same kind, same id) keep their identity; only what differs changes.
- */
-function morph(el: Element, html: string): void {
-  const template = document.createElement('template');
-  template.innerHTML = html;
-  sync(el, template.content);
-}
-
-function sync(into: Node, like: Node): void {
-  const have = [...into.childNodes];
-  const want = [...like.childNodes];
-  for (let i = 0; i < want.length; i++) {
-    const w = want[i]!;
-    const h = have[i];
-    if (!h) {
-      into.appendChild(w);
-      continue;
-    }
-    if (h.nodeType !== w.nodeType || h.nodeName !== w.nodeName || (h instanceof Element && h.id !== (w as Element).id)) {
-      into.replaceChild(w, h);
-      continue;
-    }
-    if (!(h instanceof Element)) {
-      if (h.nodeValue !== w.nodeValue) h.nodeValue = w.nodeValue;
-      continue;
-    }
-    const we = w as Element;
-    for (const a of [...h.attributes]) {
-      // a <details> the person opened stays open
-      if (!we.hasAttribute(a.name) && !(a.name === 'open' && h.nodeName === 'DETAILS')) h.removeAttribute(a.name);
-    }
-    for (const a of [...we.attributes]) if (h.getAttribute(a.name) !== a.value) h.setAttribute(a.name, a.value);
-    sync(h, we);
-  }
-  for (let i = have.length - 1; i >= want.length; i--) into.removeChild(have[i]!);
-}
-
 // ---------------------------------------------------------------------------------------------
 // tree and session
 
@@ -431,37 +423,57 @@ function modelChip(x: SessionExtra | undefined): string {
   return `<span class="chip" title="model${profile ? ` profile ${profile}` : ''}${name ? `, answered by ${name}` : ''}">${esc(text)}</span>`;
 }
 
+/** One row of the tree: what its button shows, and its name for assistive technology. */
+function treeRow(p: RunPage, row: TreeRow): { html: string; label: string } {
+  const v = p.run.view;
+  const n = v.nodes.get(row.id)!;
+  const x = p.run.extras.get(n.id);
+  const badges = p.run.badgesOf(n);
+  const duration = formatElapsed((n.endedAt ?? v.finishedAt ?? Date.now()) - n.startedAt);
+  // a session that delegated to a remote A2A agent: its remote task and where that stands
+  const remote = p.run.a2a.delegatedBy(n.id);
+  const label = `${n.id}, ${n.agentType}, ${n.status}${badges.length ? `, ${badges.map((b) => BADGE_TEXT[b]).join(', ')}` : ''}${remote ? `, remote task ${remote.taskId} ${remote.state}` : ''}`;
+  const html = `<span class="id">${esc(n.id)}</span><span class="chip">${esc(n.agentType)}</span>${modelChip(x)}<span class="s-${esc(n.status)}">${esc(n.status)}</span><span class="chip" title="depth">d${n.depth}</span>${x?.host ? `<span class="chip" title="host">@${esc(x.host)}</span>` : ''}${
+    remote ? `<span class="chip remote" title="remote A2A task at ${esc(remote.url)}">⇄ <span class="${a2aStateClass(remote.state)}">${esc(remote.state)}</span> ${esc(remote.taskId.slice(0, 8))}</span>` : ''
+  }<span class="dim">${duration}</span>${n.costUsd ? `<span class="dim">${usd(n.costUsd)}</span>` : ''}${badges.map((b) => `<span class="badge b-${b}">${BADGE_TEXT[b]}</span>`).join('')}${n.note ? `<span class="dim note" title="${esc(n.note)}">${esc(n.note)}</span>` : ''}`;
+  return { html, label };
+}
+
+/** The tree (rows drawn by `tree`, test/bench/studio.ts measures it at 10,000 sessions) and the selected session. */
+const tree = new VirtualTree(
+  (row) => treeRow(page!, row),
+  () => render(false),
+);
+
+/** The rows of the run shown, flattened again only when a node was added or a row folded. */
+let flat: { view: unknown; shape: number; foldings: number; rows: TreeRow[] } | null = null;
+function rowsOf(p: RunPage): TreeRow[] {
+  const v = p.run.view;
+  if (flat?.view !== v || flat.shape !== v.shape || flat.foldings !== tree.foldings) flat = { view: v, shape: v.shape, foldings: tree.foldings, rows: flatten(v, tree.folded) };
+  return flat.rows;
+}
+
+/** The tree tab's frame: the tree and the session are drawn into it by code of their own (`data-own`). */
 function treeView(p: RunPage): string {
   const v = p.run.view;
-  const now = Date.now();
-  const item = (n: NodeView): string => {
-    const x = p.run.extras.get(n.id);
-    const badges = p.run.badgesOf(n);
-    const duration = formatElapsed((n.endedAt ?? v.finishedAt ?? now) - n.startedAt);
-    // a session that delegated to a remote A2A agent: its remote task and where that stands
-    const remote = p.run.a2a.delegatedBy(n.id);
-    const label = `${n.id}, ${n.agentType}, ${n.status}${badges.length ? `, ${badges.map((b) => BADGE_TEXT[b]).join(', ')}` : ''}${remote ? `, remote task ${remote.taskId} ${remote.state}` : ''}`;
-    const children = n.children.map((c) => v.nodes.get(c)).filter((c): c is NodeView => Boolean(c));
-    return `<li role="treeitem" aria-expanded="${children.length ? 'true' : 'false'}" aria-label="${esc(label)}">
-      <button class="node" id="node-${esc(n.id)}" data-node="${esc(n.id)}" aria-current="${p.selected === n.id}">
-        <span class="id">${esc(n.id)}</span><span class="chip">${esc(n.agentType)}</span>
-        ${modelChip(x)}
-        <span class="s-${esc(n.status)}">${esc(n.status)}</span>
-        <span class="chip" title="depth">d${n.depth}</span>
-        ${x?.host ? `<span class="chip" title="host">@${esc(x.host)}</span>` : ''}
-        ${remote ? `<span class="chip remote" title="remote A2A task at ${esc(remote.url)}">⇄ <span class="${a2aStateClass(remote.state)}">${esc(remote.state)}</span> ${esc(remote.taskId.slice(0, 8))}</span>` : ''}
-        <span class="dim">${duration}</span>${n.costUsd ? `<span class="dim">${usd(n.costUsd)}</span>` : ''}
-        ${badges.map((b) => `<span class="badge b-${b}">${BADGE_TEXT[b]}</span>`).join('')}
-        ${n.note ? `<span class="dim" style="font-size:12px">${esc(n.note)}</span>` : ''}
-      </button>
-      ${children.length ? `<ul class="tree" role="group">${children.map(item).join('')}</ul>` : ''}
-    </li>`;
-  };
-  const roots = v.roots.map((id) => v.nodes.get(id)).filter((n): n is NodeView => Boolean(n));
-  const tree = roots.length ? `<ul class="tree" role="tree" aria-label="Sub-task tree">${roots.map(item).join('')}</ul>` : `<p class="dim">no worker deployed yet</p>`;
-  const selected = p.selected ? v.nodes.get(p.selected) : undefined;
-  return `<div class="cols"><section class="panel" aria-label="Tree">${tree}${v.skipped.length ? `<p class="dim">skipped: ${v.skipped.map((s) => `${esc(s.taskId)} (${esc(s.reason)})`).join(', ')}</p>` : ''}</section>
-    <section class="panel" aria-label="Session" id="session">${selected ? sessionView(p, selected) : '<p class="dim">select a worker or sub-task to see its transcript, permissions and statechart</p>'}</section></div>`;
+  const box = v.roots.length ? `<div class="vtree" id="vtree" role="tree" aria-label="Sub-task tree" data-own></div>` : `<p class="dim">no worker deployed yet</p>`;
+  return `<div class="cols"><section class="panel" aria-label="Tree">${box}${v.skipped.length ? `<p class="dim">skipped: ${v.skipped.map((s) => `${esc(s.taskId)} (${esc(s.reason)})`).join(', ')}</p>` : ''}</section>
+    <section class="panel" aria-label="Session" id="session" data-own></section></div>`;
+}
+
+/** The selected session, drawn again only when something of it changed (its events, its state, what the page knows around it). */
+let sessionDrawn: { el: Element; key: string } | null = null;
+function drawSession(p: RunPage): void {
+  const el = document.getElementById('session');
+  if (!el) return;
+  const n = p.selected ? p.run.view.nodes.get(p.selected) : undefined;
+  const task = n ? p.status?.tasks.find((t) => t.workerId === n.id || t.id === n.taskId) : undefined;
+  const key = n
+    ? [p.run === p.live ? 'live' : `at ${p.at}`, n.id, p.run.eventCountOf(n.id), n.status, n.endedAt, p.record?.status ?? p.run.view.status, task?.id, info?.inspectorListening, Boolean(charts)].join('|')
+    : 'none';
+  if (sessionDrawn?.el === el && sessionDrawn.key === key) return;
+  morph(el, n ? sessionView(p, n) : '<p class="dim">select a worker or sub-task to see its transcript, permissions and statechart</p>');
+  sessionDrawn = { el, key };
 }
 
 function sessionView(p: RunPage, n: NodeView): string {
@@ -636,9 +648,15 @@ const filterQuery = (p: RunPage) =>
     .join('');
 
 let auditLoading = false;
+/** Asked again while loading (new filters): loaded again once the load in progress ends. */
+let auditAgain = false;
 async function loadAudit(p: RunPage): Promise<void> {
-  if (auditLoading) return;
+  if (auditLoading) {
+    auditAgain = true;
+    return;
+  }
   auditLoading = true;
+  auditAgain = false;
   try {
     const rows = await api<RunEvent[]>(`/api/runs/${encodeURIComponent(p.runId)}/audit?${filterQuery(p).slice(1)}`);
     const el = document.getElementById('audit-rows');
@@ -650,6 +668,9 @@ async function loadAudit(p: RunPage): Promise<void> {
     toast((error as Error).message, true);
   } finally {
     auditLoading = false;
+    if (auditAgain && page === p && p.tab === 'audit') {
+      void loadAudit(p);
+    }
   }
 }
 
@@ -757,7 +778,7 @@ function drawNats(s: MonitorSnapshot): void {
     ${s.hosts.map((h) => `<tr data-host="${esc(h.id)}"><td>${esc(h.id)}</td><td class="${h.alive ? 's-success' : 's-failed'}">${esc(h.state)}</td><td>${esc(h.agents.join(', '))}</td><td>${h.running}/${h.capacity}</td><td>${formatElapsed(h.lastSeenMs)} ago</td><td>${h.memory ? `${Math.round(h.memory.rss / 1048576)} MB` : ''}</td></tr>`).join('')}
     </tbody></table></section>
     <section class="panel" aria-label="Live runs" style="margin-top:12px"><h2 style="font-size:16px;margin:0 0 6px">Runs</h2>
-    ${s.runs.length ? s.runs.map((r) => `<h3>${esc(r.runId)} <span class="s-${esc(r.status)}">${esc(r.status)}</span> <span class="dim">${r.sessions} sessions · processes ${esc(r.processes.join(', '))}</span></h3>${(r.a2a?.served ?? []).map((t) => `<p class="a2a-served" aria-label="A2A task ${esc(t.taskId)} of ${esc(r.runId)}">⇄ A2A task ${esc(t.taskId)} <span class="${a2aStateClass(t.state)}">${esc(t.state)}</span>${t.owner ? ` · client ${esc(t.owner)}` : ''} · @${esc(t.agent)}</p>`).join('')}<ul class="tree" role="tree" aria-label="Tree of ${esc(r.runId)}">${r.tree.map(node).join('')}</ul>`).join('') : '<p class="dim">no run heard yet</p>'}
+    ${s.runs.length ? s.runs.map((r) => `<h3><a href="#/run/${encodeURIComponent(r.runId)}" aria-label="Open run ${esc(r.runId)}">${esc(r.runId)}</a> <span class="s-${esc(r.status)}">${esc(r.status)}</span> <span class="dim">${r.sessions} sessions · processes ${esc(r.processes.join(', '))}</span></h3>${(r.a2a?.served ?? []).map((t) => `<p class="a2a-served" aria-label="A2A task ${esc(t.taskId)} of ${esc(r.runId)}">⇄ A2A task ${esc(t.taskId)} <span class="${a2aStateClass(t.state)}">${esc(t.state)}</span>${t.owner ? ` · client ${esc(t.owner)}` : ''} · @${esc(t.agent)}</p>`).join('')}<ul class="tree" role="tree" aria-label="Tree of ${esc(r.runId)}">${r.tree.map(node).join('')}</ul>`).join('') : '<p class="dim">no run heard yet</p>'}
     <p class="dim">completion ${s.metrics.completionRate === null ? '–' : `${Math.round(s.metrics.completionRate * 100)}%`} · sessions ${s.metrics.sessions.spawned} spawned, ${s.metrics.sessions.running} running · queue latency p50 ${s.metrics.queueLatencyMs.p50 ?? '–'} ms · invalid messages ${s.invalidMessages}</p></section>`;
 }
 

@@ -32,7 +32,7 @@ export class Timeline {
 /** The states a session went through, in order, as its chart names them (its `session.state` events, then how it ended). */
 export function trailOf(run: StudioRun, node: NodeView): string[] {
   const trail: string[] = [];
-  for (const e of run.events) {
+  for (const e of run.eventsOf(node.id)) {
     if (e.subTaskId !== node.id) continue;
     if (e.type === 'session.state') trail.push(String(e.data.state));
   }

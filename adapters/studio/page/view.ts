@@ -2,7 +2,8 @@
  * What the studio's page knows of one run, rebuilt from its events alone: the tree of
  * actors/observation/runView.ts (the one `a2a run` and `a2a monitor` draw) plus, per session, its model, its
  * host and its badges (waiting for permission or an answer, idle inquiry, model switched, stuck,
- * paused); the transcript of a session; the workflow's state and the organiser's decisions; its
+ * paused); the transcript of a session (read from an index of each session's events, not from the
+ * whole log: a 10,000-session run has 70,000); the workflow's state and the organiser's decisions; its
  * A2A tasks (the one it serves, those its sessions delegated: actors/observation/a2aView.ts). Pure
  * (no DOM), so that it is tested without a browser.
  */
@@ -57,16 +58,40 @@ export class StudioRun {
   workflow: WorkflowView | null = null;
   /** Permission and question items asked of a person, by id, until answered. */
   readonly asked = new Map<string, RunEvent>();
+  /** Where in `events` each session's events are (its own, and those naming it as the requester): a transcript reads those alone. */
+  readonly #bySession = new Map<string, number[]>();
 
   /** Applies the event at `index` of the log; an index already seen is ignored (returns false). */
   apply(index: number, event: RunEvent): boolean {
     if (this.indices.length > 0 && index <= this.indices[this.indices.length - 1]!) return false;
     this.indices.push(index);
     this.events.push(event);
+    this.#index(event, this.events.length - 1);
     this.view.apply(event);
     this.a2a.apply(event);
     this.#extra(event);
     return true;
+  }
+
+  #index(event: RunEvent, at: number): void {
+    const own = event.subTaskId;
+    const requester = event.data?.requesterId;
+    for (const id of [own, typeof requester === 'string' && requester !== own ? requester : undefined]) {
+      if (!id) continue;
+      const list = this.#bySession.get(id);
+      if (list) list.push(at);
+      else this.#bySession.set(id, [at]);
+    }
+  }
+
+  /** A session's events (its own, and those naming it as the requester), in order. */
+  eventsOf(id: string): RunEvent[] {
+    return (this.#bySession.get(id) ?? []).map((at) => this.events[at]!);
+  }
+
+  /** How many events a session has: what it shows changes only when this does (or its node does). */
+  eventCountOf(id: string): number {
+    return this.#bySession.get(id)?.length ?? 0;
   }
 
   extra(id: string): SessionExtra {
@@ -221,11 +246,8 @@ export class StudioRun {
   /** What a session saw and did, in order: its task, model replies with their tool calls, tool results, what was injected, permissions, its result. */
   transcript(id: string): TranscriptEntry[] {
     const out: TranscriptEntry[] = [];
-    for (const e of this.events) {
+    for (const e of this.eventsOf(id)) {
       const d = e.data as Record<string, unknown>;
-      const mine = e.subTaskId === id;
-      const asker = d.requesterId === id;
-      if (!mine && !asker) continue;
       switch (e.type) {
         case 'worker.deployed':
         case 'subtask.spawned':
@@ -282,7 +304,7 @@ export class StudioRun {
   permissions(id: string): RunEvent[] {
     // every hop and the decision too: a hop and an orchestrator's or person's decision name the
     // requester as the event's session, a parent's decision in its data
-    return this.events.filter((e) => e.type.startsWith('permission.') && permissionRequester(e) === id);
+    return this.eventsOf(id).filter((e) => e.type.startsWith('permission.') && permissionRequester(e) === id);
   }
 
   /** A worker with its whole subtree's cost, for the budgets. */

@@ -422,6 +422,7 @@ export async function main(argv: string[], given: RunIo = { stdout: process.stdo
     .option('--nats <url>', 'also show the live runs and hosts of a NATS namespace, and open and steer its runs through their control subjects (as NATS user A2A_NATS_NAME, else A2A_NATS_USER)')
     .option('--namespace <ns>', 'the NATS namespace (default: default)')
     .option('--inspector <url>', 'the Stately inspector page sessions link to (a2a inspect; default http://127.0.0.1:8080)')
+    .option('--trace-url <template>', 'link runs and sessions traced with --otel to your tracing backend: an http(s) URL with {traceId} (and {spanId}), e.g. http://127.0.0.1:16686/trace/{traceId}?uiFind={spanId} (Jaeger); also A2A_TRACE_URL')
     .option('--workspace <dir>', 'workspace directory (default: the current directory)')
     .action(async (options) => {
       const { studioCommand } = await import('./commands/studio.js');

@@ -40,6 +40,8 @@ export const RUN_EVENT_DATA = {
     standalone: z.literal(true).optional(),
     /** The cost budgets the run was started with (models.budgets), for views that show spending against them. */
     budgets: z.object({ runUsd: z.number().optional(), workerUsd: z.number().optional() }).optional(),
+    /** With tracing on: the trace its spans go to (32 hex digits), for links to the tracing backend. */
+    traceId: z.string().regex(/^[0-9a-f]{32}$/).optional(),
   }),
   'run.finished': data({ status: RunStatus, summary: z.custom<RunSummary>((v) => typeof v === 'object' && v !== null).optional(), result: SubTaskResult.optional() }),
   'run.resumed': data({ planId: z.string(), replayed: z.array(z.string()).optional(), recovered: z.array(z.string()).optional(), checkpointAt: z.number().optional(), restarted: z.literal(true).optional(), reason: z.string().optional() }),

@@ -37,6 +37,7 @@ import type { ChatMessage, ModelReply, RunEvent, ToolCall } from '../../machines
 import { TraceHeaders } from '../../machines/protocol/index.js';
 import type { ToolOutcome } from '../../machines/ports.js';
 import { secrets } from '../config/secrets.js';
+import { spanIdOf } from './traceIds.js';
 
 /**
  * How spans are made: adapters/otel's records when a2a exports them itself; without one, the
@@ -108,6 +109,8 @@ const digest = (text: string, chars: number) => createHash('sha256').update(text
 
 const derivedTraces = new Map<string, string>();
 
+export { spanIdOf };
+
 /** The trace id of a run (32 hex digits). */
 export function traceIdOf(runId: string): string {
   let id = derivedTraces.get(runId);
@@ -117,24 +120,6 @@ export function traceIdOf(runId: string): string {
     derivedTraces.set(runId, id);
   }
   return id;
-}
-
-/** The span id of a session's first span (16 hex digits); `orchestrator` for a run's root. */
-export function spanIdOf(runId: string, sessionId: string): string {
-  // two 32-bit FNV-1a lanes with different offsets: spread well and cheap (a SHA-256 per session
-  // was a fifth of tracing's cost on a 1,000-sub-task fan-out); the run's trace id takes SHA-256
-  const text = `${runId}\0${sessionId}`;
-  let a = 0x811c9dc5;
-  let b = 0x01000193 ^ 0x9e3779b9;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 15);
-  }
-  a = Math.imul(a ^ (a >>> 16), 0x85ebca6b) >>> 0;
-  b = Math.imul(b ^ (b >>> 13), 0xc2b2ae35) >>> 0;
-  const id = a.toString(16).padStart(8, '0') + b.toString(16).padStart(8, '0');
-  return id === '0000000000000000' ? '0000000000000001' : id;
 }
 
 function startSpan(name: string, options: SpanStart, parent: SpanContext | null, ids?: { traceId: string; spanId?: string }): Span {
@@ -386,6 +371,11 @@ export class TraceBuilder {
   /** A run's root span hangs from this context (the caller's trace) instead of starting a trace. */
   parentRun(runId: string, parent: SpanContext | null): void {
     if (parent) this.#parents.set(runId, parent);
+  }
+
+  /** The trace a run's spans go to: its caller's, or the one its id derives (the run's log says it, for links to the tracing backend). */
+  traceOf(runId: string): string {
+    return this.#parents.get(runId)?.traceId ?? traceIdOf(runId);
   }
 
   observe(event: RunEvent): void {

@@ -180,7 +180,7 @@ export async function launchRun(request: RunRequest): Promise<LaunchedRun> {
     const logged = logStage(asked, stored, tools.logFlush, io);
     const relay = await wireStage(request, asked, stored, connected, logged.log, io);
     const inspector = await inspectorStage(asked, io);
-    return new RunLife({ request, asked, p, stored, connected, tools, actors, inputs, plannedResume, logged, relay, inspector, cleanup, io });
+    return new RunLife({ request, asked, p, stored, connected, tools, actors, inputs, plannedResume, logged, relay, inspector, cleanup, io, ...(tracing ? { traceId: tracing.builder.traceOf(asked.runId) } : {}) });
   } catch (error) {
     // a run refused before it started sent nothing: its box goes back to the pool (a resume keeps
     // the one it held, with what waits in it)

@@ -134,6 +134,8 @@ export interface Assembled {
   inspector: InspectorConnection | null;
   /** Closes what the stages opened (effect journal, MCP servers, transport, traces). */
   cleanup: () => Promise<void>;
+  /** The trace the run's spans go to, with tracing on. */
+  traceId?: string;
   io: RunIO;
 }
 
@@ -387,7 +389,7 @@ export class RunLife implements LaunchedRun {
     } else if (resuming) {
       bus.emit({ type: 'run.resumed', planId, data: { planId, restarted: true, reason: 'it was stopped before its first checkpoint: started again from its plan' } });
     } else {
-      bus.emit({ type: 'run.started', planId, data: { planId, tasks: inputs.orchestrated!.tasks.length, source: p.target.source, ...budgetsOf(p.config) } });
+      bus.emit({ type: 'run.started', planId, data: { planId, tasks: inputs.orchestrated!.tasks.length, source: p.target.source, ...budgetsOf(p.config), ...(this.#a.traceId ? { traceId: this.#a.traceId } : {}) } });
     }
     const handle = startRun(actors.runtime, resuming?.checkpoint ? { checkpoint: resuming.checkpoint, replay: plannedResume!.replay } : inputs.orchestrated!, { clock: io.clock, ...(inspector ? { inspect: inspector.inspect } : {}) });
     actors.root.current = handle.actor;
@@ -447,7 +449,7 @@ export class RunLife implements LaunchedRun {
     const { p, stored, actors, inputs, logged, inspector, io } = this.#a;
     const { bus, store } = stored;
     const { planId, runId } = this;
-    bus.emit({ type: 'run.started', planId, data: { planId, tasks: 1, source: p.target.source, standalone: true, ...budgetsOf(p.config) } });
+    bus.emit({ type: 'run.started', planId, data: { planId, tasks: 1, source: p.target.source, standalone: true, ...budgetsOf(p.config), ...(this.#a.traceId ? { traceId: this.#a.traceId } : {}) } });
     const handle = startStandalone(actors.runtime, inputs.spec!, { clock: io.clock, ...(inspector ? { inspect: inspector.inspect } : {}) });
     this.#stopRun = handle.stop;
     if (this.#stopBefore !== null) handle.stop(this.#stopBefore);

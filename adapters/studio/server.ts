@@ -77,6 +77,12 @@ export interface StudioOptions {
   pageScript?: string;
   /** The Stately inspector page a session links to (`a2a inspect`); default http://127.0.0.1:8080. */
   inspectorUrl?: string;
+  /**
+   * The tracing backend's page of a trace, as a template: an http(s) URL with `{traceId}` and
+   * optionally `{spanId}` (Jaeger: `http://127.0.0.1:16686/trace/{traceId}?uiFind={spanId}`). A run
+   * traced with --otel then links to its trace, and each session to its first span.
+   */
+  traceUrl?: string;
   /** The namespace's live view (`--nats`). */
   nats?: NatsWatch;
   /** Feeds poll their logs this often (ms); default 150. */
@@ -132,7 +138,22 @@ interface StreamFeed {
   subscribe(listener: FeedListener): () => void;
 }
 
+/** Checks a trace URL template: http(s), with {traceId}; an error names the option and what is allowed. */
+export function checkTraceUrl(template: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(template.replaceAll('{traceId}', '0').replaceAll('{spanId}', '0'));
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || !template.includes('{traceId}')) {
+    throw new A2AError('VALIDATION_ERROR', `--trace-url (A2A_TRACE_URL) "${template.slice(0, 200)}" is not a trace URL template: give an http(s) URL with {traceId} where the trace id goes (and {spanId} where a span's may), e.g. http://127.0.0.1:16686/trace/{traceId}?uiFind={spanId}`);
+  }
+  return template;
+}
+
 export async function startStudio(options: StudioOptions): Promise<RunningStudio> {
+  const traceUrl = options.traceUrl !== undefined ? checkTraceUrl(options.traceUrl) : null;
   const host = options.host ?? '127.0.0.1';
   const token = options.token ?? randomBytes(24).toString('hex');
   const tokenBytes = Buffer.from(token);
@@ -512,6 +533,7 @@ export async function startStudio(options: StudioOptions): Promise<RunningStudio
         user,
         inspectorUrl,
         inspectorListening: await inspectorListening(),
+        traceUrl,
         nats: options.nats ? { servers: options.nats.servers, namespace: options.nats.namespace } : null,
       });
     }

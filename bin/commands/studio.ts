@@ -16,6 +16,7 @@ export interface StudioCommandOptions {
   nats?: string;
   namespace?: string;
   inspector?: string;
+  traceUrl?: string;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -63,13 +64,14 @@ export async function studioCommand(
       ...(options.port !== undefined ? { port: options.port } : {}),
       ...(nats ? { nats } : {}),
       ...(options.inspector ? { inspectorUrl: options.inspector } : {}),
+      ...((options.traceUrl ?? process.env.A2A_TRACE_URL) ? { traceUrl: (options.traceUrl ?? process.env.A2A_TRACE_URL)! } : {}),
       ...(process.env.A2A_STUDIO_TOKEN ? { token: process.env.A2A_STUDIO_TOKEN } : {}),
     });
     if (process.env.A2A_STUDIO_TOKEN) {
       // a token the user chose stays out of the output, like every secret of the environment
-      io.stdout.write(`a2a studio: open ${studio.url.replace(/\?token=.*$/, '')}?token=<A2A_STUDIO_TOKEN>\n  (the token is required on every request; Ctrl-C to stop)\n`);
+      io.stdout.write(`a2a studio: open ${studio.url.replace(/\?token=.*$/, '')}?token=<A2A_STUDIO_TOKEN>\n  (opening it logs this browser in: the page keeps a cookie, not the token; programs send Authorization: Bearer <token>; Ctrl-C to stop)\n`);
     } else {
-      (io.url ?? io.stdout).write(`a2a studio: open ${studio.url}\n  (the token in the URL is required on every request; Ctrl-C to stop)\n`);
+      (io.url ?? io.stdout).write(`a2a studio: open ${studio.url}\n  (opening it logs this browser in: the page keeps a cookie, not the token; programs send Authorization: Bearer <token>; Ctrl-C to stop)\n`);
     }
     await untilStopped();
     await studio.close();

@@ -58,6 +58,10 @@ describe('traces of the OAuth example', () => {
     const roots = spans.filter((s) => !s.parentSpanId);
     expect(roots.map((s) => s.name)).toEqual(['invoke_agent orchestrator']);
     expect(roots[0]!.spanId).toBe(spanIdOf(runId, 'orchestrator'));
+    // the run's log says which trace (the studio links a run and its sessions to the tracing backend with it)
+    expect(events.find((e) => e.type === 'run.started')?.data.traceId).toBe(traceIdOf(runId));
+    const worker = sessionSpan(spans, 'w-design')[0]!;
+    expect(worker.spanId).toBe(spanIdOf(runId, 'w-design'));
     expect(roots[0]!.attributes).toMatchObject({ 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'orchestrator', 'gen_ai.conversation.id': runId, 'a2a.run.status': 'completed' });
     // every other span hangs from one of the trace's spans
     for (const s of spans) if (s.parentSpanId) expect(ids.has(s.parentSpanId), `parent of ${s.name}`).toBe(true);

@@ -30,7 +30,8 @@ import { main } from '../../bin/cli.js';
 import { capture, tempDir } from '../helpers.js';
 import { a2aHost, a2aProcess, killAll, served, splitWorkspace, waitFor, type Proc } from '../nats/cluster.js';
 import { startNatsServer, type NatsServer } from '../nats/server.js';
-import { launchBrowser, pageBundle, SHOTS } from './kit.js';
+import { launchBrowser, pageBundle, SHOTS, writeRun } from './kit.js';
+import { spanIdOf } from '../../actors/observation/traceIds.js';
 
 const examples = join(import.meta.dirname, '..', '..', 'examples');
 let browser: Browser;
@@ -56,7 +57,7 @@ afterEach(async () => {
 
 const USER = 'ann (studio)';
 
-async function open(ws: string, hash: string, extra: { nats?: NatsWatch } = {}): Promise<Page> {
+async function open(ws: string, hash: string, extra: { nats?: NatsWatch; traceUrl?: string } = {}): Promise<Page> {
   studio ??= await startStudio({ workspace: ws, indexed: false, pageScript: pageBundle(), user: USER, pollMs: 50, ...extra });
   page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   // a step that cannot happen fails in seconds with what it waited for, not at the test's timeout
@@ -534,6 +535,26 @@ describe('a2a studio in a browser', () => {
     await p.locator('#tab-tree').click();
     await expect.poll(() => nodeCount(p)).toBe(4);
     await shot(p, 'live-chart');
+  });
+
+  it('links a traced run and each session to the tracing backend (--trace-url), at the session\'s first span', async () => {
+    const ws = tempDir('a2a-studio-');
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    writeRun(ws, { runId: 'traced' }, [
+      { type: 'run.started', data: { planId: 'p', tasks: 1, source: 'plan.json', traceId } },
+      { type: 'worker.deployed', subTaskId: 'w-a', taskId: 'a', agentType: '@coder', depth: 0, parentId: 'orchestrator', data: { prompt: 'do a', expectedOutput: 'a' } },
+      { type: 'subtask.result', subTaskId: 'w-a', taskId: 'a', parentId: 'orchestrator', data: { status: 'success', output: 'done' } },
+      { type: 'run.finished', data: { status: 'completed' } },
+    ]);
+    const p = await open(ws, '#/run/traced/tree/w-a', { traceUrl: 'http://127.0.0.1:16686/trace/{traceId}?uiFind={spanId}' });
+    const run = p.getByRole('link', { name: 'Trace of the run in the tracing backend' });
+    await run.waitFor({ timeout: 5_000 });
+    expect(await run.getAttribute('href')).toBe(`http://127.0.0.1:16686/trace/${traceId}?uiFind=${spanIdOf('traced', 'orchestrator')}`);
+    const session = p.getByRole('link', { name: 'Trace of w-a in the tracing backend' });
+    await session.waitFor({ timeout: 5_000 });
+    expect(await session.getAttribute('href')).toBe(`http://127.0.0.1:16686/trace/${traceId}?uiFind=${spanIdOf('traced', 'w-a')}`);
+    // a template that is no trace URL is refused, naming the option and what is allowed
+    await expect(startStudio({ workspace: ws, traceUrl: 'ftp://x/{spanId}' })).rejects.toThrow(/--trace-url \(A2A_TRACE_URL\) "ftp:\/\/x\/\{spanId\}" is not a trace URL template: give an http\(s\) URL with \{traceId\}/);
   });
 
   it('lets every control be reached by keyboard, each with a name', async () => {

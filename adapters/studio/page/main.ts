@@ -29,6 +29,7 @@ import type { MonitorSnapshot, TreeNode } from '../../monitor.js';
 import { StudioRun, a2aStateClass, permissionLine, type Badge, type SessionExtra } from './view.js';
 import { Timeline, queueOf, trailOf } from './timeline.js';
 import { chartSvg } from './diagram.js';
+import { spanIdOf } from '../../../actors/observation/traceIds.js';
 import { morph } from './morph.js';
 import { readStream, type StreamMessage } from './stream.js';
 import { flatten, type TreeRow } from './rows.js';
@@ -40,6 +41,8 @@ interface Info {
   inspectorUrl: string;
   /** Something listens at inspectorUrl (asked again each time a run opens). */
   inspectorListening: boolean;
+  /** The tracing backend's page of a trace: a template with {traceId} and {spanId} (--trace-url), or null. */
+  traceUrl: string | null;
   nats: { servers: string; namespace: string } | null;
 }
 type RunEntry = RunListEntry;
@@ -347,6 +350,7 @@ function render(full: boolean): void {
     <span class="stat">${ended}/${nodes.length} sessions ended</span>
     <span class="stat">${usd(v.costUsd)}${budget ? ` of ${usd(budget)}` : ''}</span>
     <span class="stat">${pending} waiting for a person</span>
+    ${traceLink(p.runId, p.run.traceId, 'orchestrator', 'stat')}
     <span class="row" style="margin-left:auto">
       ${running && !past ? (paused ? `<button data-act="unpause" class="primary">Resume run</button>` : `<button data-act="pause">Pause run</button>`) : ''}
       ${running && !past ? (Date.now() - p.stopArmedAt < 10_000 ? `<button data-act="stop" class="danger" aria-label="Confirm: stop the run now">Confirm stop</button>` : `<button data-act="stop" class="danger" aria-label="Stop the run: cancels every worker and sub-task">Stop run</button>`) : ''}
@@ -413,6 +417,20 @@ function centreCharts(): void {
 // tree and session
 
 const BADGE_TEXT: Record<Badge, string> = { permission: 'waiting for permission', question: 'waiting for an answer', inquiry: 'idle: inquiry', model: 'model switched', stuck: 'stuck', paused: 'paused' };
+
+/**
+ * A link to a trace in the tracing backend (--trace-url), at a session's first span: the run's
+ * trace id is in its log, a session's span id derives from the run and the session. Without a
+ * template, the trace id alone (to paste into the backend's search).
+ */
+function traceLink(runId: string, traceId: string | null, sessionId: string, cls = ''): string {
+  if (!traceId) return '';
+  const spanId = spanIdOf(runId, sessionId);
+  const label = sessionId === 'orchestrator' ? 'the run' : sessionId;
+  if (!info?.traceUrl) return `<span class="${cls} dim" title="trace of ${esc(label)} (a2a studio --trace-url links it to your tracing backend)">trace ${esc(traceId.slice(0, 8))}…</span>`;
+  const href = info.traceUrl.replaceAll('{traceId}', traceId).replaceAll('{spanId}', spanId);
+  return `<a class="${cls}" href="${esc(href)}" target="_blank" rel="noopener" aria-label="Trace of ${esc(label)} in the tracing backend">trace ${esc(traceId.slice(0, 8))}…</a>`;
+}
 
 /** A session's model: its profile, and the model that answered its last call (a session on the default profile has one too). */
 function modelChip(x: SessionExtra | undefined): string {
@@ -493,7 +511,7 @@ function sessionView(p: RunPage, n: NodeView): string {
       : '';
   return `<h2 style="font-size:16px;margin:4px 0">${esc(n.id)} <span class="chip">${esc(n.agentType)}</span> <span class="s-${esc(n.status)}">${esc(n.status)}</span></h2>
     <p class="dim" style="margin:0 0 6px">parent ${esc(n.parentId)} · depth ${n.depth}${n.taskId ? ` · task ${esc(n.taskId)}` : ''} ·
-      ${info?.inspectorListening ? `<a href="${esc(info.inspectorUrl)}" target="_blank" rel="noopener" aria-label="Open in the Stately inspector (the run started with --inspect)">open in the Stately inspector</a>` : '<span class="dim" title="nothing listens at the inspector\'s address">to watch it in the Stately inspector: <code>a2a inspect</code>, and the run with <code>--inspect</code></span>'}</p>
+      ${p.run.traceId ? `${traceLink(p.runId, p.run.traceId, n.id)} · ` : ''}${info?.inspectorListening ? `<a href="${esc(info.inspectorUrl)}" target="_blank" rel="noopener" aria-label="Open in the Stately inspector (the run started with --inspect)">open in the Stately inspector</a>` : '<span class="dim" title="nothing listens at the inspector\'s address">to watch it in the Stately inspector: <code>a2a inspect</code>, and the run with <code>--inspect</code></span>'}</p>
     ${manage}
     ${remoteTaskView(p, n)}
     <h3>Transcript</h3><div class="transcript" aria-label="Transcript of ${esc(n.id)}">${transcript

@@ -54,6 +54,8 @@ export class StudioRun {
   readonly indices: number[] = [];
   readonly extras = new Map<string, SessionExtra>();
   budgets: { runUsd?: number; workerUsd?: number } = {};
+  /** The trace its spans went to (a run traced with --otel says so in run.started). */
+  traceId: string | null = null;
   paused = false;
   workflow: WorkflowView | null = null;
   /** Permission and question items asked of a person, by id, until answered. */
@@ -106,6 +108,7 @@ export class StudioRun {
     switch (event.type) {
       case 'run.started':
         if (d.budgets && typeof d.budgets === 'object') this.budgets = d.budgets as { runUsd?: number; workerUsd?: number };
+        if (typeof d.traceId === 'string') this.traceId = d.traceId;
         return;
       case 'run.paused':
         this.paused = true;

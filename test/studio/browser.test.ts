@@ -534,7 +534,9 @@ describe('a2a studio in a browser', () => {
     await expect.poll(() => p.locator('.timebar .when').textContent()).toContain(`live · ${log.length} events`);
     await p.locator('#tab-tree').click();
     await expect.poll(() => nodeCount(p)).toBe(4);
-    await shot(p, 'live-chart');
+    // the worker's chart, drawn as a diagram with the path it took
+    await p.locator('#session .chartbox svg.diagram').scrollIntoViewIfNeeded();
+    await p.locator('#session .chartbox').screenshot({ path: join(SHOTS, 'live-chart.png') });
   });
 
   it('links a traced run and each session to the tracing backend (--trace-url), at the session\'s first span', async () => {

@@ -169,22 +169,34 @@ export function chartSvg(chart: GraphJson, life: ChartLife, label = chart.machin
   const visited = new Set(trail);
   // a transition taken: two states in a row in the trail, joined by an edge from the first (a state inside it, or the "any state" marker of a box around it) into the second (or a state inside it)
   const taken = new Set<number>();
+  const source = (e: ChartLayout['edges'][number]) => (e.from.startsWith(ANY) ? e.from.slice(ANY.length) : e.from);
+  /** Edges leaving `a` itself (a state inside it, or its own "any state" marker: a name may stand for a box, as the workflow's PLANNING). */
+  const own = (a: string) => layout.edges.map((e, at) => ({ e, at })).filter(({ e }) => within(source(e), a));
+  /** Edges leaving a box around `a` ("any state in running"), the innermost box first. */
+  const outer = (a: string) =>
+    layout.edges
+      .map((e, at) => ({ e, at }))
+      .filter(({ e }) => e.from.startsWith(ANY) && within(a, source(e)) && source(e) !== a)
+      .sort((x, y) => source(y.e).split('.').length - source(x.e).split('.').length);
   for (let i = 1; i < trail.length; i++) {
     const a = trail[i - 1]!;
     const b = trail[i]!;
     // entering a box is not a transition: running → thinking is running's initial state
     if (a === b || within(b, a)) continue;
-    // the edge from the innermost source: a state's own transition before one of a box around it
-    let best = -1;
-    let depth = -1;
-    layout.edges.forEach((e, at) => {
-      const from = e.from.startsWith(ANY) ? e.from.slice(ANY.length) : e.from;
-      // a state's name may stand for a box (the workflow's PLANNING): its inner states' transitions are its own
-      if (!(within(from, a) || (e.from.startsWith(ANY) && within(a, from))) || !within(e.to, b)) return;
-      const d = from.split('.').length + (e.from.startsWith(ANY) ? 0 : 1);
-      if (d > depth) [best, depth] = [at, d];
-    });
-    if (best >= 0) taken.add(best);
+    // a transition of a's own; else through a state the session passes without telling (nextTool,
+    // collectingPartial: each an "always" step); only then one that any state of a box around it takes
+    const direct = own(a).find(({ e }) => within(e.to, b));
+    if (direct) {
+      taken.add(direct.at);
+      continue;
+    }
+    const via = own(a).flatMap((first) => (visited.has(first.e.to) ? [] : own(first.e.to).filter(({ e }) => within(e.to, b)).map((second) => [first.at, second.at]))).at(0);
+    if (via) {
+      for (const at of via) taken.add(at);
+      continue;
+    }
+    const boxed = outer(a).find(({ e }) => within(e.to, b));
+    if (boxed) taken.add(boxed.at);
   }
   const esc = (v: string) => v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
   const r = (n: number) => Math.round(n * 10) / 10;

@@ -77,8 +77,13 @@ describe('a2a serve --a2a --nats', () => {
     const onA = await clientOf(a);
     const running = taskIdOf(await drain(send(onA, message('work forever', { skill: 'coder', contextId: 'ctx-nats-2' })), (e) => states([e])[0] === 'WORKING'));
     await waitFor('the served task\'s run to be heard', () => runs.has(running), 5_000);
-    const ask = async (body: unknown) => (await studio.request(`a2a.default.control.${runs.get(running)!}.studio-ops`, JSON.stringify(body), { timeout: 3_000 })).json<Record<string, unknown>>();
-    expect(await ask({ command: 'status' })).toMatchObject({ ok: true, record: { runId: runs.get(running), status: 'running' } });
+    const ask = async (body: unknown, timeout = 3_000) => (await studio.request(`a2a.default.control.${runs.get(running)!}.studio-ops`, JSON.stringify(body), { timeout })).json<Record<string, unknown>>();
+    // the served task is heard a moment before its run answers its control subject (the run
+    // subscribes as it starts, and across accounts the server says no "no responders": an early
+    // request only times out), so the first answer is waited for, as the studio's feed polls again
+    let status: Record<string, unknown> | null = null;
+    for (let tries = 0; status === null && tries < 20; tries++) status = await ask({ command: 'status' }, 500).catch(() => null);
+    expect(status).toMatchObject({ ok: true, record: { runId: runs.get(running), status: 'running' } });
     const log = (await ask({ command: 'events', after: -1 })) as { events: Array<{ type: string; data: { taskId?: string; state?: string } }> };
     expect(log.events.filter((e) => e.type === 'a2a.served').map((e) => e.data.taskId)).toContain(running);
     expect(await ask({ command: 'redirect', taskId: 'task', by: 'ann' })).toEqual({ ok: false, error: expect.stringMatching(/^invalid request: instructions: /) });

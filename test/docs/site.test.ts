@@ -123,13 +123,13 @@ describe('the documentation site', () => {
     await p.screenshot({ path: join(SHOTS, 'home.png') });
     await p.locator('.VPNavBarMenuLink', { hasText: 'Guide' }).click();
     await p.waitForURL(/\/guide\/first-run/);
-    expect(await heading(p)).toBe('First run');
+    await expect.poll(() => heading(p)).toBe('First run');
     await p.locator('.VPSidebar a', { hasText: 'Durability' }).first().click();
     await p.waitForURL(/\/guide\/durability/);
-    expect(await heading(p)).toBe('Durability');
+    await expect.poll(() => heading(p)).toBe('Durability');
     await p.locator('.VPNavBarMenuLink', { hasText: 'Reference' }).click();
     await p.waitForURL(/\/reference\/cli/);
-    expect(await heading(p)).toBe('The a2a command');
+    await expect.poll(() => heading(p)).toBe('The a2a command');
     // an anchor of a generated page, followed from the table at its top
     await p.locator('.vp-doc table a', { hasText: 'a2a config validate' }).click();
     await p.waitForURL(/#a2a-config-validate$/);
@@ -138,7 +138,7 @@ describe('the documentation site', () => {
     await p.waitForURL(/\/guide\/library/);
     await p.locator('.vp-doc a', { hasText: 'the API reference' }).click();
     await p.waitForURL(/\/reference\/api\//);
-    await expect(p.locator('.vp-doc a', { hasText: 'startRun' }).first().isVisible()).resolves.toBe(true);
+    await p.locator('.vp-doc a', { hasText: 'startRun' }).first().waitFor();
     expect(problems).toEqual([]);
   });
 
@@ -149,7 +149,7 @@ describe('the documentation site', () => {
     await input.fill('idempotency key');
     const results = p.locator('.VPLocalSearchBox .result');
     await results.first().waitFor();
-    await expect(results.first().innerText()).resolves.toMatch(/idempotency/i);
+    await expect.poll(() => results.first().innerText()).toMatch(/idempotency/i);
     await p.screenshot({ path: join(SHOTS, 'search.png') });
     await input.press('Enter');
     await p.waitForURL(/idempotency/);

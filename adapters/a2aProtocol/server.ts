@@ -53,6 +53,7 @@ import { traceHeadersOf } from '../../actors/observation/tracing.js';
 import { partsText, stateName, textPart } from './client.js';
 import { applyEvent, callerOf, visibleTo, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
 import { configuration, transportStage } from '../assembly/stages.js';
+import { isLoopback } from '../hostGuard.js';
 
 export const JSONRPC_PATH = '/a2a/jsonrpc';
 export const REST_PATH = '/a2a/rest';
@@ -868,7 +869,7 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
   const workspace = resolve(options.workspace ?? process.cwd());
   const host = options.host ?? '127.0.0.1';
   const guarded = !!options.token || Object.keys(options.clients ?? {}).length > 0;
-  if (!guarded && !['127.0.0.1', 'localhost', '::1'].includes(host)) {
+  if (!guarded && !isLoopback(host)) {
     throw new Error(`listening on ${host} needs a token (set A2A_SERVE_TOKEN, or A2A_SERVE_TOKENS for named clients): without one, anyone who reaches the port could run agents in ${workspace}`);
   }
   // the agents the runs will have: the same configuration stage as a run's

@@ -8,6 +8,7 @@ import { startStudio } from '../../adapters/studio/server.js';
 import { watchNamespace, type NatsWatch } from '../../adapters/studio/nats.js';
 import { connectNats, describeServers } from '../../adapters/transport/nats.js';
 import { natsCredentials } from '../../adapters/assembly/nats.js';
+import { isLoopback } from '../../adapters/hostGuard.js';
 
 export interface StudioCommandOptions {
   workspace?: string;
@@ -18,8 +19,6 @@ export interface StudioCommandOptions {
   inspector?: string;
   traceUrl?: string;
 }
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 export async function studioCommand(
   options: StudioCommandOptions,
@@ -38,7 +37,7 @@ export async function studioCommand(
   }),
 ): Promise<number> {
   const host = options.host ?? '127.0.0.1';
-  if (!LOOPBACK.has(host)) {
+  if (!isLoopback(host)) {
     io.stderr.write(`a2a studio: warning: serving on ${host}, not loopback: anyone who can reach it and learns the token can read every run and approve what they ask. The token is then the only protection; prefer an SSH tunnel to 127.0.0.1.\n`);
   }
   let nats: NatsWatch | undefined;

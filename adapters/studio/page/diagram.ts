@@ -12,6 +12,7 @@
  */
 import dagre from '@dagrejs/dagre';
 import { eventLabel, type GraphJson } from '../../../actors/graph/render.js';
+import { esc } from './esc.js';
 
 type State = GraphJson['states'][number];
 
@@ -198,7 +199,6 @@ export function chartSvg(chart: GraphJson, life: ChartLife, label = chart.machin
     const boxed = outer(a).find(({ e }) => within(e.to, b));
     if (boxed) taken.add(boxed.at);
   }
-  const esc = (v: string) => v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
   const r = (n: number) => Math.round(n * 10) / 10;
   const clusters = layout.clusters
     .map((c) => {

@@ -29,6 +29,7 @@ import type { MonitorSnapshot, TreeNode } from '../../monitor.js';
 import { StudioRun, a2aStateClass, permissionLine, type Badge, type SessionExtra } from './view.js';
 import { Timeline, queueOf, trailOf } from './timeline.js';
 import { chartSvg } from './diagram.js';
+import { esc } from './esc.js';
 import { spanIdOf } from '../../../actors/observation/traceIds.js';
 import { morph } from './morph.js';
 import { readStream, type StreamMessage } from './stream.js';
@@ -54,7 +55,6 @@ const $main = document.getElementById('main')!;
 const $conn = document.getElementById('conn')!;
 const $toast = document.getElementById('toast')!;
 
-const esc = (v: unknown) => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 const usd = (n: number) => `$${n.toFixed(n > 0 && n < 0.01 ? 4 : 2)}`;
 const time = (ts: number) => new Date(ts).toLocaleTimeString();
 

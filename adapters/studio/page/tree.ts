@@ -13,6 +13,7 @@
  * moved to is scrolled into view and kept in the DOM while it has the focus, however far the
  * view is scrolled. Enter or a click selects (the page's own handler, on `button[data-node]`).
  */
+import { esc } from './esc.js';
 import { morph } from './morph.js';
 import type { TreeRow } from './rows.js';
 
@@ -249,7 +250,7 @@ export class VirtualTree {
     const { html, label } = this.content(row);
     const selected = row.id === this.#selected;
     const attrs = `${row.level}|${row.setsize}|${row.posinset}|${row.expanded}|${selected}|${label}`;
-    const inner = `<span class="twisty"${row.expanded === null ? '' : ` data-twisty="${attr(row.id)}" title="${row.expanded ? 'fold' : 'open'} (← →)"`} aria-hidden="true">${row.expanded === null ? '' : row.expanded ? '▾' : '▸'}</span><button class="node" id="node-${attr(row.id)}" data-node="${attr(row.id)}" aria-current="${selected}" tabindex="${row.id === this.#focus ? 0 : -1}">${html}</button>`;
+    const inner = `<span class="twisty"${row.expanded === null ? '' : ` data-twisty="${esc(row.id)}" title="${row.expanded ? 'fold' : 'open'} (← →)"`} aria-hidden="true">${row.expanded === null ? '' : row.expanded ? '▾' : '▸'}</span><button class="node" id="node-${esc(row.id)}" data-node="${esc(row.id)}" aria-current="${selected}" tabindex="${row.id === this.#focus ? 0 : -1}">${html}</button>`;
     let s = this.#shown.get(row.id);
     if (!s) {
       const el = document.createElement('div');
@@ -284,4 +285,3 @@ export class VirtualTree {
   }
 }
 
-const attr = (v: string) => v.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);

@@ -61,10 +61,12 @@ function pendingLines(items: HumanItem[]): string[] {
  * something happens in the run (coalesced per turn of the event loop), its count as the progress
  * (it only grows) and a line on where the run stands as the message.
  */
-function reportProgress(run: Run, ctx: ServerContext): () => void {
+function reportProgress(run: Run, ctx: ServerContext): () => Promise<void> {
   const token = ctx.mcpReq._meta?.progressToken;
-  if (token === undefined) return () => {};
+  if (token === undefined) return async () => {};
   let count = 0;
+  /** The notifications handed to the SDK, written or not yet: the answer waits for them, so that none comes after it. */
+  let written: Promise<unknown> = Promise.resolve();
   let queued = false;
   let stopped = false;
   const send = () => {
@@ -73,7 +75,8 @@ function reportProgress(run: Run, ctx: ServerContext): () => void {
     if (stopped) return;
     count += 1;
     // a client that went away: the notification is lost with it, the run goes on
-    ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: count, message: redactText(progressLine(run)) } }).catch(() => undefined);
+    const sending = ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: count, message: redactText(progressLine(run)) } }).catch(() => undefined);
+    written = Promise.all([written, sending]);
   };
   send();
   const off = run.on(() => {
@@ -81,11 +84,12 @@ function reportProgress(run: Run, ctx: ServerContext): () => void {
     queued = true;
     setImmediate(send);
   });
-  return () => {
+  return async () => {
     // what happened since the last notification is told before the answer, not dropped
     if (queued && !stopped) send();
     stopped = true;
     off();
+    await written;
   };
 }
 
@@ -328,7 +332,7 @@ export function createA2aMcpServer(runs: McpRuns, options: McpServeOptions = {},
                 new Promise<void>((r) => signal.addEventListener('abort', (onAbort = () => r()), { once: true })),
               ]);
             } finally {
-              stopProgress();
+              await stopProgress();
               clearTimeout(timer);
               if (onAbort) signal.removeEventListener('abort', onAbort);
             }

@@ -5,6 +5,7 @@
  * answer (-32700 parse error, -32600 invalid request, with the request's id when it has one) on
  * stdout, a line on stderr, and the server goes on with the next line.
  */
+import { inlineIssues } from '../../actors/errors.js';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { parseJSONRPCMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/server';
 import { errorText } from '../../machines/errorText.js';
@@ -21,10 +22,7 @@ function whyNotJsonRpc(error: unknown): string {
   if (!issues?.length) return errorText(error).slice(0, 200);
   // a union's issues: the first alternative's (a request) says it best
   const first = issues[0]!.errors?.[0] ?? issues;
-  return first
-    .slice(0, 3)
-    .map((i) => `${i.path.map(String).join('.') || '(message)'}: ${i.message}`)
-    .join('; ');
+  return inlineIssues(first.slice(0, 3));
 }
 
 /**

@@ -11,6 +11,7 @@
  * names), `tasks/update` like any custom method, and forwards a tool's `resultType: "task"`
  * unchanged. The tasks are the runs of McpRuns (in memory: a restarted server knows none).
  */
+import { inlineIssues } from '../../actors/errors.js';
 import { CLIENT_CAPABILITIES_META_KEY, MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { HumanItem } from '../../machines/protocol/index.js';
@@ -98,7 +99,6 @@ const ElicitAnswer = z.object({ action: z.enum(['accept', 'decline', 'cancel']),
 const PermissionContent = z.object({ approved: z.boolean(), reason: z.string().optional() });
 const QuestionContent = z.object({ text: z.string() });
 
-const issuesText = (issues: Array<{ path: PropertyKey[]; message: string }>) => issues.map((i) => `${i.path.map(String).join('.') || '(answer)'}: ${i.message}`).join('; ');
 
 /** `tasks/get`, `tasks/update` and `tasks/cancel` on `server` (a 2026-07-28 instance). */
 export function registerTaskMethods(server: McpServer, runs: McpRuns): void {
@@ -121,7 +121,7 @@ export function registerTaskMethods(server: McpServer, runs: McpRuns): void {
       // the extension: answers to keys not outstanding (answered already, never asked) are ignored
       if (!item) continue;
       const answer = ElicitAnswer.safeParse(value);
-      if (!answer.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `inputResponses.${key}: ${issuesText(answer.error.issues)} (an elicitation's answer: { "action": "accept" | "decline" | "cancel", "content"?: {…} }); nothing was answered`);
+      if (!answer.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `inputResponses.${key}: ${inlineIssues(answer.error.issues)} (an elicitation's answer: { "action": "accept" | "decline" | "cancel", "content"?: {…} }); nothing was answered`);
       // cancel: the person dismissed it, and a question declined has no answer: it stays waiting
       if (answer.data.action === 'cancel' || (answer.data.action === 'decline' && item.kind === 'question')) continue;
       if (answer.data.action === 'decline') {
@@ -129,7 +129,7 @@ export function registerTaskMethods(server: McpServer, runs: McpRuns): void {
         continue;
       }
       const content = (item.kind === 'permission' ? PermissionContent : QuestionContent).safeParse(answer.data.content ?? {});
-      if (!content.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `inputResponses.${key}.content: ${issuesText(content.error.issues)} (${item.kind === 'permission' ? 'a permission takes { "approved": true | false, "reason"?: "…" }' : 'a question takes { "text": "…" }'}); nothing was answered`);
+      if (!content.success) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `inputResponses.${key}.content: ${inlineIssues(content.error.issues)} (${item.kind === 'permission' ? 'a permission takes { "approved": true | false, "reason"?: "…" }' : 'a question takes { "text": "…" }'}); nothing was answered`);
       answers.push({ id: key, ...content.data });
     }
     for (const answer of answers) {

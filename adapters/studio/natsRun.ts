@@ -25,7 +25,7 @@
  * its timeout, hence the short ones here.)
  */
 import { ArtifactMeta, ControlReplyMessage, RunArtifactsReply, RunEvent, RunEventsReply, RunStatusReply, type RunControlMessage } from '../../machines/protocol/index.js';
-import { A2AError } from '../../actors/errors.js';
+import { A2AError, inlineIssues } from '../../actors/errors.js';
 import { errorText } from '../../machines/errorText.js';
 import { RunRecord } from '../store/file.js';
 import type { FeedListener } from './feed.js';
@@ -40,14 +40,13 @@ const HEARD_KEPT = 5_000;
 /** How long a read waits for the run's process (a change waits longer: see `control`). */
 const READ_TIMEOUT_MS = 3_000;
 
-const issuesText = (issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>) => issues.map((i) => `${i.path.map(String).join('.') || 'reply'}: ${i.message}`).join('; ');
 
 /** A reply that is an error (`{ ok: false, error }`) becomes an A2AError; one of another shape names what is wrong. */
 function parseReply<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: ReadonlyArray<{ path: PropertyKey[]; message: string }> } } }, value: unknown, what: string): T {
   const refused = value as { ok?: unknown; error?: unknown } | null;
   if (refused && refused.ok === false && typeof refused.error === 'string') throw new A2AError('VALIDATION_ERROR', refused.error);
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new A2AError('VALIDATION_ERROR', `the run's process sent an invalid reply to ${what}: ${issuesText(parsed.error.issues)}`);
+  if (!parsed.success) throw new A2AError('VALIDATION_ERROR', `the run's process sent an invalid reply to ${what}: ${inlineIssues(parsed.error.issues)}`);
   return parsed.data;
 }
 
@@ -167,7 +166,7 @@ export class NatsRunFeed {
     if (this.#ended) return { ok: false, error: 'the run has already ended' };
     const reply = await this.watch.request(this.runId, message, 10_000);
     const parsed = ControlReplyMessage.safeParse(reply);
-    if (!parsed.success) throw new A2AError('VALIDATION_ERROR', `the run's process sent an invalid reply: ${issuesText(parsed.error.issues)}`);
+    if (!parsed.success) throw new A2AError('VALIDATION_ERROR', `the run's process sent an invalid reply: ${inlineIssues(parsed.error.issues)}`);
     // what it changed shows at once, not at the next poll
     void this.sync();
     return parsed.data;
@@ -241,7 +240,7 @@ export class NatsRunFeed {
     const reply = parseReply(RunStatusReply, await this.watch.request(this.runId, { command: 'status' }, READ_TIMEOUT_MS), 'status');
     this.#statusAt = Date.now();
     const record = RunRecord.safeParse(reply.record);
-    if (!record.success) throw new A2AError('VALIDATION_ERROR', `the run's process sent an invalid run record: ${issuesText(record.error.issues)}`);
+    if (!record.success) throw new A2AError('VALIDATION_ERROR', `the run's process sent an invalid run record: ${inlineIssues(record.error.issues)}`);
     this.#apply(record.data, reply.status);
   }
 

@@ -19,6 +19,7 @@
  *   up to 2 s to read the log's last events (`run.finished`) before the subject goes: otherwise it
  *   would learn of the end only from its request's timeout.
  */
+import { inlineIssues } from '../../actors/errors.js';
 import type { Transport, TransportMessage, TransportSubscription } from '../../machines/ports.js';
 import { ControlUser, RunControlMessage, type ControlRequest, type RunEvent } from '../../machines/protocol/index.js';
 import { subjects } from '../../actors/distribution/remote.js';
@@ -74,7 +75,6 @@ export function controlBy(payloadBy: string, user: string): string {
   return payloadBy === user ? user : `${payloadBy} via ${user}`;
 }
 
-const issuesText = (issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>) => issues.map((i) => `${i.path.map(String).join('.') || 'request'}: ${i.message}`).join('; ');
 
 /** Answers the run's control subject until `stop()`. */
 export async function serveRunControl(
@@ -90,9 +90,9 @@ export async function serveRunControl(
   let readTo = 0;
   const answer = async (message: TransportMessage): Promise<unknown> => {
     const user = ControlUser.safeParse(s.controlUser(message.subject, runId));
-    if (!user.success) return { ok: false, error: `invalid subject ${message.subject}: its last token names who asks (${issuesText(user.error.issues)})` };
+    if (!user.success) return { ok: false, error: `invalid subject ${message.subject}: its last token names who asks (${inlineIssues(user.error.issues)})` };
     const parsed = RunControlMessage.safeParse(message.data);
-    if (!parsed.success) return { ok: false, error: `invalid request: ${issuesText(parsed.error.issues)}` };
+    if (!parsed.success) return { ok: false, error: `invalid request: ${inlineIssues(parsed.error.issues)}` };
     const request = parsed.data;
     switch (request.command) {
       case 'status':

@@ -35,9 +35,34 @@ export interface Member {
   remote?: boolean;
 }
 
+/** The most characters of a delivered child's output and error its slim record keeps. */
+export const FINISHED_TEXT_LIMIT = 500;
+
+const clip = (text: string) => (text.length > FINISHED_TEXT_LIMIT ? `${text.slice(0, FINISHED_TEXT_LIMIT)}… [${text.length - FINISHED_TEXT_LIMIT} more characters were delivered to the parent]` : text);
+
+/**
+ * What the family keeps of a child whose result its owner has: its status, and its output and
+ * error clipped (a failing parent's summary, a repeated await and an error naming the child read
+ * it). Its spec, usage, diff stats and metadata went with the result to the owner and are in the
+ * owner's conversation and checkpoint: kept here too they made every finished child cost about
+ * 930 bytes until the run ended (issue 38), and a long run's heap grow with every child ever run.
+ */
+export function slimResult(result: SubTaskResult): SubTaskResult {
+  return {
+    taskId: result.taskId,
+    status: result.status,
+    output: clip(result.output),
+    ...(result.error !== undefined ? { error: clip(result.error) } : {}),
+    ...(result.fallback ? { fallback: true } : {}),
+  };
+}
+
 /** The mutable state of one family. */
 export class Family implements FamilyView {
+  /** Children pending, running, or settled with a result the owner does not have yet. */
   readonly members = new Map<string, Member>();
+  /** Settled children whose result the owner has (acknowledged, or given with a watch): slim records, in the order they were delivered. */
+  readonly finished = new Map<string, SubTaskResult>();
   /** Pending ids in spawn order; `queueHead` is the next to start. */
   queue: string[] = [];
   queueHead = 0;
@@ -140,7 +165,10 @@ export class Family implements FamilyView {
       const update = this.mailbox.get(seq)!;
       if (only && !only.has(update.subTaskId)) continue;
       this.mailbox.delete(seq);
-      if (this.completionSeq.get(update.subTaskId) === seq) this.completionSeq.delete(update.subTaskId);
+      if (this.completionSeq.get(update.subTaskId) === seq) {
+        this.completionSeq.delete(update.subTaskId);
+        this.#finish(update.subTaskId);
+      }
     }
     // the owner was told of what was dropped with the batch it acknowledges
     this.dropped -= this.droppedTold;
@@ -157,7 +185,21 @@ export class Family implements FamilyView {
         this.mailbox.delete(seq);
         this.completionSeq.delete(id);
       }
+      this.#finish(id);
     }
+  }
+
+  /**
+   * The owner has the child's result: the member leaves `members` for a slim record in
+   * `finished`. Not in a family without an owner (the root's: its result is read from there),
+   * nor while a completion update of the child still waits in the mailbox.
+   */
+  #finish(id: string): void {
+    if (this.owner === null || this.completionSeq.has(id)) return;
+    const member = this.members.get(id);
+    if (member?.state !== 'settled' || !member.result) return;
+    this.members.delete(id);
+    this.finished.set(id, slimResult(member.result));
   }
 
   /** Ends the watch: the results of its children so far (withdrawn from the mailbox) and those still pending. */
@@ -169,7 +211,11 @@ export class Family implements FamilyView {
     const pending: string[] = [];
     for (const id of watch.ids) {
       const member = this.members.get(id);
-      if (!member) continue;
+      if (!member) {
+        const finished = this.finished.get(id);
+        if (finished) results.push(finished);
+        continue;
+      }
       if (member.result) results.push(member.result);
       else pending.push(id);
     }
@@ -222,6 +268,7 @@ export class Family implements FamilyView {
           ...(m.remote ? { remote: true } : {}),
         },
       ]),
+      ...(this.finished.size > 0 ? { finished: [...this.finished] } : {}),
       mailbox: [...this.mailbox],
       completionSeq: [...this.completionSeq],
       watch: this.watch ? this.watch.ids : null,
@@ -246,6 +293,7 @@ export class Family implements FamilyView {
     }
     family.dropped = p.dropped ?? 0;
     for (const [id, seq] of p.completionSeq) family.completionSeq.set(id, seq);
+    for (const [id, result] of p.finished ?? []) family.finished.set(id, result);
     for (const [id, m] of p.members) {
       const member: Member = { spec: m.spec, state: m.state, result: m.result, ref: null, ...(m.held ? { held: m.held } : {}) };
       if (m.state === 'running' && m.snapshot) {
@@ -266,16 +314,17 @@ export class Family implements FamilyView {
   // -- FamilyView -------------------------------------------------------------------------------------
 
   has(id: string): boolean {
-    return this.members.has(id);
+    return this.members.has(id) || this.finished.has(id);
   }
   status(id: string): MemberState | undefined {
-    return this.members.get(id)?.state;
+    return this.members.get(id)?.state ?? (this.finished.has(id) ? 'settled' : undefined);
   }
   result(id: string): SubTaskResult | undefined {
-    return this.members.get(id)?.result ?? undefined;
+    return this.members.get(id)?.result ?? this.finished.get(id);
   }
+  /** Finished children first (in the order their results were delivered), then the rest in spawn order. */
   ids(): string[] {
-    return [...this.members.keys()];
+    return [...this.finished.keys(), ...this.members.keys()];
   }
   live(): number {
     return this.unsettled;
@@ -301,6 +350,8 @@ export interface PersistedFamily {
   seq: number;
   queue: string[];
   members: Array<[string, PersistedMember]>;
+  /** Slim records of the children whose results the owner has (absent in checkpoints made before them). */
+  finished?: Array<[string, SubTaskResult]>;
   mailbox: Array<[number, TaskUpdate]>;
   completionSeq: Array<[string, number]>;
   watch: string[] | null;

@@ -17,14 +17,16 @@
  * Delivery rule: every child it creates produces exactly one terminal result for the owner. The
  * child's `xstate.done.actor` output is the normal path; an `xstate.error.actor` becomes `failed`;
  * a child stopped with its parent, or cancelled before it ran, becomes `cancelled`. A second
- * result for the same child is ignored with a warning. Results stay cached for re-queries.
+ * result for the same child is ignored with a warning. Once the owner has a result (it acknowledged
+ * the update, or a watch gave it), the family keeps a slim record of it (status, clipped output)
+ * for re-queries, not the child's spec and full result: a long run's heap holds live sessions.
  *
  * Where the parts are: the family's state (members, the queue of those waiting for a slot, the
  * mailbox of updates for the owner, the persisted form) is a `Family` (actors/session/family.ts); the
  * limits a spawn must pass are `spawnRefusal` (actors/session/limits.ts). Here: admitting and starting
  * children (in slices, see START_SLICE), settling their results, and routing to them (`route`).
  */
-import { createActor, type ActorLogic, type ActorScope, type AnyActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
+import { createActor, type ActorLogic, type ActorOptions, type ActorScope, type AnyActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
 import type { Clock, EventSink, SupervisorEvent, SupervisorInput, SupervisorReply } from '../../machines/ports.js';
 import type { ErrorInfo, SessionSpec, SubTaskResult, TaskUpdate } from '../../machines/protocol/index.js';
 import { SubTaskResult as SubTaskResultSchema } from '../../machines/protocol/index.js';
@@ -45,7 +47,7 @@ export interface SupervisorDeps {
   events: EventSink;
   budget: SpawnBudget;
   /** Told the id of every restored child, so that new ids never collide with them. */
-  observeId?: (spec: SessionSpec) => void;
+  observeId?: (spec: Pick<SessionSpec, 'id' | 'correlation'>) => void;
   /** The files children declared (`targetFiles`), held while they run. */
   locks?: FileLockTable;
   /** A spent budget refuses new spawns. */
@@ -95,13 +97,16 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
   /** `held`: messages sent to it while it waited, in its inbox from the start (its first model call sees them). */
   function createChild(family: Family, spec: SessionSpec, scope: Scope, snapshot?: Snapshot<unknown>, remote = false, held?: Member['held']): AnyActorRef {
     const logic = remote && deps.remoteLogic ? deps.remoteLogic : deps.sessionLogic(spec.role);
+    // one shape for every child's options, `snapshot` undefined when fresh: XState copies them
+    // (`{ ...defaults, ...options }`), and copying an object made with a trailing spread was the
+    // costliest line of its actor's constructor (about 3 µs a child)
     const ref = createActor(logic, {
       id: spec.id,
       parent: scope.self,
       src: spec.role,
       input: held?.length ? { spec, inbox: held.map((m) => ({ kind: 'message' as const, from: m.from, text: m.text })) } : { spec },
-      ...(snapshot ? { snapshot } : {}),
-    });
+      snapshot,
+    } as ActorOptions<AnyActorLogic>);
     if (events.listening !== false) ref.on('*', (emitted: { type: string }) => forwardSessionEvent(events, spec, emitted));
     return ref;
   }
@@ -226,12 +231,16 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
         data: { message: `${family.ownerId}'s mailbox is full (${MAILBOX_LIMIT} updates): its oldest status updates are dropped until it reads them (results, questions and errors never are)` },
       }));
     }
-    emit(() => ({
-      type: 'update.queued',
-      // the owner's correlation; for the orchestrator's workers, the sending worker's
-      ...(family.owner ? correlationOf(family.owner) : family.members.get(update.subTaskId) ? { ...correlationOf(family.members.get(update.subTaskId)!.spec), parentId: family.ownerId } : {}),
-      data: { updateId: update.id, updateType: update.type, from: update.subTaskId, ...(update.kind ? { kind: update.kind } : {}), ...(update.message ? { message: update.message } : {}) },
-    }));
+    // the events of every child's spawn, result and update are built only when someone listens,
+    // and without a closure to build them (three a child, on the path of every sub-task)
+    if (events.listening !== false) {
+      events.emit({
+        type: 'update.queued',
+        // the owner's correlation; for the orchestrator's workers, the sending worker's
+        ...(family.owner ? correlationOf(family.owner) : family.members.get(update.subTaskId) ? { ...correlationOf(family.members.get(update.subTaskId)!.spec), parentId: family.ownerId } : {}),
+        data: { updateId: update.id, updateType: update.type, from: update.subTaskId, ...(update.kind ? { kind: update.kind } : {}), ...(update.message ? { message: update.message } : {}) },
+      });
+    }
     notify(family, scope);
   }
 
@@ -247,7 +256,10 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
 
   function settle(family: Family, scope: Scope, id: string, raw: SubTaskResult, how: string): void {
     const member = family.members.get(id);
-    if (!member) return;
+    if (!member) {
+      if (family.finished.has(id)) emit(() => ({ type: 'warning', ...(family.owner ? correlationOf(family.owner) : {}), data: { message: `second result for ${id} ignored (${how})` } }));
+      return;
+    }
     if (member.state === 'settled') {
       emit(() => ({ type: 'warning', ...correlationOf(member.spec), data: { message: `second result for ${id} ignored (${how})` } }));
       return;
@@ -262,11 +274,13 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
     deps.locks?.release(id);
     const result = raw.taskId === id ? raw : { ...raw, taskId: id };
     member.result = result;
-    emit(() => ({
-      type: 'subtask.result',
-      ...correlationOf(member.spec),
-      data: { status: result.status, how, ...(result.error ? { error: result.error } : {}), output: result.output, ...(result.fallback ? { fallback: true } : {}) },
-    }));
+    if (events.listening !== false) {
+      events.emit({
+        type: 'subtask.result',
+        ...correlationOf(member.spec),
+        data: { status: result.status, how, ...(result.error ? { error: result.error } : {}), output: result.output, ...(result.fallback ? { fallback: true } : {}) },
+      });
+    }
     const ok = result.status === 'success' || result.status === 'partial';
     pushUpdate(family, scope, {
       id: `${id}:result`,
@@ -296,9 +310,9 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
     if (family.cancelling !== null) {
       return reject({ code: 'WORKFLOW_STOPPED', message: `cannot spawn: ${family.ownerId} is cancelling its children (${family.cancelling})` });
     }
-    const duplicate = specs.find((s) => family.members.has(s.id));
+    const duplicate = specs.find((s) => family.has(s.id));
     if (duplicate) return reject({ code: 'VALIDATION_ERROR', message: `a child with id ${duplicate.id} already exists` });
-    const refused = family.owner && spawnRefusal(family.owner, specs.map((s) => ({ agentName: s.agent.agentName, prompt: s.prompt })), deps);
+    const refused = family.owner && spawnRefusal(family.owner, specs, deps);
     if (refused) return reject(refused);
     const started: string[] = [];
     const queued: string[] = [];
@@ -307,11 +321,13 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
     for (const spec of specs) {
       family.members.set(spec.id, { spec, ref: null, state: 'pending', result: null });
       family.unsettled++;
-      emit(() => ({
-        type: spec.role === 'worker' ? 'worker.deployed' : 'subtask.spawned',
-        ...correlationOf(spec),
-        data: { prompt: spec.prompt, expectedOutput: spec.expectedOutput, ...(spec.model ? { model: spec.model } : {}), ...(spec.workflowRole ? { role: spec.workflowRole } : {}) },
-      }));
+      if (events.listening !== false) {
+        events.emit({
+          type: spec.role === 'worker' ? 'worker.deployed' : 'subtask.spawned',
+          ...correlationOf(spec),
+          data: { prompt: spec.prompt, expectedOutput: spec.expectedOutput, ...(spec.model ? { model: spec.model } : {}), ...(spec.workflowRole ? { role: spec.workflowRole } : {}) },
+        });
+      }
       if (free > 0) {
         free--;
         if (tryStart(family, spec.id, scope)) started.push(spec.id);
@@ -398,7 +414,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
           emit(() => ({
             type: 'warning',
             ...(family.owner ? correlationOf(family.owner) : {}),
-            data: { message: `${forwarded.type} for ${event.to} not delivered: ${member ? `it is ${member.state}` : 'no such child'}` },
+            data: { message: `${forwarded.type} for ${event.to} not delivered: ${member ? `it is ${member.state}` : family.finished.has(event.to) ? 'it is settled' : 'no such child'}` },
           }));
         }
         break;
@@ -446,7 +462,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
           emit(() => ({
             type: 'warning',
             ...(family.owner ? correlationOf(family.owner) : {}),
-            data: { message: `message from ${event.from} to ${event.to} not delivered: ${member ? 'it has already finished' : 'no such child'}` },
+            data: { message: `message from ${event.from} to ${event.to} not delivered: ${member || family.finished.has(event.to) ? 'it has already finished' : 'no such child'}` },
           }));
         }
         break;
@@ -493,7 +509,7 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
           notify(family, scope);
           break;
         case 'WATCH': {
-          const unknown = event.ids.filter((id) => !family.members.has(id));
+          const unknown = event.ids.filter((id) => !family.has(id));
           const remaining = new Set(event.ids.filter((id) => family.members.has(id) && family.members.get(id)!.state !== 'settled'));
           family.watch = { ids: event.ids, remaining };
           if (remaining.size === 0) answerWatch(family, scope, unknown);
@@ -542,6 +558,8 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
     restoreSnapshot: (persisted, scope) => {
       const p = persisted as unknown as PersistedFamily;
       for (const [, m] of p.members) deps.observeId?.(m.spec);
+      // a finished child's id stays taken: its slim record keeps no spec, the run is its owner's
+      if (p.owner) for (const [id] of p.finished ?? []) deps.observeId?.({ id, correlation: p.owner.correlation });
       const family = Family.restore(p, (family, id, member, m) => {
         member.ref = createChild(family, m.spec, scope as Scope, m.snapshot, member.remote);
         if (m.spec.targetFiles?.length) deps.locks?.acquire(m.spec.correlation.worktreePath, m.spec.targetFiles, id);

@@ -439,6 +439,85 @@ describe('tools end to end', () => {
   });
 });
 
+describe('a finished child once its owner has its result (issue 38: a long run holds only live sessions)', () => {
+  const owner = { id: 'p', correlation: { runId: 'r1' } } as never;
+  const settledChild = (family: Family, id: string, output: string) => {
+    family.members.set(id, { spec: { id } as never, ref: null, state: 'settled', result: { taskId: id, status: 'success', output, usage: { inputTokens: 1, outputTokens: 2 }, diffStats: { filesChanged: 1, insertions: 3, deletions: 0 } } as never });
+    family.post({ id: `${id}:result`, type: 'completed', subTaskId: id, parentId: 'p', agentType: '@coder', result: family.members.get(id)!.result!, timestamp: 0 }, 1);
+  };
+
+  it('keeps the full result until the owner acknowledges it, then a slim record: status and clipped output, no spec', () => {
+    const family = new Family('p', owner, 5);
+    settledChild(family, 'p.1', 'short');
+    settledChild(family, 'p.2', 'x'.repeat(2000));
+    expect(family.members.get('p.1')!.result).toHaveProperty('usage');
+    const batch = family.batch()!;
+    family.acknowledge(batch.upTo);
+    expect(family.members.size).toBe(0);
+    expect([...family.finished.keys()]).toEqual(['p.1', 'p.2']);
+    expect(family.result('p.1')).toEqual({ taskId: 'p.1', status: 'success', output: 'short' });
+    expect(family.result('p.2')!.output).toHaveLength(500 + '… [1500 more characters were delivered to the parent]'.length);
+    expect(family.result('p.2')!.output.endsWith('… [1500 more characters were delivered to the parent]')).toBe(true);
+    expect(family.has('p.1')).toBe(true);
+    expect(family.status('p.1')).toBe('settled');
+    expect(family.ids()).toEqual(['p.1', 'p.2']);
+  });
+
+  it('does the same for results a watch hands over, answers a later watch from the record, and keeps records through a checkpoint', () => {
+    const family = new Family('p', owner, 5);
+    settledChild(family, 'p.1', 'one');
+    family.watch = { ids: ['p.1'], remaining: new Set() };
+    expect(family.closeWatch()!.results[0]).toHaveProperty('usage');
+    expect(family.mailbox.size).toBe(0);
+    expect(family.finished.has('p.1')).toBe(true);
+    family.watch = { ids: ['p.1'], remaining: new Set() };
+    expect(family.closeWatch()).toEqual({ results: [{ taskId: 'p.1', status: 'success', output: 'one' }], pending: [] });
+    const restored = Family.restore(JSON.parse(JSON.stringify(family.persisted())), () => undefined);
+    expect(restored.result('p.1')).toEqual({ taskId: 'p.1', status: 'success', output: 'one' });
+    expect(restored.unsettled).toBe(0);
+  });
+
+  it('keeps the result where nobody acknowledges (the root family, read by the run) and while a completion waits', () => {
+    const root = new Family('cli', null, 1);
+    settledChild(root, 'session', 'done');
+    root.acknowledge(root.batch()!.upTo);
+    expect(root.members.get('session')!.result).toHaveProperty('usage');
+    const family = new Family('p', owner, 5);
+    settledChild(family, 'p.1', 'one');
+    const batch = family.batch()!;
+    family.acknowledge(batch.upTo, new Set(['p.9'])); // another child's updates only
+    expect(family.members.has('p.1')).toBe(true);
+  });
+
+  it('leaves only slim records behind a fan-out, and a new spawn after a restore does not reuse a finished id', async () => {
+    const children = Array.from({ length: 30 }, (_, i) => ({ prompt: `part ${i}` }));
+    const h = harness({
+      config: { limits: { maxParallelSubtasks: 30, maxSubtasksPerWorker: 30, spawnRatePerMinute: 300 } },
+      script: {
+        rules: [
+          { agent: 'agent', depth: 0, turns: [spawnParallel(children), { toolCalls: [{ name: 'a2a_await_subtasks', arguments: { ids: '$children' } }] }, { text: 'resting' }] },
+          { agent: 'agent', depth: 1, turns: [complete('part done')] },
+        ],
+      },
+    });
+    const run = h.standalone('fan out');
+    await h.until(() => h.of('subtask.result').length === 30);
+    await h.until(() => familyOf(h, run).members.size === 0);
+    const family = familyOf(h, run);
+    expect(family.finished.size).toBe(30);
+    expect(family.result('session.7')).toEqual({ taskId: 'session.7', status: 'success', output: 'part done' });
+    const persisted = JSON.parse(JSON.stringify(family.persisted()));
+    expect(persisted.members).toEqual([]);
+    expect(persisted.finished).toHaveLength(30);
+    expect(JSON.stringify(persisted)).not.toContain('part 7'); // no prompt, no spec
+    // restored in another process (a fresh runtime): the finished ids stay taken
+    const later = harness({ script: { rules: [] } });
+    expect(later.runtime.ids.child({ id: 'other', correlation: family.owner!.correlation })).toBe('other.1');
+    createActor(later.runtime.supervisor, { snapshot: persisted, input: undefined as never, clock: later.clock } as never);
+    expect(later.runtime.ids.child({ id: 'session', correlation: family.owner!.correlation })).toBe('session.31');
+  });
+});
+
 describe('the update mailbox (seed 002: at most 100 wait)', () => {
   const update = (n: number, type: TaskUpdate['type'], subTaskId: string, kind?: TaskUpdate['kind']): TaskUpdate => ({
     id: `u${n}`,

@@ -10,9 +10,11 @@
  * Time only passes in `idle`: a session running a tool, calling its model, awaiting children or
  * waiting for a permission is `busy`, never idle.
  *
- * A session starts its watchdog only once it has sat idle for `idleThresholdMs` (a timer of its
- * own until then: most sessions never need one), with `alreadyIdle`: the watchdog then starts
- * where the threshold has passed (`suspectedIdle`), and counts every later idle period itself.
+ * A session starts its watchdog only when its first inquiry is due: once it has sat idle for
+ * `idleThresholdMs` and the `inquiryDelayMs` grace period (one timer of its own until then: most
+ * sessions never need a watchdog, and an idle one costs a timer, not a second actor: about 2.5 KB
+ * less each, issue 38). Started with `inquiryDue`, the watchdog asks at once (`inquiring`), and
+ * counts every later idle period itself.
  */
 import { assign, sendParent, setup } from 'xstate';
 import type { IdleConfig, IdleInquiryRequest } from './protocol/index.js';
@@ -30,13 +32,13 @@ export interface IdleInquiryOutput {
   inquiries: number;
 }
 
-/** The watchdog's input: the session's idle settings, and whether it has already sat idle for the threshold. */
-export type IdleInquiryInput = IdleConfig & { alreadyIdle?: boolean };
+/** The watchdog's input: the session's idle settings, and whether its first inquiry is due already (the session sat idle through the threshold and the grace period). */
+export type IdleInquiryInput = IdleConfig & { inquiryDue?: boolean };
 
 export const idleInquiryMachine = setup({
   types: {
     input: {} as IdleInquiryInput,
-    context: {} as IdleConfig & { startedIdle: boolean; inquiries: number; endReason: IdleInquiryOutput['reason'] | null },
+    context: {} as IdleConfig & { startedDue: boolean; inquiries: number; endReason: IdleInquiryOutput['reason'] | null },
     events: {} as IdleInquiryEvent,
     output: {} as IdleInquiryOutput,
   },
@@ -47,7 +49,7 @@ export const idleInquiryMachine = setup({
   },
   guards: {
     inquiriesExhausted: ({ context }) => context.inquiries >= context.maxInquiries,
-    startsIdle: ({ context }) => context.startedIdle,
+    startsDue: ({ context }) => context.startedDue,
   },
   actions: {
     sendInquiry: sendParent(
@@ -68,16 +70,16 @@ export const idleInquiryMachine = setup({
     inquiryDelayMs: input.inquiryDelayMs,
     inquiryTimeoutMs: input.inquiryTimeoutMs,
     maxInquiries: input.maxInquiries,
-    startedIdle: input.alreadyIdle === true,
+    startedDue: input.inquiryDue === true,
     inquiries: 0,
     endReason: null,
   }),
   initial: 'starting',
   states: {
-    /** Started by a session idle for the threshold already: straight to the grace period. */
+    /** Started by a session whose first inquiry is due: it asks at once. */
     starting: {
       always: [
-        { guard: 'startsIdle', target: 'suspectedIdle' },
+        { guard: 'startsDue', target: 'inquiring' },
         { target: 'busy' },
       ],
     },

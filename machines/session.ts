@@ -288,7 +288,7 @@ export function createSessionMachine(id: 'worker' | 'subtask') {
           idle: {
             entry: 'tellWatchdogIdle',
             exit: 'tellWatchdogBusy',
-            after: { idleThreshold: { guard: 'noWatchdog', actions: 'startWatchdog' } },
+            after: { inquiryDue: { guard: 'noWatchdog', actions: 'startWatchdog' } },
             on: {
               UPDATES_AVAILABLE: { target: 'thinking', actions: 'holdBatch' },
               MESSAGE: { target: 'thinking', actions: 'queueMessage' },

@@ -1,5 +1,5 @@
 /**
- * The idle watchdog (idleInquiry): idle periods, the grace delay, inquiries and their timeout; and its start when the session has already sat idle for the threshold.
+ * The idle watchdog (idleInquiry): idle periods, the grace delay, inquiries and their timeout; and its start when the session's first inquiry is due.
  */
 import { idleInquiryMachine, type IdleInquiryEvent } from '../../../machines/idleInquiry.machine.js';
 import type { MachineModel } from '../paths.js';
@@ -12,8 +12,8 @@ export const idleInquiryModel: MachineModel = {
   machine: idleInquiryMachine,
   input: watchdogConfig,
   simplePaths: true,
-  // started by a session that has already sat idle for the threshold
-  variants: [{ label: 'already idle', input: { ...watchdogConfig, alreadyIdle: true } }],
+  // started by a session whose first inquiry is due (it sat idle through the threshold and the grace period)
+  variants: [{ label: 'inquiry due', input: { ...watchdogConfig, inquiryDue: true } }],
   events: (): Array<Sample<IdleInquiryEvent>> => [
     { type: 'SESSION_BUSY' },
     { type: 'SESSION_IDLE' },

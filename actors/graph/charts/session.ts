@@ -69,7 +69,7 @@ function sessionEvents(spec: SessionSpec) {
       { type: 'TIMEOUT' },
       { type: 'RESUME', by: 'orchestrator' },
       { type: `xstate.after.awaitTimeout.${spec.role}.running.awaitingChildren.waiting` },
-      { type: `xstate.after.idleThreshold.${spec.role}.running.idle` },
+      { type: `xstate.after.inquiryDue.${spec.role}.running.idle` },
       { type: 'PERMISSION_REQUIRED', requestId: `${spec.id}:perm:1`, ask: { action: 'branch_push', detail: 'git push origin a2a/w' } },
       { type: 'REASSIGN', agent: { raw: '@coder', backend: 'default', agentName: 'coder' }, by: 'orchestrator' },
       { type: 'SWITCH_MODEL', profile: 'small', by: 'orchestrator' },
@@ -203,7 +203,7 @@ function sessionInvariants(spec: SessionSpec) {
     if (wasIdle && !isIdle && step.after.status === 'active' && before.has.watchdog && !step.sent.some((s) => s.to === 'idleInquiry' && s.event.type === 'SESSION_BUSY')) {
       fail(step, 'left idle without telling the watchdog');
     }
-    if (step.event.type.startsWith('xstate.after.idleThreshold.') && !before.has.watchdog && !after.has.watchdog) fail(step, 'sat idle for the threshold and started no watchdog');
+    if (step.event.type.startsWith('xstate.after.inquiryDue.') && !before.has.watchdog && !after.has.watchdog) fail(step, 'sat idle through the threshold and the grace period and started no watchdog');
 
     // a permission outside the session's level goes up and the session waits; a child's request
     // is approved here within this level, or passed up; nothing is decided twice or dropped

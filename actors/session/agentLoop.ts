@@ -31,6 +31,7 @@ import type {
   Clock,
   CommandRunner,
   EventSink,
+  FamilyView,
   Model,
   ModelRequest,
   PermissionAnswer,
@@ -38,13 +39,13 @@ import type {
   RunToolInput,
   ToolOutcome,
 } from '../../machines/ports.js';
-import { ModelReply, type ChatMessage, type SessionSpec, type ToolSpec } from '../../machines/protocol/index.js';
+import { ModelReply, type ChatMessage, type SessionSpec, type TaskUpdate, type ToolSpec } from '../../machines/protocol/index.js';
 import { CHART_EFFECTS, familyOfSession, type LoopCommand } from '../../machines/session.js';
 import { errorText } from '../../machines/errorText.js';
 import { A2AError, describeIssues, isA2AError } from '../errors.js';
 import { injectionText, taskMessage, type SystemPrompts } from './prompts.js';
 import type { AgentDefinition, AgentRegistry } from '../config/registry.js';
-import type { ExternalTools, IdGenerator, ToolCatalog } from '../tools/index.js';
+import type { ExternalTools, IdGenerator, ToolCatalog, ToolContext } from '../tools/index.js';
 import type { FileLockTable } from './fileLocks.js';
 import { decideLocally } from '../people/permissions.js';
 import { workerKey } from './limits.js';
@@ -221,20 +222,55 @@ function permitFor(
  * role, depth, owner and (a worker's) plan task only, so siblings share one (a 10k fan-out computes it once). Kept while
  * the owner object (shared by the siblings of one spawn) is.
  */
-const shared = new WeakMap<SessionSpec['owner'], Map<string, { definition: AgentDefinition; system: string; tools: ToolSpec[] }>>();
-
-function fixedFor(deps: AgentLoopDeps, spec: SessionSpec): { definition: AgentDefinition; system: string; tools: ToolSpec[] } {
-  const definition = deps.registry.get(spec.agent.agentName);
-  let byAgent = shared.get(spec.owner);
-  if (!byAgent) shared.set(spec.owner, (byAgent = new Map()));
+interface Fixed {
+  definition: AgentDefinition;
+  system: string;
+  tools: ToolSpec[];
+}
+/** What fixedFor's key is made of (kept for the last session asked for, not its whole spec). */
+interface FixedKey {
+  agentName: string;
+  role: SessionSpec['role'];
+  depth: number;
+  maxDepth: number;
+  taskId: string;
+}
+const keyOf = (spec: SessionSpec): FixedKey => ({
+  agentName: spec.agent.agentName,
+  role: spec.role,
+  depth: spec.depth,
+  maxDepth: spec.maxDepth,
   // a worker's prompt names its plan task
-  const key = `${spec.agent.agentName}|${spec.role}|${spec.depth}|${spec.maxDepth}|${spec.role === 'worker' ? spec.correlation.taskId : ''}`;
-  let fixed = byAgent.get(key);
+  taskId: spec.role === 'worker' ? spec.correlation.taskId : '',
+});
+const shared = new WeakMap<SessionSpec['owner'], { byKey: Map<string, Fixed>; last: { key: FixedKey; fixed: Fixed } | null }>();
+
+function fixedFor(deps: AgentLoopDeps, spec: SessionSpec): Fixed {
+  const definition = deps.registry.get(spec.agent.agentName);
+  let byOwner = shared.get(spec.owner);
+  if (!byOwner) shared.set(spec.owner, (byOwner = { byKey: new Map(), last: null }));
+  // a sibling of the last session asked for (most are): nothing to build
+  const last = byOwner.last;
+  if (
+    last &&
+    last.fixed.definition === definition &&
+    last.key.agentName === spec.agent.agentName &&
+    last.key.role === spec.role &&
+    last.key.depth === spec.depth &&
+    last.key.maxDepth === spec.maxDepth &&
+    last.key.taskId === (spec.role === 'worker' ? spec.correlation.taskId : '')
+  ) {
+    return last.fixed;
+  }
+  const key = keyOf(spec);
+  const text = `${key.agentName}|${key.role}|${key.depth}|${key.maxDepth}|${key.taskId}`;
+  let fixed = byOwner.byKey.get(text);
   if (!fixed || fixed.definition !== definition) {
     const tools = deps.catalog.toolsFor(definition, spec);
     fixed = { definition, system: deps.prompts.for(definition, spec, tools), tools: tools.map((t) => deps.catalog.spec(t)) };
-    byAgent.set(key, fixed);
+    byOwner.byKey.set(text, fixed);
   }
+  byOwner.last = { key, fixed };
   return fixed;
 }
 
@@ -262,51 +298,18 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
   };
   let history = input.messages;
   let compacted: ChatMessage[] | undefined;
-  let costUsd = 0;
-  const ledger = (usage: ModelReply['usage']): number | undefined =>
-    deps.costs?.ledger.record({
-      sessionId: spec.id,
-      workerId: workerKey(spec),
-      ...(spec.role === 'subtask' ? { parentId: spec.owner.ownerId } : {}),
-      model: resolved.name,
-      usage,
-    });
-  const price = (usage: ModelReply['usage']): number | undefined => {
-    const usd = ledger(usage);
-    if (usd !== undefined) costUsd += usd;
-    return usd;
-  };
-  /**
-   * The history summarized (by the session's own model) to fit `budget` tokens, system prompt
-   * included. Each summary call is priced with its cache tokens and told as a `model.called` of
-   * its own (`summary: true`): it is not folded into the reply's call.
-   */
-  const fit = (budget: number, reserveTokens: number) =>
-    fitConversation({
-      model,
-      request: base,
-      messages: history,
-      contextWindow: budget,
-      reserveTokens,
-      signal: abort.signal,
-      onCall: (usage) => {
-        const usd = ledger(usage);
-        if (deps.events.listening !== false) {
-          deps.events.emit({ type: 'model.called', ...correlationOf(spec), data: { summary: true, toolCalls: [], ...usage, ...(usd !== undefined ? { costUsd: usd } : {}) } });
-        }
-      },
-    });
-  const warn = (message: string, data: Record<string, unknown>) => {
-    if (deps.events.listening !== false) deps.events.emit({ type: 'warning', ...correlationOf(spec), data: { message, ...data } });
-  };
+  // a closure for the price only where prices are kept: a plain step makes none (under tsx, whose
+  // keepNames names every closure as it is made, each one cost about 2 µs a model call)
+  const bill = deps.costs ? { usd: 0 } : null;
+  const price = bill ? (usage: ModelReply['usage']) => priced(deps, spec, resolved, usage, bill) : noPrice;
   if (resolved.contextWindow && history.length > 0) {
     // what does not fit the model's window is summarized first (a switch to a smaller model, a long session)
     const reserve = (resolved.maxTokens ?? 4096) + estimateTokens([], JSON.stringify(fixed.tools)) + estimateTokens(injected, fixed.system);
-    const fitted = await fit(resolved.contextWindow, reserve);
+    const fitted = await fitHistory(deps, spec, resolved, base, history, resolved.contextWindow, reserve, abort.signal);
     if (fitted.summarized) {
       history = fitted.messages;
       compacted = fitted.messages;
-      warn(`conversation summarized to fit ${resolved.profile} (${fitted.before} → ${fitted.after} tokens of ${resolved.contextWindow})`, { summarized: true, before: fitted.before, after: fitted.after });
+      warn(deps, spec, `conversation summarized to fit ${resolved.profile} (${fitted.before} → ${fitted.after} tokens of ${resolved.contextWindow})`, { summarized: true, before: fitted.before, after: fitted.after });
     }
   }
   // a paused run: the call in progress finished, the next one waits (a cancel still ends it)
@@ -342,12 +345,12 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
       // 36 %, and asked again
       const before = estimateTokens(history, fixed.system);
       const system = estimateTokens([], fixed.system);
-      const fitted = await fit(system + Math.max(256, Math.floor((before - system) * 0.6)), 0);
+      const fitted = await fitHistory(deps, spec, resolved, base, history, system + Math.max(256, Math.floor((before - system) * 0.6)), 0, abort.signal);
       const summarized = fitted.summarized && fitted.after < before;
       history = summarized ? fitted.messages : clipToolOutputs(history, 0.5);
       compacted = history;
       const after = estimateTokens(history, fixed.system);
-      warn(`the provider said the conversation does not fit ${resolved.profile}'s context window: ${summarized ? 'summarized' : 'long tool outputs cut'} (${before} → ${after} tokens estimated), asking again`, { summarized, overflow: true, before, after });
+      warn(deps, spec, `the provider said the conversation does not fit ${resolved.profile}'s context window: ${summarized ? 'summarized' : 'long tool outputs cut'} (${before} → ${after} tokens estimated), asking again`, { summarized, overflow: true, before, after });
       request = { ...request, messages: injected.length ? [...history, ...injected] : history };
     }
   }
@@ -359,16 +362,68 @@ export async function callModel(deps: AgentLoopDeps, input: CallModelInput, abor
     }
     checked = parsed.data;
   }
-  return {
+  // built in place (in the order the spreads gave it), not with spreads of optional parts
+  const output: CallModelOutput = {
     injected,
     reply: checked,
     consumedInbox: input.inbox.length,
     consumedUpTo: input.upTo,
     model: resolved.requestModel ?? resolved.name,
     profile: resolved.profile,
-    ...(compacted ? { compacted } : {}),
-    ...(deps.costs ? { costUsd } : {}),
   };
+  if (compacted) output.compacted = compacted;
+  if (bill) output.costUsd = bill.usd;
+  return output;
+}
+
+/** Records a call's usage in the cost ledger: its price (added to `bill` when given), or undefined without prices. */
+function priced(deps: AgentLoopDeps, spec: SessionSpec, resolved: ResolvedModel, usage: ModelReply['usage'], bill: { usd: number } | null): number | undefined {
+  const usd = deps.costs?.ledger.record({
+    sessionId: spec.id,
+    workerId: workerKey(spec),
+    ...(spec.role === 'subtask' ? { parentId: spec.owner.ownerId } : {}),
+    model: resolved.name,
+    usage,
+  });
+  if (usd !== undefined && bill) bill.usd += usd;
+  return usd;
+}
+
+const noPrice = (): number | undefined => undefined;
+
+/**
+ * The history summarized (by the session's own model) to fit `budget` tokens, system prompt
+ * included. Each summary call is priced with its cache tokens and told as a `model.called` of
+ * its own (`summary: true`): it is not folded into the reply's call.
+ */
+function fitHistory(
+  deps: AgentLoopDeps,
+  spec: SessionSpec,
+  resolved: ResolvedModel,
+  request: Parameters<typeof fitConversation>[0]['request'],
+  messages: ChatMessage[],
+  budget: number,
+  reserveTokens: number,
+  signal: AbortSignal,
+) {
+  return fitConversation({
+    model: resolved.model,
+    request,
+    messages,
+    contextWindow: budget,
+    reserveTokens,
+    signal,
+    onCall: (usage) => {
+      const usd = priced(deps, spec, resolved, usage, null);
+      if (deps.events.listening !== false) {
+        deps.events.emit({ type: 'model.called', ...correlationOf(spec), data: { summary: true, toolCalls: [], ...usage, ...(usd !== undefined ? { costUsd: usd } : {}) } });
+      }
+    },
+  });
+}
+
+function warn(deps: AgentLoopDeps, spec: SessionSpec, message: string, data: Record<string, unknown>): void {
+  if (deps.events.listening !== false) deps.events.emit({ type: 'warning', ...correlationOf(spec), data: { message, ...data } });
 }
 
 /** The `model.called` data of billed replies that no recorded reply counts (thrown away, or cut before a failure). */
@@ -482,6 +537,64 @@ interface CutState {
   count: number;
 }
 
+/**
+ * What a tool may use while it runs (ToolContext), as a class: every call's context has the same
+ * shape, and its key is made only for a tool that reads it. Written as an object literal (a
+ * getter and three spreads) it allocated about 1.8 KB a call and was the costliest function of a
+ * no-op sub-task's tool step (14 µs a call in the profile of a warm 10k fan-out); now some 100 bytes.
+ */
+class CallContext implements ToolContext {
+  readonly spec: SessionSpec;
+  readonly worktree: string;
+  readonly permit: (ask: PermissionAsk) => Promise<PermissionAnswer>;
+  readonly locks: FileLockTable;
+  readonly registry: AgentRegistry;
+  readonly family: FamilyView | null;
+  readonly updates: TaskUpdate[];
+  readonly dropped: number | undefined;
+  readonly ids: IdGenerator;
+  readonly clock: Clock;
+  readonly commands: CommandRunner | null;
+  readonly artifacts: ((runId: string) => ArtifactStore) | null;
+  readonly external: ExternalTools | null;
+  readonly session: AnyActorRef | undefined;
+  readonly events: EventSink;
+  readonly #abort: { readonly signal: AbortSignal };
+  readonly #input: RunToolInput;
+  #key: string | undefined;
+
+  constructor(deps: AgentLoopDeps, input: RunToolInput, session: AnyActorRef | undefined, abort: { readonly signal: AbortSignal }, permit: (ask: PermissionAsk) => Promise<PermissionAnswer>, key: string | undefined) {
+    this.spec = input.spec;
+    this.worktree = input.spec.correlation.worktreePath;
+    this.permit = permit;
+    this.locks = deps.locks;
+    this.registry = deps.registry;
+    this.family = familyOfSession(session);
+    this.updates = input.updates;
+    this.dropped = input.dropped || undefined;
+    this.ids = deps.ids;
+    this.clock = deps.clock;
+    this.commands = deps.commands ?? null;
+    this.artifacts = deps.artifacts ?? null;
+    this.external = deps.external ?? null;
+    this.session = session;
+    this.events = deps.events;
+    this.#abort = abort;
+    this.#input = input;
+    this.#key = key;
+  }
+
+  /** The step's signal, made when a tool first asks for it (see Step.signal). */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get idempotencyKey(): string {
+    this.#key ??= idempotencyKey(this.#input.spec.correlation.runId, this.#input.spec.id, this.#input.call.id, this.#input.epoch);
+    return this.#key;
+  }
+}
+
 /** One tool call against the catalog; `permit` decides or asks the tree. */
 export function runTool(
   deps: AgentLoopDeps,
@@ -493,27 +606,7 @@ export function runTool(
 ): Promise<ToolOutcome> {
   const definition = deps.registry.get(input.spec.agent.agentName);
   const span = tracingEnabled() ? startTool(input.spec.correlation.runId, input.spec.id, input.call, deps.external?.handles(input.call.name) ? 'extension' : 'function') : null;
-  const running = deps.catalog.run(input.call, definition, {
-    spec: input.spec,
-    worktree: input.spec.correlation.worktreePath,
-    get signal() {
-      return abort.signal;
-    },
-    permit,
-    locks: deps.locks,
-    registry: deps.registry,
-    family: familyOfSession(session),
-    updates: input.updates,
-    ...(input.dropped ? { dropped: input.dropped } : {}),
-    ids: deps.ids,
-    clock: deps.clock,
-    commands: deps.commands ?? null,
-    artifacts: deps.artifacts ?? null,
-    external: deps.external ?? null,
-    idempotencyKey: key ?? idempotencyKey(input.spec.correlation.runId, input.spec.id, input.call.id, input.epoch),
-    ...(session ? { session } : {}),
-    events: deps.events,
-  });
+  const running = deps.catalog.run(input.call, definition, new CallContext(deps, input, session, abort, permit, key));
   if (!span) return running;
   running.then(
     (outcome) => span.end(outcome),
@@ -521,6 +614,9 @@ export function runTool(
   );
   return running;
 }
+
+/** The updates a tool run in the model's step sees: none (they were injected into the call). */
+const NO_UPDATES: TaskUpdate[] = [];
 
 /** A coordination tool run in the model's step never asks: if one did, that is a bug here. */
 const noPermit = (): Promise<PermissionAnswer> => Promise.reject(new Error('a tool run in the model step asked for a permission'));
@@ -538,7 +634,7 @@ async function runInline(deps: AgentLoopDeps, input: CallModelInput, output: Cal
     if (running.aborted || !deps.catalog.isInline(call.name)) break;
     let outcome: ToolOutcome;
     try {
-      outcome = await runTool(deps, { spec: input.spec, call, updates: [], ...(input.epoch !== undefined ? { epoch: input.epoch } : {}) }, session, running, noPermit);
+      outcome = await runTool(deps, { spec: input.spec, call, updates: NO_UPDATES, epoch: input.epoch }, session, running, noPermit);
     } catch {
       break; // the chart runs it again as a step of its own, where a crash is reported as one
     }

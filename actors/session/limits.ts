@@ -22,16 +22,32 @@ export function checkDepth(owner: SessionSpec): ErrorInfo | null {
   };
 }
 
-/** The same agent type with the same prompt again in the ancestor chain is a cycle. */
-export function checkCycle(owner: SessionSpec, child: { agentName: string; prompt: string }): ErrorInfo | null {
-  const chain = [...owner.lineage, { agentName: owner.agent.agentName, prompt: owner.prompt }];
-  const target = normalize(child.prompt);
-  const hit = chain.findIndex((a) => a.agentName === child.agentName && normalize(a.prompt) === target);
-  if (hit < 0) return null;
+/** A session's ancestors and itself, their prompts normalized: what its children are checked against. */
+type Ancestry = Array<{ agentName: string; prompt: string }>;
+const ancestryOf = (owner: SessionSpec): Ancestry => [...owner.lineage, { agentName: owner.agent.agentName, prompt: owner.prompt }].map((a) => ({ agentName: a.agentName, prompt: normalize(a.prompt) }));
+
+/** Where in the ancestry (normalized) the same agent type with the same prompt is, or -1. */
+function cycleAt(ancestry: Ancestry, agentName: string, prompt: string): number {
+  let target: string | null = null;
+  for (let i = 0; i < ancestry.length; i++) {
+    if (ancestry[i]!.agentName !== agentName) continue;
+    target ??= normalize(prompt);
+    if (ancestry[i]!.prompt === target) return i;
+  }
+  return -1;
+}
+
+function cycleError(agentName: string, hit: number): ErrorInfo {
   return {
     code: 'CYCLE_DETECTED',
-    message: `Cycle detected: @${child.agentName} with this same prompt is already an ancestor (depth ${hit}) of this session. Spawning it again would loop; change the prompt to a narrower part of the work, or do it yourself.`,
+    message: `Cycle detected: @${agentName} with this same prompt is already an ancestor (depth ${hit}) of this session. Spawning it again would loop; change the prompt to a narrower part of the work, or do it yourself.`,
   };
+}
+
+/** The same agent type with the same prompt again in the ancestor chain is a cycle. */
+export function checkCycle(owner: SessionSpec, child: { agentName: string; prompt: string }): ErrorInfo | null {
+  const hit = cycleAt(ancestryOf(owner), child.agentName, child.prompt);
+  return hit < 0 ? null : cycleError(child.agentName, hit);
 }
 
 /**
@@ -102,7 +118,7 @@ export class SpawnBudget {
  */
 export function spawnRefusal(
   owner: SessionSpec,
-  children: Array<{ agentName: string; prompt: string }>,
+  children: ReadonlyArray<Pick<SessionSpec, 'prompt'> & { agent: { agentName: string } }>,
   deps: { budget: SpawnBudget; costs?: { ledger: CostLedger; budgets: Budgets } },
 ): ErrorInfo | null {
   const spent = deps.costs?.ledger.checkBudget(workerKey(owner), deps.costs.budgets);
@@ -112,5 +128,14 @@ export function spawnRefusal(
       message: `Budget reached: the ${spent.scope} has spent $${spent.spentUsd.toFixed(4)} of its $${spent.limitUsd.toFixed(4)}; no new sub-tasks. Finish with what you have.`,
     };
   }
-  return checkDepth(owner) ?? children.map((c) => checkCycle(owner, c)).find((e) => e !== null) ?? deps.budget.reserve(workerKey(owner), children.length, owner.limits, owner.correlation.workerId);
+  const depth = checkDepth(owner);
+  if (depth) return depth;
+  // the owner's ancestry normalized once for all the children (a spawn of 10k normalized every
+  // ancestor's prompt again for each child)
+  const ancestry = ancestryOf(owner);
+  for (const child of children) {
+    const hit = cycleAt(ancestry, child.agent.agentName, child.prompt);
+    if (hit >= 0) return cycleError(child.agent.agentName, hit);
+  }
+  return deps.budget.reserve(workerKey(owner), children.length, owner.limits, owner.correlation.workerId);
 }

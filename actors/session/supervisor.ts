@@ -26,7 +26,7 @@
  * limits a spawn must pass are `spawnRefusal` (actors/session/limits.ts). Here: admitting and starting
  * children (in slices, see START_SLICE), settling their results, and routing to them (`route`).
  */
-import { createActor, type ActorLogic, type ActorOptions, type ActorScope, type AnyActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
+import { createActor, type ActorLogic, type ActorScope, type AnyActorLogic, type AnyActorRef, type Snapshot } from 'xstate';
 import type { Clock, EventSink, SupervisorEvent, SupervisorInput, SupervisorReply } from '../../machines/ports.js';
 import type { ErrorInfo, SessionSpec, SubTaskResult, TaskUpdate } from '../../machines/protocol/index.js';
 import { SubTaskResult as SubTaskResultSchema } from '../../machines/protocol/index.js';
@@ -97,16 +97,13 @@ export function createSupervisorLogic(deps: SupervisorDeps): ActorLogic<Supervis
   /** `held`: messages sent to it while it waited, in its inbox from the start (its first model call sees them). */
   function createChild(family: Family, spec: SessionSpec, scope: Scope, snapshot?: Snapshot<unknown>, remote = false, held?: Member['held']): AnyActorRef {
     const logic = remote && deps.remoteLogic ? deps.remoteLogic : deps.sessionLogic(spec.role);
-    // one shape for every child's options, `snapshot` undefined when fresh: XState copies them
-    // (`{ ...defaults, ...options }`), and copying an object made with a trailing spread was the
-    // costliest line of its actor's constructor (about 3 µs a child)
     const ref = createActor(logic, {
       id: spec.id,
       parent: scope.self,
       src: spec.role,
       input: held?.length ? { spec, inbox: held.map((m) => ({ kind: 'message' as const, from: m.from, text: m.text })) } : { spec },
-      snapshot,
-    } as ActorOptions<AnyActorLogic>);
+      ...(snapshot ? { snapshot } : {}),
+    });
     if (events.listening !== false) ref.on('*', (emitted: { type: string }) => forwardSessionEvent(events, spec, emitted));
     return ref;
   }

@@ -151,6 +151,21 @@ interface CompiledRule {
   reactions: Array<{ when: RegExp; turn: ScriptTurn }>;
 }
 
+/** The characters of a turn's tool call arguments as JSON, measured once (its arguments are the script's, the same every call). */
+const argumentChars = (turn: ScriptTurn): number => {
+  let chars = measuredArguments.get(turn);
+  if (chars === undefined) measuredArguments.set(turn, (chars = turn.toolCalls.reduce((n, c) => n + JSON.stringify(c.arguments).length, 0)));
+  return chars;
+};
+const measuredArguments = new WeakMap<ScriptTurn, number>();
+
+/** The reaction of a rule to what was just injected, if any. */
+function reactionFor(reactions: CompiledRule['reactions'], text: string | null): CompiledRule['reactions'][number] | undefined {
+  if (text === null) return undefined;
+  for (const reaction of reactions) if (reaction.when.test(text)) return reaction;
+  return undefined;
+}
+
 /** How many calls a scripted model keeps for inspection (ScriptedModel.calls). */
 export const CALLS_KEPT = 1_000;
 
@@ -204,12 +219,13 @@ export class ScriptedModel implements Model {
 
   /** Which turn to play: a reaction to what was just injected, else the next sequential turn. */
   #select({ rule, reactions }: CompiledRule, messages: ChatMessage[]): ScriptTurn | null {
-    const reactionFor = (text: string | null) => (text === null ? undefined : reactions.find((r) => r.when.test(text)));
+    // no closures: each call of a 10k fan-out's model passes here (under tsx, which names every
+    // closure it makes, one named closure cost 7 µs a call)
     let sequential = 0;
-    messages.forEach((m, i) => {
-      if (m.role === 'assistant' && !reactionFor(ScriptedModel.#pendingInjection(messages, i))) sequential++;
-    });
-    const reaction = reactionFor(ScriptedModel.#pendingInjection(messages, messages.length));
+    for (let i = 0; i < messages.length; i++) {
+      if (messages[i]!.role === 'assistant' && !reactionFor(reactions, ScriptedModel.#pendingInjection(messages, i))) sequential++;
+    }
+    const reaction = reactionFor(reactions, ScriptedModel.#pendingInjection(messages, messages.length));
     if (reaction) return reaction.turn;
     return rule.turns[sequential] ?? null;
   }
@@ -235,7 +251,8 @@ export class ScriptedModel implements Model {
   /** `options.signal` is read only by a turn that waits (a caller may make it on first use). */
   async #reply(request: ModelRequest, options: { signal: AbortSignal }): Promise<ModelReply> {
     const rule = this.#rule(request);
-    const turnIndex = request.messages.filter((m) => m.role === 'assistant').length;
+    let turnIndex = 0;
+    for (const m of request.messages) if (m.role === 'assistant') turnIndex++;
     let turn: ScriptTurn;
     if (!rule) {
       const canComplete = request.tools.some((t) => t.name === 'a2a_subtask_complete');
@@ -263,7 +280,7 @@ export class ScriptedModel implements Model {
       arguments: ids ? (substitute(c.arguments, ids) as Record<string, unknown>) : c.arguments,
     }));
     const inputChars = request.system.length + request.messages.reduce((n, m) => n + m.content.length, 0);
-    const outputChars = turn.text.length + toolCalls.reduce((n, c) => n + JSON.stringify(c.arguments).length, 0);
+    const outputChars = turn.text.length + (ids ? toolCalls.reduce((n, c) => n + JSON.stringify(c.arguments).length, 0) : argumentChars(turn));
     return {
       text: turn.text,
       toolCalls,

@@ -27,10 +27,8 @@ import { duplicateInterfacesForLegacy } from '@a2a-js/sdk/compat/v0_3';
 import { legacyAgentCardRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
 import {
   AgentEvent,
-  DefaultExecutionEventBus,
   DefaultRequestHandler,
   DefaultPushNotificationSender,
-  type ExecutionEventBusManager,
   type AgentExecutionEvent,
   type AgentExecutor,
   type ExecutionEventBus,
@@ -51,8 +49,9 @@ import { redactText } from '../../actors/config/secrets.js';
 import { recordRunEvent, startRun, type Run, type RunRequest } from '../assembly/library.js';
 import { traceHeadersOf } from '../../actors/observation/tracing.js';
 import { partsText, stateName, textPart } from './client.js';
-import { applyEvent, callerOf, visibleTo, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
+import { applyPayload, callerOf, visibleTo, DurablePushStore, FileServedTasks, KvServedTasks, RecordTaskStore, SERVED_TASKS_BUCKET, taskOf, type ServedTasks } from './records.js';
 import { configuration, transportStage } from '../assembly/stages.js';
+import { coalesceWrites, RequestBuses } from './delivery.js';
 import { isLoopback } from '../hostGuard.js';
 
 export const JSONRPC_PATH = '/a2a/jsonrpc';
@@ -111,6 +110,10 @@ const CONVERSATION_TASKS = 10;
 const SNAPSHOT_MS = 200;
 /** Run event ids kept per task, to recognise what a resumed run repeats. */
 const MAX_FACTS = 5_000;
+/** The run events that become the task's (RuntimeExecutor.#onRunEvent's cases). */
+const TURNED = new Set<RunEvent['type']>(['subtask.spawned', 'subtask.result', 'update.queued', 'human.asked', 'human.answered', 'workflow.state', 'artifact.created', 'artifact.updated', 'run.finished']);
+/** Tasks that ended kept in memory for the task store (RuntimeExecutor.current); past it, the oldest goes. */
+const ENDED_KEPT = 16;
 
 function clip(text: string, max = 400): string {
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
@@ -130,8 +133,12 @@ interface Held {
   record: A2AServedTask;
   /** The task as it is now. */
   task: Task;
-  /** Every event of the task, for SubscribeToTask (kept while the task is held). */
-  events: A2AServedEvent[];
+  /**
+   * The number of the task's last event. Its events are in its log, where SubscribeToTask reads
+   * them: kept here too, every task held would grow by each of its events (2,004 for a task of
+   * 1,000 sub-tasks) until it ends.
+   */
+  seq: number;
   /** The snapshot's pending write (at most one per SNAPSHOT_MS). */
   flush: NodeJS.Timeout | null;
   run: Run | null;
@@ -149,11 +156,21 @@ interface Held {
 
 /**
  * The runtime behind the protocol: the SDK's `AgentExecutor`, and what the request handler's
- * resubscribe reads. Every event goes record first, then live listeners, then the SDK's bus.
+ * resubscribe reads. Every event goes to the record (on disk at the end of its synchronous burst,
+ * before anything sends it: see ServedTasks.append), then to live listeners, then the SDK's bus.
  */
 export class RuntimeExecutor implements AgentExecutor {
   readonly records: ServedTasks;
   readonly #held = new Map<string, Held>();
+  /**
+   * The last tasks that ended (at most ENDED_KEPT), as they ended, for the task store: the SDK
+   * folds each event a request's stream carries into the task it loads from the store, and goes on
+   * with those queued when the task ended after the executor let it go. Read from the record,
+   * each of those loads (and the save after it) read the task's whole log: 25 ms each for a task
+   * of 2,000 events, on the stream's last stretch. A task that ended does not change; the record
+   * has it as it ended (#flush), and is read again once the task has left this list.
+   */
+  readonly #ended = new Map<string, { task: Task; owner: string | undefined }>();
   readonly #options: A2AServeOptions;
   readonly #workspace: string;
   readonly #notify: (line: string) => void;
@@ -161,6 +178,8 @@ export class RuntimeExecutor implements AgentExecutor {
   readonly #defaultAgent: string;
   /** Named clients: each task is its creator's (A2AServeOptions.clients). */
   readonly #scoped: boolean;
+  /** The calls whose message named its context (contextNamed): a new task there is part of a conversation. */
+  readonly #named = new WeakSet<ServerCallContext>();
 
   constructor(options: A2AServeOptions, agents: () => string[], defaultAgent: string) {
     this.#scoped = Object.keys(options.clients ?? {}).length > 0;
@@ -185,16 +204,27 @@ export class RuntimeExecutor implements AgentExecutor {
     return this.#held.get(taskId);
   }
 
+  /** The call's message named its context (the request handler says so before the SDK fills one in). */
+  contextNamed(context: ServerCallContext): void {
+    this.#named.add(context);
+  }
+
+  /** The task as the task store reads it from memory, and its creator: held, or ended a moment ago (#ended). */
+  current(taskId: string): { task: Task; owner: string | undefined } | undefined {
+    const held = this.#held.get(taskId);
+    return held ? { task: held.task, owner: held.record.owner } : this.#ended.get(taskId);
+  }
+
   /** Sends one event of a task: numbered, folded into the task, logged, then delivered. */
   #publish(held: Held, event: AgentExecutionEvent): void {
     // a task that ended (or that another request let go of) says nothing more: one terminal state
     if (this.#held.get(held.task.id) !== held) return;
-    const seq = (held.events.at(-1)?.seq ?? held.record.seq) + 1;
+    const seq = ++held.seq;
     if (event.kind === 'statusUpdate' || event.kind === 'artifactUpdate') event.data.metadata = { ...(event.data.metadata ?? {}), seq };
     const wire = StreamResponse.toJSON({ payload: { $case: event.kind, value: event.data } as StreamResponse['payload'] }) as Record<string, unknown>;
     const served: A2AServedEvent = { seq, at: Date.now(), event: wire };
-    held.task = event.kind === 'task' ? structuredClone(event.data) : applyEvent(held.task, wire);
-    held.events.push(served);
+    // the event's own objects, not its JSON read back: nothing changes them after (see sdkCopy)
+    held.task = event.kind === 'task' ? structuredClone(event.data) : applyPayload(held.task, { $case: event.kind, value: event.data } as StreamResponse['payload']);
     const id = held.task.id;
     this.records.append(id, served).catch((e: unknown) => this.#notify(`a2a serve: could not log event ${seq} of task ${id}: ${errorText(e)}`));
     const state = held.task.status?.state;
@@ -210,6 +240,9 @@ export class RuntimeExecutor implements AgentExecutor {
         held.buses.clear();
         held.off?.();
         this.#held.delete(id);
+        this.#ended.delete(id);
+        this.#ended.set(id, { task: held.task, owner: held.record.owner });
+        if (this.#ended.size > ENDED_KEPT) this.#ended.delete(this.#ended.keys().next().value!);
       }
     }
   }
@@ -219,8 +252,9 @@ export class RuntimeExecutor implements AgentExecutor {
     if (held.flush) clearTimeout(held.flush);
     held.flush = null;
     held.record.task = Task.toJSON(held.task) as Record<string, unknown>;
-    held.record.seq = held.events.at(-1)?.seq ?? held.record.seq;
+    held.record.seq = held.seq;
     held.record.updatedAt = Date.now();
+    if (held.record.facts.length > MAX_FACTS) held.record.facts.splice(0, held.record.facts.length - MAX_FACTS);
     this.records.write(held.record).catch((e: unknown) => this.#notify(`a2a serve: could not write task ${held.task.id}: ${errorText(e)}`));
   }
 
@@ -318,7 +352,7 @@ export class RuntimeExecutor implements AgentExecutor {
     const existing = await this.records.read(request.taskId);
     if (existing) {
       // a task this process does not hold: finished, or its run could not be resumed
-      const held = this.#hold(existing.record, bus, existing.events);
+      const held = this.#hold(existing.record, bus, existing.events.at(-1)?.seq);
       this.#publish(held, AgentEvent.task(structuredClone(held.task)));
       if (!TERMINAL.has(held.task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) {
         this.#status(held, TaskState.TASK_STATE_FAILED, `this server no longer holds the run behind task ${request.taskId} (${existing.record.runId ?? 'none'}); start a new task`);
@@ -330,8 +364,9 @@ export class RuntimeExecutor implements AgentExecutor {
     await this.#start(request, bus);
   }
 
-  #hold(record: A2AServedTask, bus: ExecutionEventBus | null, events: A2AServedEvent[] = []): Held {
-    const held: Held = { record, task: taskOf(record), events, flush: null, run: null, buses: new Set(bus ? [bus] : []), waiters: [], listeners: new Set(), off: null };
+  /** Holds a task from its record (`lastSeq`: its log's last event, when the record lags behind it). */
+  #hold(record: A2AServedTask, bus: ExecutionEventBus | null, lastSeq = 0): Held {
+    const held: Held = { record, task: taskOf(record), seq: Math.max(record.seq, lastSeq), flush: null, run: null, buses: new Set(bus ? [bus] : []), waiters: [], listeners: new Set(), off: null };
     this.#held.set(String(record.task.id), held);
     return held;
   }
@@ -367,8 +402,9 @@ export class RuntimeExecutor implements AgentExecutor {
       if (!agents.includes(agent)) {
         return this.#status(held, TaskState.TASK_STATE_REJECTED, `unknown skill "${skill}": this server's skills are ${agents.map((a) => `"${a}"`).join(', ')} (set message.metadata.skill)`);
       }
-      // only a context the client named has earlier tasks (else the SDK made a new one)
-      const earlier = message.contextId ? await this.#conversation(request.contextId, request.taskId) : '';
+      // only a context the client named has earlier tasks (else the SDK made a new one, and wrote
+      // it into the message: every record read for nothing, each task's events included)
+      const earlier = this.#named.has(request.context) ? await this.#conversation(request.contextId, request.taskId) : '';
       const prompt = earlier ? `${earlier}\n\nThe new request:\n${text}` : text;
       const waiting = this.#until(held);
       let run: Run;
@@ -404,8 +440,8 @@ export class RuntimeExecutor implements AgentExecutor {
 
   /** What earlier tasks of the conversation asked and answered, for a new task in it. */
   async #conversation(contextId: string, taskId: string): Promise<string> {
-    const earlier = (await this.records.all())
-      .filter((r) => r.task.contextId === contextId && r.task.id !== taskId)
+    // the others' events are not read: a context and an id never change
+    const earlier = (await this.records.all((r) => r.task.contextId === contextId && r.task.id !== taskId))
       .sort((a, b) => a.updatedAt - b.updatedAt)
       // the latest ones: a long conversation does not grow every new prompt without end
       .slice(-CONVERSATION_TASKS)
@@ -428,12 +464,17 @@ export class RuntimeExecutor implements AgentExecutor {
       if (facts.has(event.id)) return true;
       facts.add(event.id);
       held.record.facts.push(event.id);
-      if (held.record.facts.length > MAX_FACTS) held.record.facts.splice(0, held.record.facts.length - MAX_FACTS);
+      // cut in one go at twice the number kept (#flush writes the last MAX_FACTS), not one id per
+      // event once it is reached: that moved 5,000 ids down for each later event (the loop alone,
+      // over the 11,000 events of a 1,000-sub-task run: 290 ms)
+      if (held.record.facts.length > 2 * MAX_FACTS) held.record.facts.splice(0, held.record.facts.length - MAX_FACTS);
       return false;
     };
     const off = run.on((e) => {
       const event = e as RunEvent;
-      if (!this.#held.has(String(held.record.task.id)) || seen(event)) return;
+      // only what becomes the task's is remembered: the rest (model calls, states, the task's own
+      // a2a.served) would push the facts that matter out of the last MAX_FACTS
+      if (!TURNED.has(event.type) || !this.#held.has(String(held.record.task.id)) || seen(event)) return;
       try {
         this.#onRunEvent(held, event);
       } catch (error) {
@@ -446,6 +487,7 @@ export class RuntimeExecutor implements AgentExecutor {
     });
   }
 
+  /** A run event of a type in TURNED as the task's: a status, an artifact, a question, its end. */
   #onRunEvent(held: Held, event: RunEvent): void {
     const d = event.data as Record<string, unknown>;
     switch (event.type) {
@@ -584,7 +626,7 @@ export class RuntimeExecutor implements AgentExecutor {
       // a task of another server of the namespace (--nats): its run is that server's to resume
       if (resolve(record.workspace) !== this.#workspace) continue;
       // its events from the log: a client that resubscribes gets them all
-      const held = this.#hold(record, null, (await this.records.read(task.id))?.events ?? []);
+      const held = this.#hold(record, null, (await this.records.read(task.id))?.events.at(-1)?.seq);
       if (!record.runId) {
         this.#status(held, TaskState.TASK_STATE_FAILED, 'the server stopped before this task\'s run started');
         failed.push(task.id);
@@ -618,6 +660,7 @@ export class RuntimeExecutor implements AgentExecutor {
       if (!TERMINAL.has(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED) || this.#held.has(task.id) || record.updatedAt >= before) continue;
       // a task of another server of the namespace is that server's to remove
       if (resolve(record.workspace) !== this.#workspace) continue;
+      this.#ended.delete(task.id);
       await this.records.remove(task.id).catch((e: unknown) => this.#notify(`a2a serve: could not remove the record of task ${task.id}: ${errorText(e)}`));
       removed++;
     }
@@ -636,33 +679,7 @@ export class RuntimeExecutor implements AgentExecutor {
       if (held.flush) this.#flush(held);
     }
     this.#held.clear();
-  }
-}
-
-/**
- * A bus per request instead of one per task: the SDK wants every request's stream to begin with
- * the task, which on a shared bus would break a stream still open at AUTH_REQUIRED. The executor
- * gives each bus the events of its task (Held.buses).
- */
-class RequestBuses implements ExecutionEventBusManager {
-  readonly #latest = new Map<string, ExecutionEventBus>();
-
-  constructor(readonly holds: (taskId: string) => boolean) {}
-
-  createOrGetByTaskId(taskId: string): ExecutionEventBus {
-    const bus = new DefaultExecutionEventBus();
-    this.#latest.set(taskId, bus);
-    return bus;
-  }
-
-  getByTaskId(taskId: string): ExecutionEventBus | undefined {
-    // a task the runtime holds always has one: the SDK then cancels through the executor (a task
-    // resumed after a restart has had no request yet)
-    return this.#latest.get(taskId) ?? (this.holds(taskId) ? this.createOrGetByTaskId(taskId) : undefined);
-  }
-
-  cleanupByTaskId(taskId: string): void {
-    this.#latest.delete(taskId);
+    this.#ended.clear();
   }
 }
 
@@ -722,6 +739,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   }
 
   override async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
+    if (params.message?.contextId) this.#executor.contextNamed(context);
     await this.#refuseForeign(params.message?.taskId, context);
     const started = await this.#startedBy(params.message, context);
     if (started) {
@@ -734,6 +752,7 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
   }
 
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    if (params.message?.contextId) this.#executor.contextNamed(context);
     await this.#refuseForeign(params.message?.taskId, context);
     const started = await this.#startedBy(params.message, context);
     if (started) {
@@ -764,13 +783,12 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
     // the protocol follows a task that is not finished: a finished one is read with GetTask
     const state = snapshot.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
     if (TERMINAL.has(state)) throw new UnsupportedOperationError(`task ${params.id} has ended (${TaskState[state] ?? state}): SubscribeToTask follows a task that is not finished; read it with GetTask`);
-    // the events so far: a copy, since a held task's list grows while this replays
-    const logged = held ? [...held.events] : read!.events;
     const headers = context.state.get('headers') as Record<string, string | string[] | undefined> | undefined;
     const header = headers?.['last-event-id'];
     const after = Number.parseInt(Array.isArray(header) ? (header[0] ?? '') : (header ?? ''), 10);
     const from = Number.isInteger(after) && after >= 0 ? after : 0;
-    // live events are taken from now on, so that none falls between the replay and the follow
+    // live events are taken from now on, before the log is read, so that none falls between the
+    // replay and the follow (one in both is sent once: by its seq)
     const live: A2AServedEvent[] = [];
     let wake: (() => void) | null = null;
     const off = this.#executor.listen(params.id, (event) => {
@@ -778,6 +796,8 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
       wake?.();
     });
     try {
+      // the events so far, from the task's log (a held task's too: its events are not kept in memory)
+      const logged = held ? ((await this.#executor.records.read(params.id))?.events ?? []) : read!.events;
       yield { payload: { $case: 'task', value: snapshot } };
       let last = from;
       const ended = (e: A2AServedEvent): boolean => {
@@ -797,9 +817,11 @@ class RuntimeRequestHandler extends DefaultRequestHandler {
       for (;;) {
         while (live.length) {
           const e = live.shift()!;
-          if (e.seq <= last) continue;
-          last = e.seq;
-          yield StreamResponse.fromJSON(e.event);
+          // one the replay sent already (it was logged before the log was read) still ends the follow
+          if (e.seq > last) {
+            last = e.seq;
+            yield StreamResponse.fromJSON(e.event);
+          }
           if (ended(e)) return;
         }
         await new Promise<void>((done) => (wake = done));
@@ -915,7 +937,7 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
     ],
     token: guarded,
   });
-  const store = new RecordTaskStore(executor.records, (id) => executor.held(id)?.task, workspace, (id) => executor.held(id)?.record.owner);
+  const store = new RecordTaskStore(executor.records, (id) => executor.current(id)?.task, workspace, (id) => executor.current(id)?.owner);
   const agentsInCard = served.map((a) => ({ id: a.capability.id, tools: a.capability.tools, strengths: a.capability.strengths, weaknesses: a.capability.weaknesses }));
   const limits = { maxTasks: options.maxTasks ?? MAX_TASKS, retainDays: Math.round((options.retainMs ?? RETAIN_MS) / 86_400_000) };
   const scoped = Object.keys(options.clients ?? {}).length > 0;
@@ -945,6 +967,7 @@ export async function serveA2A(options: A2AServeOptions): Promise<RunningA2AServ
       res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: 'missing or wrong bearer token: send Authorization: Bearer <the token a2a serve was started with>' });
     });
   }
+  app.use([JSONRPC_PATH, REST_PATH], coalesceWrites);
   app.use(JSONRPC_PATH, jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
   app.use(REST_PATH, restHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
   return {

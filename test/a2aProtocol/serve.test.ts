@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { TaskState, type StreamResponse } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { serveA2A, type RunningA2AServer } from '../../adapters/a2aProtocol/server.js';
 import { FileRunStore } from '../../adapters/store/file.js';
 import type { RunEvent } from '../../machines/protocol/index.js';
@@ -215,6 +215,25 @@ describe('a2a serve --a2a', () => {
     expect(deployed.data.prompt).toMatch(/Earlier in this conversation:\n- asked: hello from the first task\n  answered \(completed\): print\("hello world"\)[\s\S]*The new request:\nhello, and now the second/);
   });
 
+  it('looks for earlier tasks only in a context the client named, reading only those of that context', async () => {
+    // a first message makes the server read its records once (which messages started which task)
+    await drain(send(client, message('Say hello in Python', { skill: 'coder' })));
+    const all = vi.spyOn(server.executor.records, 'all');
+    try {
+      // no context named: the SDK makes a new one, which no earlier task can share
+      await drain(send(client, message('Say hello in Python', { skill: 'coder' })));
+      expect(all).not.toHaveBeenCalled();
+      await drain(send(client, message('hello, a third time', { skill: 'coder', contextId: 'ctx-talk' })));
+      const looked = all.mock.calls.filter(([match]) => typeof match === 'function');
+      expect(looked).toHaveLength(1);
+      const [match] = looked[0]! as [(r: { task: Record<string, unknown> }) => boolean];
+      expect(match({ task: { id: 'another', contextId: 'ctx-talk' } })).toBe(true);
+      expect(match({ task: { id: 'another', contextId: 'ctx-other' } })).toBe(false);
+    } finally {
+      all.mockRestore();
+    }
+  });
+
   it('replays a task to a client that reconnects: everything, or what follows Last-Event-ID', async () => {
     const stream = send(client, message('take it slow', { skill: 'coder' }));
     // the client drops after the first events (the task still runs)
@@ -230,6 +249,18 @@ describe('a2a serve --a2a', () => {
     // finished now: it is read with GetTask, not followed (the protocol refuses SubscribeToTask)
     await expect(drain(client.resubscribeTask({ tenant: '', id }))).rejects.toThrow(/has ended \(TASK_STATE_COMPLETED\)/);
     expect((await client.getTask({ tenant: '', id })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it('replays a running task from its log to a client that reconnects without Last-Event-ID: each event once, in order, to its end', async () => {
+    const stream = send(client, message('take it slow', { skill: 'coder' }));
+    const seen = await drain(stream, (e) => states([e])[0] === 'WORKING');
+    const id = taskIdOf(seen);
+    const all = await drain(client.resubscribeTask({ tenant: '', id }));
+    expect(all[0]!.payload?.$case).toBe('task');
+    const seqs = all.map(seqOf).filter((n): n is number => n !== undefined);
+    // the task event (seq 1) is left out of the replay: the snapshot before it says more
+    expect(seqs).toEqual(seqs.map((_, i) => 2 + i));
+    expect(states(all).at(-1)).toBe('COMPLETED');
   });
 
   it('serves the REST binding too: send, then read the task back', async () => {

@@ -65,6 +65,7 @@ export type RedactionMode = 'records' | 'state' | 'content';
 export class SecretRedactor {
   /** name → value, longest value first (so that no tail of one survives another's marker); a short one matched as a word. */
   #secrets: Array<{ name: string; value: string; word?: RegExp }> = [];
+  #version = 0;
 
   /** Registers a secret under the name that says where it came from (never its value); any length. */
   add(name: string, value: string | undefined | null): void {
@@ -74,6 +75,7 @@ export class SecretRedactor {
     const word = v.length < MIN_SECRET_LENGTH ? new RegExp(`(?<![A-Za-z0-9])${escapeRegExp(v)}(?![A-Za-z0-9])`, 'g') : undefined;
     this.#secrets.push({ name: name.replace(/[^A-Za-z0-9_.-]/g, '_'), value: v, ...(word ? { word } : {}) });
     this.#secrets.sort((a, b) => b.value.length - a.value.length);
+    this.#version++;
   }
 
   /** Registers every variable of `env` whose name says it holds a secret. */
@@ -84,11 +86,26 @@ export class SecretRedactor {
   /** Forgets every secret: for tests that start from none (a process keeps its own for its life). */
   clear(): void {
     this.#secrets = [];
+    this.#version++;
   }
 
   /** The names registered (for messages and tests; never the values). */
   names(): string[] {
     return this.#secrets.map((s) => s.name);
+  }
+
+  /** Changes with every secret added (or the set cleared): a thread that redacts for this one (`forRedactorThread`) is sent the set again. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /**
+   * The known secrets, values and all, for `jsonRedactorSource` on another thread of this process
+   * that redacts JSON text on this one's behalf (the trace export's worker: adapters/otel/offThread.ts).
+   * Nothing else may ask: this is the one way a value leaves the redactor.
+   */
+  forRedactorThread(): KnownSecret[] {
+    return this.#secrets.map((s) => ({ name: s.name, value: s.value, ...(s.word ? { word: s.word.source } : {}) }));
   }
 
   /** `text` with every known secret (and, for records, every credential shape) replaced by a marker. */
@@ -174,6 +191,35 @@ export class SecretRedactor {
     return root as T;
   }
 }
+
+/** A known secret as `forRedactorThread` hands it over (`word`: the source of the pattern of a short one). */
+export interface KnownSecret {
+  name: string;
+  value: string;
+  word?: string;
+}
+
+/**
+ * `jsonText` as the source of a JavaScript expression, for a thread that redacts JSON text on
+ * this one's behalf: evaluated there, it is a function of the known secrets
+ * (`forRedactorThread()`) that returns the redactor. The same steps as `#known(text, true)` and
+ * `jsonText`, with the shapes of `JSON_SHAPES` itself; test/actors/secrets.test.ts holds the two
+ * to the same output.
+ */
+export const jsonRedactorSource = `((known) => {
+  const secrets = known.map((s) => ({ marker: '[redacted:' + s.name + ']', value: s.value, escaped: JSON.stringify(s.value).slice(1, -1), word: s.word === undefined ? undefined : new RegExp(s.word, 'g') }));
+  const shapes = [${JSON_SHAPES.map((r) => `new RegExp(${JSON.stringify(r.source)}, ${JSON.stringify(r.flags)})`).join(', ')}];
+  const shapeMarker = (match, prefix) => (typeof prefix === 'string' && match.startsWith(prefix) ? prefix + '[redacted]' : '[redacted]');
+  return (text) => {
+    let out = text;
+    for (const { marker, value, escaped, word } of secrets) {
+      if (out.includes(value)) out = word ? out.replace(word, marker) : out.split(value).join(marker);
+      if (escaped !== value && out.includes(escaped)) out = out.split(escaped).join(marker);
+    }
+    for (const shape of shapes) out = out.replace(shape, shapeMarker);
+    return out;
+  };
+})`;
 
 /** This process's secrets (bin/ registers them at start: the environment, keys it resolves). */
 export const secrets = new SecretRedactor();

@@ -2,9 +2,9 @@
  * Tracing of a process, assembled: the SDK and exporter (adapters/otel/sdk.ts) are imported only
  * when `--otel` or the OTEL_* variables ask for export; `otel: true` in code without them sends
  * the spans to the program's own tracer provider. The span builder turns the process's run
- * events into spans (actors/observation/tracing.ts).
+ * events into spans (actors/observation/spans.ts, loaded with tracing: none of it while it is off).
  */
-import { disableTracing, enableTracing, TraceBuilder } from '../../actors/observation/tracing.js';
+import { disableTracing, enableTracing, type TraceBuilder } from '../../actors/observation/tracing.js';
 import { captureContent, otelSettings, type OtelSettings } from '../otel/options.js';
 
 /** Runs tracing through the program's own provider (`otel: true` without an endpoint). */
@@ -42,10 +42,9 @@ export async function tracingFor(
   notify: (line: string) => void,
   instance?: string,
 ): Promise<ProcessTracing | null> {
-  if (request.otel === false) return null;
-  const builder = new TraceBuilder();
+  if (request.otel === false || (!settings && request.otel !== true)) return null;
+  const builder = new (await import('../../actors/observation/spans.js')).TraceBuilder();
   if (!settings) {
-    if (request.otel !== true) return null;
     // the program's own tracer provider, through the API (on while a run of it wants traces)
     if (apiUsers++ === 0) await enableTracing({ content: captureContent(request.otelContent) });
     let closed = false;

@@ -3,7 +3,7 @@
  * state (read back later) loses only the process's known secrets, never code that looks like one.
  */
 import { describe, expect, it } from 'vitest';
-import { SecretRedactor } from '../../actors/config/secrets.js';
+import { jsonRedactorSource, SecretRedactor, type KnownSecret } from '../../actors/config/secrets.js';
 
 function redactor() {
   const r = new SecretRedactor();
@@ -80,5 +80,27 @@ describe('JSON text (trace batches)', () => {
     const parsed = JSON.parse(out) as typeof value;
     expect(parsed.attrs).toEqual({ 'a2a.detail': 'login [redacted:DB_PASSWORD] and apw7', quoted: 'x [redacted:QUOTED_SECRET] y', token: 12345678, 'gen_ai.usage.input_tokens': 12345678, password: '[redacted]' });
     expect(parsed.status.message).toBe('call failed with token=[redacted] and [redacted]');
+  });
+
+  it('redacts alike on the thread that exports traces (jsonRedactorSource, given forRedactorThread) and here (jsonText)', () => {
+    const r = new SecretRedactor();
+    const onWorker = () => ((0, eval)(jsonRedactorSource) as (known: KnownSecret[]) => (text: string) => string)(r.forRedactorThread());
+    const samples = [
+      { a: 'token=abcdefgh123 and api_key: "zzzzzzzzzz"', password: 'hunter2hunter2', secret: 'x', n: { 'api-key': 12345678 } },
+      { b: 'curl -H "Authorization: Bearer ' + 'Z'.repeat(24) + '"', c: 'sk-ant-' + 'a'.repeat(20) + ' ghp_' + 'b'.repeat(22) + ' github_pat_' + 'c'.repeat(22) },
+      { d: 'xoxb-' + '1'.repeat(12) + ' AKIA' + 'A'.repeat(16) + ' AIza' + 'q'.repeat(35), e: 'nothing here', f: ['SECRET = verylongvalue', 'Token:abc'] },
+      { g: 'login pw7 and apw7, x ab"cd\\efgh y, the long one: correct-horse-battery-staple', h: 'pw7' },
+    ];
+    const version = r.version;
+    for (const [name, value] of [['DB_PASSWORD', 'pw7'], ['QUOTED_SECRET', 'ab"cd\\efgh'], ['LONG_SECRET', 'correct-horse-battery-staple']] as const) r.add(name, value);
+    expect(r.version).not.toBe(version);
+    const redact = onWorker();
+    for (const sample of samples) {
+      const text = JSON.stringify(sample);
+      expect(redact(text)).toBe(r.jsonText(text));
+      expect(redact(text)).not.toBe(text);
+    }
+    expect(redact(JSON.stringify(samples[3]))).toContain('[redacted:QUOTED_SECRET]');
+    expect(r.forRedactorThread().map((s) => s.name)).toEqual(r.names());
   });
 });

@@ -40,10 +40,12 @@ describe('traces carry no secret and no command line', () => {
     const { secrets } = await import('../../actors/config/secrets.js');
     secrets.add('SHORT_SERVICE_TOKEN', 'k9Q');
     const exporter = new OffThreadExporter({ url: `${rx.url}/v1/traces`, protocol: 'http/json', target: rx.url, resource: { 'service.name': 'leak-check' }, maxQueueSize: 100, maxExportBatchSize: 10, scheduledDelayMillis: 10, onProblem: () => {} });
+    // a secret the process learns once the export thread runs: the thread redacts with it too
+    secrets.add('LATE_SERVICE_TOKEN', 'late-Vq7rT2mW9x');
     const before = rx.bodies.length;
     exporter.push({
       n: 'tool run_command', k: 1, t: '0af7651916cd43dd8448eb211c80319c', s: 'b7ad6b7169203331', f: 1, st: [1, 0], et: [2, 0], da: 0,
-      a: { 'a2a.detail': `curl -H "Authorization: Bearer ${'Z'.repeat(24)}" with k9Q`, 'a2a.key': KEY },
+      a: { 'a2a.detail': `curl -H "Authorization: Bearer ${'Z'.repeat(24)}" with k9Q`, 'a2a.key': KEY, 'a2a.late': 'sent with late-Vq7rT2mW9x' },
       c: { code: 2, message: `failed: password=${PASSWORD}` },
       ev: [{ name: 'exception', time: [1, 5], attributes: { 'exception.message': `refused ${KEY}` } }],
     });
@@ -51,8 +53,9 @@ describe('traces carry no secret and no command line', () => {
     await exporter.shutdown(2_000);
     const bytes = Buffer.concat(rx.bodies.slice(before));
     expect(bytes.includes(Buffer.from('tool run_command')), 'the span arrived').toBe(true);
-    for (const needle of [KEY, PASSWORD, 'ZZZZZZZZZZZZZZZZ', 'k9Q']) expect(bytes.includes(Buffer.from(needle)), `"${needle}" in the exported span`).toBe(false);
+    for (const needle of [KEY, PASSWORD, 'ZZZZZZZZZZZZZZZZ', 'k9Q', 'late-Vq7rT2mW9x']) expect(bytes.includes(Buffer.from(needle)), `"${needle}" in the exported span`).toBe(false);
     expect(bytes.includes(Buffer.from('[redacted:SHORT_SERVICE_TOKEN]'))).toBe(true);
+    expect(bytes.includes(Buffer.from('[redacted:LATE_SERVICE_TOKEN]'))).toBe(true);
   });
 
   it('exports only allowlisted detector attributes, redacted, with credentials out of URLs', () => {

@@ -137,7 +137,20 @@ for (const [label, parallel] of [
     if (!all) continue;
     const base = med(runs.base, 'wallMs');
     row(`  raw XState, ${n.toLocaleString('en')} root actors, one event each (cold)`, base, 'ms', `${base.toFixed(0)} ms`);
-    row(`  ratio to raw XState`, t / base, 'x', `${(t / base).toFixed(2)}x`, '<= 2x', t / base <= 2);
+    row(`  ratio to raw XState`, t / base, 'x', `${(t / base).toFixed(2)}x`, '<= 1.5x', t / base <= 1.5);
+    // warm: each process runs it once, then measures the second run (a long-lived process's
+    // fan-out: the JIT warmed up); the fan-out and the baseline interleaved as above
+    const warmFan: Array<Record<string, number>> = [];
+    const warmBase: Array<Record<string, number>> = [];
+    for (let i = 0; i < RUNS; i++) {
+      warmFan.push(...measure('fanout-warm', n, undefined, 1));
+      warmBase.push(...measure('baseline-warm', n, undefined, 1));
+    }
+    const tw = med(warmFan, 'wallMs');
+    const bw = med(warmBase, 'wallMs');
+    row(`  the same warm (the second fan-out of a process)`, tw, 'ms', `${tw.toFixed(0)} ms`);
+    row(`  raw XState warm`, bw, 'ms', `${bw.toFixed(0)} ms`);
+    row(`  ratio to raw XState, warm`, tw / bw, 'x', `${(tw / bw).toFixed(2)}x`, '<= 1.5x', tw / bw <= 1.5);
   }
   row(`  linearity t(10k)/t(1k)`, t10k / t1k, '', (t10k / t1k).toFixed(1), '<= 10', t10k / t1k <= 10);
   const growth = med(f10k.fan, 'rssGrowthMb');
@@ -149,11 +162,20 @@ for (const [label, parallel] of [
 for (const n of [1000, 10_000]) {
   const idle = measure('idle', n);
   const perIdle = med(idle, 'heapPerIdle');
-  row(`heap per live idle sub-task (+watchdog), N=${n.toLocaleString('en')}`, perIdle / 1024, 'KB', `${(perIdle / 1024).toFixed(1)} KB`, '<= 6 KB', perIdle <= 6 * 1024);
+  row(`heap per live idle sub-task with its watchdog (a timer until an inquiry is due), N=${n.toLocaleString('en')}`, perIdle / 1024, 'KB', `${(perIdle / 1024).toFixed(1)} KB`, '<= 6 KB', perIdle <= 6 * 1024);
 }
-// past the idle threshold: each session has started its watchdog actor (no target: most never do)
-const watched = med(measure('idle-watched', 1000), 'heapPerIdle');
-row('  the same once past the idle threshold (watchdog actor started), N=1,000', watched / 1024, 'KB', `${(watched / 1024).toFixed(1)} KB`);
+// past the idle threshold, in the grace period before the first inquiry: still a timer, no actor
+const grace = med(measure('idle-grace', 1000), 'heapPerIdle');
+row('  the same past the idle threshold, in the grace period, N=1,000', grace / 1024, 'KB', `${(grace / 1024).toFixed(1)} KB`, '<= 6 KB', grace <= 6 * 1024);
+// the inquiry sent: the watchdog actor started (a bare XState actor is about 2.6 KB), the model thinking about the answer
+const inquiry = med(measure('idle-inquiry', 1000), 'heapPerIdle');
+row('  an inquiry in flight: watchdog actor started, the model call pending, N=1,000', inquiry / 1024, 'KB', `${(inquiry / 1024).toFixed(1)} KB`);
+// a finished sub-task while its run goes on: its result delivered to the parent, which sits idle
+const done = measure('finished', 10_000);
+const perDone = med(done, 'heapPerFinished');
+const familyPerDone = med(done, 'familyPerFinished');
+row('heap per finished sub-task, result delivered, N=10,000 (the parent\'s conversation holds its results)', perDone, 'B', `${perDone.toFixed(0)} B`);
+row("  of it what the family keeps (a slim record: status, output clipped to 500 characters)", familyPerDone, 'B', `${familyPerDone.toFixed(0)} B`, '<= 200 B', familyPerDone <= 200);
 
 const memoryInbox = med(measure('inbox-memory', 20_000), 'perSecond');
 row('inbox throughput, in memory (20,000 mixed messages)', memoryInbox, '/s', `${Math.round(memoryInbox).toLocaleString('en')}/s`, '>= 200,000/s', memoryInbox >= 200_000);
@@ -187,12 +209,16 @@ row('  the sub-task sent over A2A to an SDK-built agent (loopback)', viaSdk, 'ms
 row('    cost of the A2A round trip', viaSdk - direct, 'ms', `+${(viaSdk - direct).toFixed(1)} ms`);
 row('  the sub-task sent over A2A to another a2a (a2a serve --a2a)', viaA2a, 'ms', `${viaA2a.toFixed(1)} ms`);
 row('    cost of the round trip, the served run included', viaA2a - direct, 'ms', `+${(viaA2a - direct).toFixed(1)} ms`);
-const fanned = measure('a2a-fanout', 1000, undefined, Math.min(RUNS, 3));
+// both warm, measured in turn in each process (see a2aFanout); the ratios are the medians of the processes'
+const fanned = measure('a2a-fanout', 1000);
 const fanDirect = med(fanned, 'directMs');
 const fanServed = med(fanned, 'servedMs');
-row('a task of 1,000 parallel sub-tasks, run directly', fanDirect, 'ms', `${fanDirect.toFixed(0)} ms`);
-row('  the same task sent to a2a serve --a2a, streamed to its end', fanServed, 'ms', `${fanServed.toFixed(0)} ms`);
-row('    ratio (2,004 A2A events logged and sent)', fanServed / fanDirect, 'x', `${(fanServed / fanDirect).toFixed(1)}x`, '<= 4x', fanServed / fanDirect <= 4);
+const fanRatio = med(fanned, 'ratio');
+const fanCpu = med(fanned, 'cpuRatio');
+row('a task of 1,000 parallel sub-tasks, run directly (warm)', fanDirect, 'ms', `${fanDirect.toFixed(0)} ms`);
+row('  the same task sent to a2a serve --a2a, streamed to its end (warm)', fanServed, 'ms', `${fanServed.toFixed(0)} ms`);
+row('    ratio (2,004 A2A events logged and sent)', fanRatio, 'x', `${fanRatio.toFixed(2)}x`, '<= 1.5x', fanRatio <= 1.5);
+row("    the same in CPU time of the process's main thread", fanCpu, 'x', `${fanCpu.toFixed(2)}x`);
 
 /** `off` and `on` runs of the 1,000-sub-task run (file store), interleaved pair by pair. */
 function pairs(off: string, on: string): { off: Array<Record<string, number>>; on: Array<Record<string, number>> } {
@@ -218,8 +244,8 @@ const cpuOff = med(tracing.off, 'cpuMs');
 const cpuOn = med(tracing.on, 'cpuMs');
 row('a run of 1,000 parallel sub-tasks, file store, no tracing', tOff, 'ms', `${tOff.toFixed(0)} ms`);
 row('  with every span exported over OTLP/HTTP (about 3,000 spans)', tOn, 'ms', `${tOn.toFixed(0)} ms`);
-costRow('    overhead of tracing, wall time', tOn, tOff, 10);
-if (cpuOff > 0) costRow("    overhead of tracing, CPU of the run's thread", cpuOn, cpuOff, 10);
+costRow('    overhead of tracing, wall time', tOn, tOff, 5);
+if (cpuOff > 0) costRow("    overhead of tracing, CPU of the run's thread", cpuOn, cpuOff, 5);
 const load = med(tracing.on, 'loadMs');
 row('  starting the export (its thread and modules; once per process)', load, 'ms', `${load.toFixed(0)} ms`);
 

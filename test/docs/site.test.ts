@@ -160,7 +160,10 @@ describe('the documentation site', () => {
   it('should draw every machine\'s diagram from its chart', async () => {
     const p = await open('/reference/machines.html');
     const diagrams = p.locator('.a2a-diagram svg');
-    await expect.poll(() => diagrams.count(), { timeout: 8_000 }).toBe(7);
+    // Mermaid draws the seven in the page one after another: a second or two, several times that
+    // on a loaded machine (8 s was passed once beside the rest of the suite); the poll ends as soon
+    // as all seven are there
+    await expect.poll(() => diagrams.count(), { timeout: 25_000 }).toBe(7);
     await expect(p.locator('.a2a-diagram').first().getAttribute('data-source')).resolves.toMatch(/^stateDiagram-v2\n/);
     await p.screenshot({ path: join(SHOTS, 'machines.png') });
     expect(problems).toEqual([]);
